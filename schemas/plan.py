@@ -1,0 +1,110 @@
+"""Plan: what SGLang 0.5.23 would decide at start-up, per pipeline stage.
+
+Every byte and token figure here is the one SGLang computes (or allocates, where the
+field says so), so a Plan can be diffed against a boot log line by line.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from schemas.request import Accounting
+
+REFERENCE = "sglang==0.5.23"
+
+BindingLimit = Literal[
+    "mamba_slots",  # K // ratio capped it
+    "kv_tokens",  # max_total_num_tokens // 2 capped it
+    "user_max_running_requests",  # --max-running-requests (or the spec default) set it
+    "estimate",  # SGLang's context-length estimate, clamped to [2048, 4096]
+]
+
+
+class Out(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class PlanError(Out):
+    kind: Literal[
+        "mamba_cache_too_small",  # _handle_max_mamba_cache RuntimeError
+        "no_memory_for_kv",  # _profile_available_bytes ValueError
+        "not_enough_memory",  # MemoryPoolConfig RuntimeError (T <= 0)
+        "state_cache_serves_no_request",  # resolve_max_num_reqs RuntimeError
+        "launch_rejected",  # an assertion SGLang raises while resolving or starting
+    ]
+    exception: str = Field(description="The Python exception SGLang raises.")
+    message: str = Field(description="SGLang's own wording.")
+    remedies: list[str] = Field(default_factory=list, description="Computed fixes that make this plan start.")
+
+
+class ResolvedArgs(Out):
+    """The launch values the pipeline ran with, after SGLang's own resolution."""
+
+    tp_size: int
+    pp_size: int
+    attn_dp_size: int
+    attn_tp_size: int
+    page_size: int
+    kv_cache_dtype: str
+    mem_fraction_static: Optional[float]
+    mamba_full_memory_ratio: float
+    mamba_radix_cache_strategy: str
+    enable_mamba_extra_buffer: bool
+    enable_mamba_extra_buffer_lazy: bool
+    disable_radix_cache: bool
+    disable_overlap_schedule: bool
+    max_running_requests: Optional[int]
+    max_mamba_cache_size: Optional[int]
+    max_total_tokens: Optional[int]
+    speculative_algorithm: Optional[str]
+    speculative_num_draft_tokens: Optional[int]
+    enable_linear_replayssm_spec: bool
+    context_length: int
+    conv_dtype: str
+    ssm_dtype: str
+    draft_kv_layers: int
+
+
+class Stage(Out):
+    pp_rank: int
+    start_layer: int
+    end_layer: int
+    mamba_layers: int
+    full_attention_layers: int
+    mamba_layer_ids: list[int]
+    full_attention_layer_ids: list[int]
+    stage_per_req_bytes: int = Field(description="Mamba bytes per slot charged on every stage (the largest stage's share).")
+    conv_state_bytes: int = Field(description="Conv state this stage allocates for its own layers, padding slot included.")
+    ssm_state_bytes: int = Field(description="Temporal (SSM) state this stage allocates for its own layers, padding slot included.")
+    intermediate_state_bytes: int = Field(description="Speculative intermediate buffers this stage allocates (0 without spec).")
+    replayssm_ring_bytes: int = Field(0, description="ReplaySSM ring tensors this stage allocates.")
+    charged_mamba_bytes: int = Field(description="What the budget charged for the mamba pool (state + ring + intermediate).")
+    kv_budget_bytes: int = Field(description="Bytes left for the KV pool after the mamba split.")
+    kv_cell_bytes: int = Field(description="KV bytes per token on this stage (draft layers included when priced).")
+    kv_tokens: Optional[int] = Field(description="This stage's own page-floored capacity, before max_total_tokens and the MIN across stages; null when the stage holds no full-attention layer.")
+    kv_pool_bytes: int = Field(description="Bytes the target KV pool allocates: (max_total_num_tokens + page_size) x cell of the stage's own full-attention layers.")
+    req_to_token_bytes: int = Field(description="The req-to-token table: (max_running_requests + 1) x (context_len + extra) int32; not budgeted by SGLang.")
+    idle_bytes: int = Field(description="Budgeted but not allocated on this stage: KV capacity above the MIN, and the charge above this stage's own mamba layers.")
+
+
+class Plan(Out):
+    reference: str = REFERENCE
+    accounting: Accounting
+    feasible: bool
+    error: Optional[PlanError] = None
+    warnings: list[str] = Field(default_factory=list)
+    model_name: str
+    family: str
+    resolved: ResolvedArgs
+    rest_gib: Optional[float] = Field(description="R0: GiB handed to the mamba split.")
+    mamba_ratio: int = Field(description="Mamba slots per running request.")
+    max_mamba_cache_size: Optional[int]
+    mamba_cache_per_req_bytes: int = Field(description="Per-request state bytes over all of the model's mamba layers.")
+    kv_budget_bytes: Optional[int]
+    max_total_num_tokens: Optional[int]
+    max_running_requests: Optional[int]
+    pp_max_micro_batch_size: Optional[int]
+    binding_limit: Optional[BindingLimit]
+    stages: list[Stage]

@@ -1,0 +1,262 @@
+"""PlanRequest: the wire contract for one sizing question.
+
+Field names follow SGLang 0.5.23's ServerArgs and environment variables wherever SGLang
+has a name, so an operator can paste what they already pass to `sglang.launch_server`.
+Every model is strict: an unknown field is rejected by name, and every number is bounded
+so a request can never make the solver loop or allocate without limit.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Annotated, Any, Literal, Optional, Union
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
+
+# Bounds: generous for any real deployment, small enough that nothing explodes.
+MAX_LAYERS = 4096
+MAX_PARALLEL = 1024
+MAX_DIM = 1 << 20
+MAX_GIB = 1 << 20  # 1 PiB of GPU memory per rank is far beyond any device
+MAX_TOKENS = 1 << 40
+MAX_CONTEXT = 1 << 28
+
+PosInt = Annotated[int, Field(ge=1, le=MAX_DIM)]
+LayerId = Annotated[int, Field(ge=0, lt=MAX_LAYERS)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=False)
+
+
+# --------------------------------------------------------------------------- model
+
+
+class HFConfigModel(Strict):
+    """A model's Hugging Face `config.json`, as a JSON object."""
+
+    hf_config: dict[str, Any]
+
+
+class PresetModel(Strict):
+    """A shipped model: `GET /v1/presets` lists the names."""
+
+    preset: Annotated[str, Field(min_length=1, max_length=128)]
+    allow_unverified: bool = Field(
+        False,
+        description="Size a preset whose config values are not verified against the "
+        "published config.json (see its `reason`). Off by default: such presets are "
+        "listed, never silently sized.",
+    )
+
+
+class StateShapes(Strict):
+    """Per-TP-rank state tensor shapes, exactly as SGLang's MambaPool allocates them
+    (one row of each per request slot and per layer)."""
+
+    conv_shapes: Annotated[
+        list[tuple[Annotated[int, Field(ge=0, le=MAX_DIM)], Annotated[int, Field(ge=0, le=MAX_DIM)]]],
+        Field(min_length=1, max_length=8),
+    ]
+    temporal_shape: tuple[
+        Annotated[int, Field(ge=0, le=MAX_DIM)],
+        Annotated[int, Field(ge=0, le=MAX_DIM)],
+        Annotated[int, Field(ge=0, le=MAX_DIM)],
+    ]
+    num_k_heads_per_tp: Optional[Annotated[int, Field(ge=1, le=MAX_DIM)]] = Field(
+        None, description="K heads per rank (ReplaySSM ring only); defaults to 1 as in SGLang."
+    )
+
+
+class MHAKV(Strict):
+    type: Literal["mha"]
+    num_kv_heads: PosInt = Field(description="Total KV heads, as in a model config; SGLang shards them over attention TP.")
+    head_dim: PosInt
+    v_head_dim: Optional[PosInt] = None
+
+
+class MLAKV(Strict):
+    type: Literal["mla"]
+    kv_lora_rank: PosInt
+    qk_rope_head_dim: Annotated[int, Field(ge=0, le=MAX_DIM)]
+
+
+class Layout(Strict):
+    """An explicit layout, for a model that has no config.json yet."""
+
+    num_hidden_layers: Annotated[int, Field(ge=1, le=MAX_LAYERS)]
+    mamba_layer_ids: Annotated[list[LayerId], Field(max_length=MAX_LAYERS)]
+    full_attention_layer_ids: Annotated[list[LayerId], Field(max_length=MAX_LAYERS)]
+    state: StateShapes
+    kv: Annotated[Union[MHAKV, MLAKV], Field(discriminator="type")]
+    context_length: Annotated[int, Field(ge=1, le=MAX_CONTEXT)]
+    dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16"
+    linear_kind: Literal["mamba2", "gdn", "kda"] = Field(
+        "mamba2", description="Which linear mixer: decides ReplaySSM support and ring layout."
+    )
+    mamba_ssm_dtype: Optional[Literal["float32", "bfloat16", "float16"]] = Field(
+        None, description="The config's own mamba_ssm_dtype (lowest priority, as in configs that honour it)."
+    )
+    num_nextn_predict_layers: Annotated[int, Field(ge=0, le=64)] = 0
+    is_multimodal: bool = False
+
+    @model_validator(mode="after")
+    def _layers_in_range(self) -> "Layout":
+        for name in ("mamba_layer_ids", "full_attention_layer_ids"):
+            ids = getattr(self, name)
+            bad = [i for i in ids if i >= self.num_hidden_layers]
+            if bad:
+                raise ValueError(
+                    f"{name} has ids {bad[:5]} outside [0, num_hidden_layers={self.num_hidden_layers})"
+                )
+            if len(set(ids)) != len(ids):
+                raise ValueError(f"{name} lists a layer id more than once")
+        if not self.mamba_layer_ids:
+            raise ValueError("mamba_layer_ids is empty: a layout without mamba layers is not sized by the hybrid path")
+        return self
+
+
+class LayoutModel(Strict):
+    layout: Layout
+
+
+def _model_form(v: Any) -> Optional[str]:
+    if isinstance(v, BaseModel):
+        return {HFConfigModel: "hf_config", PresetModel: "preset", LayoutModel: "layout"}.get(type(v))
+    if isinstance(v, dict):
+        forms = [k for k in ("hf_config", "preset", "layout") if k in v]
+        return forms[0] if len(forms) == 1 else None
+    return None
+
+
+ModelSpec = Annotated[
+    Union[
+        Annotated[HFConfigModel, Tag("hf_config")],
+        Annotated[PresetModel, Tag("preset")],
+        Annotated[LayoutModel, Tag("layout")],
+    ],
+    Discriminator(
+        _model_form,
+        custom_error_type="model_form",
+        custom_error_message="model must have exactly one of 'hf_config', 'preset' or 'layout'",
+    ),
+]
+
+
+# --------------------------------------------------------------------------- server args
+
+SpecAlgorithm = Literal["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"]
+KVCacheDType = Literal["auto", "bfloat16", "bf16", "float16", "fp16", "float32", "fp8_e4m3", "fp8_e5m2"]
+
+
+class ServerArgs(Strict):
+    """SGLang 0.5.23 launch arguments that change sizing. `None` means "not passed":
+    SGLang's own resolution picks the value, and so do we."""
+
+    tp_size: Annotated[int, Field(ge=1, le=MAX_PARALLEL)] = 1
+    pp_size: Annotated[int, Field(ge=1, le=MAX_PARALLEL)] = 1
+    attn_dp_size: Annotated[int, Field(ge=1, le=MAX_PARALLEL)] = Field(
+        1, description="Attention data-parallel size (`--dp-size` with `--enable-dp-attention`)."
+    )
+    page_size: Optional[Annotated[int, Field(ge=1, le=1 << 16)]] = None
+    kv_cache_dtype: KVCacheDType = "auto"
+    mamba_ssm_dtype: Optional[Literal["float32", "bfloat16", "float16"]] = None
+    mamba_full_memory_ratio: Optional[Annotated[float, Field(gt=0, le=1e6)]] = None
+    max_mamba_cache_size: Optional[Annotated[int, Field(ge=0, le=MAX_TOKENS)]] = None
+    max_running_requests: Optional[Annotated[int, Field(ge=1, le=MAX_TOKENS)]] = None
+    max_total_tokens: Optional[Annotated[int, Field(ge=1, le=MAX_TOKENS)]] = None
+    disable_radix_cache: bool = False
+    mamba_radix_cache_strategy: Literal["auto", "no_buffer", "extra_buffer", "extra_buffer_lazy"] = "auto"
+    disable_overlap_schedule: bool = False
+    speculative_algorithm: Optional[SpecAlgorithm] = None
+    speculative_num_draft_tokens: Optional[Annotated[int, Field(ge=1, le=1024)]] = None
+    speculative_num_steps: Optional[Annotated[int, Field(ge=1, le=1024)]] = None
+    speculative_eagle_topk: Optional[Annotated[int, Field(ge=1, le=1024)]] = None
+    enable_linear_replayssm_spec: bool = False
+    linear_replayssm_cache_len: Annotated[int, Field(ge=1, le=1 << 16)] = 16
+    context_length: Optional[Annotated[int, Field(ge=1, le=MAX_CONTEXT)]] = None
+    mem_fraction_static: Optional[Annotated[float, Field(gt=0, lt=1)]] = None
+    pp_max_micro_batch_size: Optional[Annotated[int, Field(ge=1, le=MAX_TOKENS)]] = None
+    chunked_prefill_size: Optional[int] = Field(None, ge=-1, le=MAX_TOKENS)
+    cuda_graph_max_bs: Optional[Annotated[int, Field(ge=1, le=1 << 16)]] = None
+    disable_cuda_graph: bool = False
+
+    @field_validator("mem_fraction_static", "mamba_full_memory_ratio")
+    @classmethod
+    def _finite(cls, v: Optional[float]) -> Optional[float]:
+        if v is not None and not math.isfinite(v):
+            raise ValueError("must be a finite number")
+        return v
+
+
+class DraftModel(Strict):
+    """The draft model whose KV layers the target prices under EAGLE-family / STANDALONE
+    speculative decoding. Without it, SGLang reads `num_nextn_predict_layers` from the
+    target config (MTP)."""
+
+    num_layers: Annotated[int, Field(ge=0, le=MAX_LAYERS)]
+
+
+class Env(Strict):
+    SGLANG_PP_LAYER_PARTITION: Optional[Annotated[str, Field(max_length=8192)]] = None
+    SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK: bool = False
+    SGLANG_MAMBA_SSM_DTYPE: Optional[Literal["float32", "bfloat16", "float16"]] = None
+    SGLANG_MAMBA_CONV_DTYPE: Optional[Literal["float32", "bfloat16", "float16"]] = None
+
+
+# --------------------------------------------------------------------------- budget
+
+Gib = Annotated[float, Field(ge=0, le=MAX_GIB, allow_inf_nan=False)]
+
+
+class Budget(Strict):
+    """Memory per GPU, in one of three forms:
+
+    * `{"rest_gib"}`: the GiB SGLang hands to `_handle_max_mamba_cache` (after slack);
+    * `{"free_gib_before_load", "free_gib_after_load"}` with `server_args.mem_fraction_static`:
+      SGLang's profiler path, figures as its probe returns them (GiB, min over ranks);
+    * the same plus `gpu_memory_mib` when `mem_fraction_static` is left to SGLang's
+      automatic rule.
+    """
+
+    rest_gib: Optional[Annotated[float, Field(ge=-MAX_GIB, le=MAX_GIB, allow_inf_nan=False)]] = None
+    free_gib_before_load: Optional[Gib] = None
+    free_gib_after_load: Optional[Gib] = None
+    gpu_memory_mib: Optional[Annotated[int, Field(ge=1, le=1 << 30)]] = None
+
+    @model_validator(mode="after")
+    def _one_form(self) -> "Budget":
+        profiled = self.free_gib_before_load is not None or self.free_gib_after_load is not None
+        if self.rest_gib is not None and (profiled or self.gpu_memory_mib is not None):
+            raise ValueError(
+                "give either rest_gib, or free_gib_before_load + free_gib_after_load "
+                "(+ gpu_memory_mib), not both forms"
+            )
+        if self.rest_gib is None:
+            if self.free_gib_before_load is None or self.free_gib_after_load is None:
+                raise ValueError(
+                    "needs rest_gib, or both free_gib_before_load and free_gib_after_load"
+                )
+            if self.free_gib_before_load <= 0:
+                raise ValueError("free_gib_before_load must be > 0")
+        return self
+
+
+Accounting = Literal["sglang-0.5.23", "whole-model"]
+
+
+class PlanRequest(Strict):
+    model: ModelSpec
+    server_args: ServerArgs = ServerArgs()
+    env: Env = Env()
+    budget: Budget
+    draft_model: Optional[DraftModel] = None
+    accounting: Accounting = "sglang-0.5.23"
