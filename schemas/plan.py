@@ -17,7 +17,8 @@ REFERENCE = "sglang==0.5.23"
 BindingLimit = Literal[
     "mamba_slots",  # K // ratio capped it
     "kv_tokens",  # max_total_num_tokens // 2 capped it
-    "user_max_running_requests",  # --max-running-requests (or the spec default) set it
+    "user_max_running_requests",  # --max-running-requests set it
+    "speculative_default",  # the 48 running requests SGLang defaults to under speculative decoding
     "estimate",  # SGLang's context-length estimate, clamped to [2048, 4096]
 ]
 

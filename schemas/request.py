@@ -154,7 +154,8 @@ ModelSpec = Annotated[
 # --------------------------------------------------------------------------- server args
 
 SpecAlgorithm = Literal["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"]
-KVCacheDType = Literal["auto", "bfloat16", "bf16", "float16", "fp16", "float32", "fp8_e4m3", "fp8_e5m2"]
+# The KV dtypes SGLang 0.5.23 sizes with the default pool (mxfp8 / FP4 recipes are out of scope).
+KVCacheDType = Literal["auto", "bfloat16", "bf16", "fp8_e4m3", "fp8_e5m2"]
 
 
 class ServerArgs(Strict):

@@ -1,0 +1,391 @@
+"""`mambasizer check`: would SGLang 0.5.23 start with this model, these arguments and this
+memory, and does it meet the stated requirements?
+
+Built for pipelines and the Helm preflight hook: exit 0 when it passes (one summary line on
+stdout), 1 when SGLang would not start or a stated requirement is missed, 2 for input that
+cannot be sized. Every failure is ONE readable line on stderr, also written to the
+container's termination log (`/dev/termination-log`, or `$MAMBASIZER_TERMINATION_LOG`) so
+that `kubectl describe pod` and `helm install` show it.
+
+    mambasizer check REQUEST.json            # a PlanRequest; `-` reads it from stdin
+    mambasizer check --preset NAME --budget-gib X -- <sglang launch args...>
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from typing import Any, Optional
+
+from service.cli import EXIT_INVALID, EXIT_OK, EXIT_WOULD_NOT_START
+
+PROG = "mambasizer check"
+DEFAULT_TERMINATION_LOG = "/dev/termination-log"
+TERMINATION_LOG_ENV = "MAMBASIZER_TERMINATION_LOG"
+TERMINATION_MESSAGE_MAX_BYTES = 4096  # what the kubelet keeps of a termination message
+
+
+class CheckFailure(Exception):
+    """A verdict or an input problem, carried to `run` as one line and an exit code."""
+
+    def __init__(self, code: int, line: str) -> None:
+        super().__init__(line)
+        self.code = code
+        self.line = line
+
+
+# --------------------------------------------------------------------------- parser
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _budget(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of GiB, got {text!r}") from None
+    if value != value or value in (float("inf"), float("-inf")):
+        raise argparse.ArgumentTypeError(f"expected a finite number of GiB, got {text!r}")
+    return value
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "check",
+        help="exit 0 if SGLang 0.5.23 would start and meet the requirements, 1 if not, 2 for invalid input",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=(
+            "forms:\n"
+            "  mambasizer check REQUEST.json\n"
+            "  mambasizer check - < REQUEST.json\n"
+            "  mambasizer check --preset NAME --budget-gib X -- --tp-size 8 --max-running-requests 64 ...\n"
+            "exit codes: 0 pass, 1 would not start or a requirement is missed, 2 invalid input"
+        ),
+    )
+    p.add_argument(
+        "inputs",
+        nargs="*",
+        metavar="REQUEST.json | SGLANG_ARG",
+        help="a PlanRequest JSON file (`-` for stdin); with --preset, the SGLang launch "
+        "arguments after `--`",
+    )
+    p.add_argument("--preset", metavar="NAME", help="a shipped model preset (see `mambasizer presets`)")
+    p.add_argument(
+        "--budget-gib",
+        type=_budget,
+        metavar="X",
+        help="GPU memory budget in GiB, as `service.sglang_args` reads it (needed with --preset)",
+    )
+    p.add_argument("--require-max-running-requests", type=_positive_int, metavar="N")
+    p.add_argument("--require-max-total-tokens", type=_positive_int, metavar="N")
+    p.add_argument("--require-context-length", type=_positive_int, metavar="N")
+    p.add_argument(
+        "--url",
+        metavar="URL",
+        help="ask a running mambasizer service (POST URL/v1/plan) instead of solving in-process",
+    )
+    p.add_argument(
+        "--timeout",
+        type=_budget,
+        default=30.0,
+        metavar="SECONDS",
+        help="HTTP timeout for --url (default 30)",
+    )
+    p.set_defaults(run=run)
+    return p
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _one_line(text: Any) -> str:
+    return " ".join(str(text).split())
+
+
+def termination_log_path() -> str:
+    return os.environ.get(TERMINATION_LOG_ENV) or DEFAULT_TERMINATION_LOG
+
+
+def write_termination_log(line: str) -> bool:
+    """Write the failure line where Kubernetes reads a container's termination message.
+
+    Kubernetes creates the file (writable by the container user even when /dev is not),
+    so an existing writable file is written; otherwise the file is created only where its
+    directory is writable. Never raises: the stderr line is what matters outside a pod.
+    """
+    path = termination_log_path()
+    try:
+        exists = os.path.exists(path)
+        if exists:
+            if not os.access(path, os.W_OK):
+                return False
+        elif not os.access(os.path.dirname(os.path.abspath(path)) or ".", os.W_OK):
+            return False
+        data = (line + "\n").encode("utf-8")
+        if len(data) > TERMINATION_MESSAGE_MAX_BYTES:
+            data = data[: TERMINATION_MESSAGE_MAX_BYTES - 4] + b"...\n"
+            data = data.decode("utf-8", "ignore").encode("utf-8")
+        with open(path, "wb") as fh:
+            fh.write(data)
+        return True
+    except OSError:
+        return False
+
+
+def _fail(code: int, line: str) -> CheckFailure:
+    return CheckFailure(code, _one_line(line))
+
+
+def _invalid(detail: str) -> CheckFailure:
+    return _fail(EXIT_INVALID, f"{PROG}: invalid input: {detail}")
+
+
+def _validation_line(exc: Any) -> str:
+    """First error of a pydantic ValidationError as `field.path: message`."""
+    try:
+        errors = exc.errors(include_url=False)
+    except Exception:  # pragma: no cover - not a pydantic error
+        return _one_line(exc)
+    if not errors:
+        return _one_line(exc)
+    first = errors[0]
+    loc = ".".join(str(part) for part in first.get("loc", ()) if part != "__root__")
+    msg = first.get("msg", "invalid value")
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{loc or 'request'}: {msg}{more}"
+
+
+def _input_error_line(exc: BaseException) -> str:
+    field = getattr(exc, "field", None)
+    message = getattr(exc, "message", None)
+    if message:
+        text = f"{field}: {message}" if field and not str(message).startswith(str(field)) else str(message)
+        return _one_line(text)
+    return _one_line(str(exc) or type(exc).__name__)
+
+
+# --------------------------------------------------------------------------- request
+
+
+def _read_request(source: str) -> dict:
+    label = "stdin" if source == "-" else source
+    try:
+        if source == "-":
+            text = sys.stdin.read()
+        else:
+            with open(source, encoding="utf-8") as fh:
+                text = fh.read()
+    except OSError as exc:
+        raise _invalid(f"cannot read {label}: {exc.strerror or exc}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _invalid(f"{label} is not JSON: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+    if not isinstance(data, dict):
+        raise _invalid(f"{label} must hold a JSON object (a PlanRequest), not {type(data).__name__}")
+    return data
+
+
+def _request_from_args(args: argparse.Namespace) -> dict:
+    if args.preset is not None:
+        if args.budget_gib is None:
+            raise _invalid("--preset needs --budget-gib")
+        try:
+            from service.sglang_args import request_from_launch_args
+        except ImportError as exc:
+            raise _invalid(f"the --preset form needs service.sglang_args, which this install lacks ({exc})") from None
+        from service.solver.errors import PlanInputError
+
+        try:
+            request = request_from_launch_args(args.preset, args.budget_gib, list(args.inputs))
+        except PlanInputError as exc:
+            raise _invalid(_input_error_line(exc)) from None
+        except ValueError as exc:  # pydantic's ValidationError is a ValueError
+            if hasattr(exc, "errors"):
+                raise _invalid(_validation_line(exc)) from None
+            raise _invalid(_one_line(exc)) from None
+        if hasattr(request, "model_dump"):
+            request = request.model_dump(mode="json", exclude_none=True)
+        return request
+    if args.budget_gib is not None:
+        raise _invalid("--budget-gib is only used with --preset")
+    if len(args.inputs) != 1:
+        if not args.inputs:
+            raise _invalid("give a PlanRequest file (or `-` for stdin), or --preset NAME --budget-gib X -- <sglang args>")
+        raise _invalid(
+            f"expected one PlanRequest file, got {len(args.inputs)} arguments "
+            "(SGLang launch arguments need --preset and --budget-gib)"
+        )
+    return _read_request(args.inputs[0])
+
+
+# --------------------------------------------------------------------------- plan
+
+
+def _plan_in_process(request: dict) -> dict:
+    from pydantic import ValidationError
+
+    from schemas import PlanRequest
+    from service.solver import plan
+    from service.solver.errors import PlanInputError
+
+    try:
+        req = PlanRequest.model_validate(request)
+    except ValidationError as exc:
+        raise _invalid(_validation_line(exc)) from None
+    try:
+        result = plan(req)
+    except PlanInputError as exc:
+        raise _invalid(_input_error_line(exc)) from None
+    return result.model_dump(mode="json") if hasattr(result, "model_dump") else dict(result)
+
+
+def _problem_line(response: Any) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        detail = body.get("detail") or body.get("title") or ""
+        if isinstance(detail, list):  # FastAPI's default 422 shape
+            detail = "; ".join(
+                f"{'.'.join(str(p) for p in d.get('loc', ()))}: {d.get('msg', '')}" if isinstance(d, dict) else str(d)
+                for d in detail[:3]
+            )
+        field = body.get("field") or body.get("field_path") or body.get("loc")
+        if isinstance(field, list):
+            field = ".".join(str(p) for p in field)
+        if field and str(field) not in str(detail):
+            detail = f"{field}: {detail}"
+        if detail:
+            return _one_line(detail)
+    return _one_line(response.text[:300]) or f"HTTP {response.status_code}"
+
+
+def _plan_over_http(url: str, request: dict, timeout: float) -> dict:
+    import httpx
+
+    endpoint = url.rstrip("/")
+    if not endpoint.endswith("/v1/plan"):
+        endpoint += "/v1/plan"
+    try:
+        response = httpx.post(endpoint, json=request, timeout=timeout)
+    except httpx.HTTPError as exc:
+        raise _invalid(f"cannot reach {endpoint}: {type(exc).__name__}: {exc}") from None
+    if response.status_code in (400, 413, 415, 422):
+        raise _invalid(f"{endpoint} answered {response.status_code}: {_problem_line(response)}")
+    if response.status_code != 200:
+        raise _invalid(f"{endpoint} answered {response.status_code}: {_problem_line(response)}")
+    try:
+        body = response.json()
+    except ValueError:
+        raise _invalid(f"{endpoint} answered 200 with a body that is not JSON") from None
+    if not isinstance(body, dict) or "feasible" not in body:
+        raise _invalid(f"{endpoint} answered 200 without a Plan (no `feasible` field)")
+    return body
+
+
+# --------------------------------------------------------------------------- verdict
+
+
+def _summary(plan: dict) -> str:
+    resolved = plan.get("resolved") or {}
+    parts = [
+        f"max_running_requests={plan.get('max_running_requests')}",
+        f"max_total_num_tokens={plan.get('max_total_num_tokens')}",
+        f"max_mamba_cache_size={plan.get('max_mamba_cache_size')}",
+        f"context_length={resolved.get('context_length')}",
+    ]
+    if plan.get("binding_limit"):
+        parts.append(f"binding_limit={plan['binding_limit']}")
+    return ", ".join(parts)
+
+
+def _model(plan: dict) -> str:
+    return str(plan.get("model_name") or "model")
+
+
+def verdict(plan: dict, args: argparse.Namespace) -> str:
+    """The pass line, or raise CheckFailure with the one failure line."""
+    model = _model(plan)
+    if not plan.get("feasible"):
+        error = plan.get("error") or {}
+        message = error.get("message") or "SGLang would not start"
+        kind = error.get("kind")
+        remedies = [r for r in (error.get("remedies") or []) if r]
+        line = f"{PROG}: FAIL: SGLang 0.5.23 would not start {model}: {message}"
+        if kind:
+            line += f" [{kind}]"
+        if remedies:
+            line += "; fix: " + " | ".join(remedies)
+        raise _fail(EXIT_WOULD_NOT_START, line)
+
+    resolved = plan.get("resolved") or {}
+    requirements = (
+        ("max_running_requests", plan.get("max_running_requests"), args.require_max_running_requests),
+        ("max_total_num_tokens", plan.get("max_total_num_tokens"), args.require_max_total_tokens),
+        ("context_length", resolved.get("context_length"), args.require_context_length),
+    )
+    missed = []
+    met = []
+    for name, value, required in requirements:
+        if required is None:
+            continue
+        if value is None or value < required:
+            missed.append(f"{name} {value} < required {required}")
+        else:
+            met.append(f"{name} {value} >= {required}")
+    if missed:
+        line = f"{PROG}: FAIL: {model} starts but misses requirements: " + "; ".join(missed)
+        if plan.get("binding_limit"):
+            line += f" (binding limit: {plan['binding_limit']})"
+        raise _fail(EXIT_WOULD_NOT_START, line)
+    line = f"{PROG}: OK: {model} starts under SGLang 0.5.23 with {_summary(plan)}"
+    if met:
+        line += "; requirements met: " + ", ".join(met)
+    return _one_line(line)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        request = _request_from_args(args)
+        if args.url:
+            plan = _plan_over_http(args.url, request, args.timeout)
+        else:
+            plan = _plan_in_process(request)
+        line = verdict(plan, args)
+    except CheckFailure as failure:
+        print(failure.line, file=sys.stderr)
+        write_termination_log(failure.line)
+        return failure.code
+    except Exception as exc:  # an internal error must still read as one line in the pod
+        line = _one_line(f"{PROG}: error: internal error ({type(exc).__name__}: {exc}); please report it")
+        print(line, file=sys.stderr)
+        write_termination_log(line)
+        return EXIT_INVALID
+    print(line)
+    return EXIT_OK
+
+
+__all__ = ["add_parser", "run", "verdict", "write_termination_log", "CheckFailure"]
+
+
+def main(argv: Optional[list] = None) -> int:  # pragma: no cover - convenience for `python -m`
+    from service.cli import main as cli_main
+
+    return cli_main(["check", *(argv if argv is not None else sys.argv[1:])])
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())

@@ -1,0 +1,523 @@
+"""config.json -> ModelLayout, one adapter per hybrid family SGLang 0.5.23 sizes through
+its mamba path.
+
+Each adapter reads exactly the keys SGLang's config class reads, with that class's
+defaults for keys the file leaves out (a missing key means the class default in SGLang,
+not an error), and builds state shapes the way `configs/mamba_utils.py` does:
+  * Mamba2 / GDN: `Mamba2StateShape.create` (n_groups padded to TP when not divisible);
+  * KDA: `KimiLinearStateShape.create` (conv stored as (K-1, 3*H*Dh/tp));
+  * LFM2: conv-only Mamba2 shape (state_size 0).
+Family detection follows the config class SGLang instantiates, i.e. the top-level
+`model_type` (architectures[0] where the model_type is absent).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Optional
+
+from service.solver.errors import PlanInputError
+from service.solver.layout import ModelLayout
+from service.solver.specs import KVSpec, StateSpec
+
+# Context-length keys in SGLang's lookup order (utils/hf_transformers/common.py).
+CONTEXT_LENGTH_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings")
+DTYPES = {"float32", "bfloat16", "float16"}
+
+# Architectures whose ModelConfig is multimodal (subset of SGLang's list that can be hybrid).
+MULTIMODAL_ARCHS = {
+    "Qwen3_5ForConditionalGeneration",
+    "Qwen3_5MoeForConditionalGeneration",
+    "Lfm2VlForConditionalGeneration",
+    "NemotronH_Nano_VL_V2",
+}
+
+
+def _divide(numerator: int, denominator: int, what: str) -> int:
+    # SGLang's `divide()` asserts divisibility; a layout that fails it never starts.
+    if denominator <= 0 or numerator % denominator != 0:
+        raise PlanInputError(
+            "server_args.tp_size",
+            f"{what}={numerator} is not divisible by the TP size {denominator} "
+            "(SGLang asserts this when it builds the state shapes); pick a TP size that divides it",
+        )
+    return numerator // denominator
+
+
+def mamba2_state(
+    tp: int,
+    *,
+    intermediate: int,
+    n_groups: int,
+    num_heads: int,
+    head_dim: int,
+    state_size: int,
+    conv_kernel: int,
+    conv_dtype: str,
+    ssm_dtype: str,
+) -> StateSpec:
+    """Per-rank Mamba2 / GDN state (`Mamba2StateShape.create`)."""
+    k_heads_per_tp = n_groups // tp if n_groups % tp == 0 else -(-n_groups // tp)
+    if n_groups % tp != 0:
+        # extra_groups_for_head_shards: groups are replicated up to tp (also when G > tp).
+        n_groups = tp
+    conv_dim = intermediate + 2 * n_groups * state_size
+    conv = (_divide(conv_dim, tp, "conv_dim"), conv_kernel - 1)
+    temporal = (_divide(num_heads, tp, "num_heads"), head_dim, state_size)
+    return StateSpec(
+        conv_shapes=(conv,),
+        temporal=temporal,
+        conv_dtype=conv_dtype,
+        ssm_dtype=ssm_dtype,
+        num_k_heads_per_tp=k_heads_per_tp,
+        is_kda=False,
+        conv_kernel=conv_kernel,
+    )
+
+
+def kda_state(tp: int, *, num_heads: int, head_dim: int, conv_kernel: int, conv_dtype: str, ssm_dtype: str) -> StateSpec:
+    """Per-rank KDA state (`KimiLinearStateShape.create`, k heads = v heads)."""
+    proj = num_heads * head_dim
+    per_rank = _divide(proj, tp, "num_heads*head_dim")
+    conv = (conv_kernel - 1, per_rank + 2 * per_rank)
+    temporal = (_divide(num_heads, tp, "num_heads"), head_dim, head_dim)
+    k_heads_per_tp = num_heads // tp if num_heads % tp == 0 else -(-num_heads // tp)
+    return StateSpec(
+        conv_shapes=(conv,),
+        temporal=temporal,
+        conv_dtype=conv_dtype,
+        ssm_dtype=ssm_dtype,
+        num_k_heads_per_tp=k_heads_per_tp,
+        is_kda=True,
+        conv_kernel=conv_kernel,
+        disable_conv_window_dedup=True,
+    )
+
+
+class _Cfg:
+    """A config dict read with a config class's defaults; a key SGLang requires but the
+    file lacks is a PlanInputError naming it."""
+
+    def __init__(self, raw: dict, defaults: dict, path: str):
+        self.raw = raw
+        self.defaults = defaults
+        self.path = path
+
+    def get(self, key: str) -> Any:
+        if key in self.raw and self.raw[key] is not None:
+            return self.raw[key]
+        if key in self.defaults:
+            return self.defaults[key]
+        return self.raw.get(key)
+
+    def has(self, key: str) -> bool:
+        return self.get(key) is not None
+
+    def need(self, key: str, kind: type = int) -> Any:
+        value = self.get(key)
+        if value is None:
+            raise PlanInputError(f"{self.path}.{key}", f"is required by SGLang's config for this family but missing")
+        if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
+            raise PlanInputError(f"{self.path}.{key}", f"must be an integer, got {value!r}")
+        if kind is int and value < 0:
+            raise PlanInputError(f"{self.path}.{key}", f"must be >= 0, got {value}")
+        return value
+
+    def pos(self, key: str) -> int:
+        value = self.need(key)
+        if value <= 0:
+            raise PlanInputError(f"{self.path}.{key}", f"must be > 0, got {value}")
+        return value
+
+
+def _context_length(cfg: _Cfg) -> int:
+    rope = cfg.get("rope_scaling")
+    factor: Any = 1
+    if rope:
+        if not isinstance(rope, dict):
+            raise PlanInputError(f"{cfg.path}.rope_scaling", "must be an object")
+        factor = rope.get("factor", 1)
+        if "original_max_position_embeddings" in rope or rope.get("rope_type") == "llama3":
+            factor = 1
+    for key in CONTEXT_LENGTH_KEYS:
+        value = cfg.get(key)
+        if value is not None:
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                raise PlanInputError(f"{cfg.path}.{key}", f"must be a number, got {value!r}")
+            return int(factor * value)
+    return 2048
+
+
+def _config_ssm_dtype(cfg: _Cfg, wrapper: Optional[dict]) -> Optional[str]:
+    """`mamba2_state_dtype(config)`: text_config's mamba_ssm_dtype wins over the top level.
+    An invalid value is ignored (SGLang logs a warning and keeps float32)."""
+    value = None
+    if wrapper is not None and isinstance(wrapper.get("text_config"), dict) and "mamba_ssm_dtype" in wrapper["text_config"]:
+        value = wrapper["text_config"]["mamba_ssm_dtype"]
+    elif "mamba_ssm_dtype" in cfg.raw:
+        value = cfg.raw["mamba_ssm_dtype"]
+    return value if value in DTYPES else None
+
+
+def _model_dtype(raw: dict, wrapper: Optional[dict]) -> str:
+    value = raw.get("dtype") or raw.get("torch_dtype")
+    if value is None and wrapper is not None:
+        value = wrapper.get("dtype") or wrapper.get("torch_dtype")
+    # kv_cache_dtype=auto uses the model dtype; float32 (or none) is downcast to float16.
+    return value if value in ("bfloat16", "float16") else "float16"
+
+
+def _mha(cfg: _Cfg, *, kv_default: Optional[int] = None) -> KVSpec:
+    heads = None
+    for key in ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num", "num_attention_groups"):
+        if cfg.get(key) is not None:
+            heads = cfg.get(key)
+            break
+    if heads is None:
+        heads = kv_default if kv_default is not None else cfg.get("num_attention_heads")
+    if heads is None:
+        raise PlanInputError(f"{cfg.path}.num_key_value_heads", "is missing and there is no num_attention_heads to fall back on")
+    head_dim = cfg.get("head_dim")
+    if head_dim is None:
+        head_dim = cfg.pos("hidden_size") // cfg.pos("num_attention_heads")
+    v_head_dim = cfg.get("v_head_dim") or head_dim
+    return KVSpec(kind="mha", total_kv_heads=int(heads), head_dim=int(head_dim), v_head_dim=int(v_head_dim))
+
+
+@dataclass(frozen=True)
+class Family:
+    name: str
+    model_types: tuple[str, ...]
+    label: str
+    build: Callable[[dict, Optional[dict], str, str], ModelLayout]
+
+
+# --------------------------------------------------------------------------- Qwen3-Next / Qwen3.5 (GDN)
+
+_QWEN3_NEXT_DEFAULTS = dict(
+    hidden_size=2048, num_hidden_layers=48, num_attention_heads=16, num_key_value_heads=2,
+    max_position_embeddings=32768, head_dim=256, linear_conv_kernel_dim=4, linear_key_head_dim=128,
+    linear_value_head_dim=128, linear_num_key_heads=16, linear_num_value_heads=32,
+)
+
+
+def _qwen_gdn(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> ModelLayout:
+    cfg = _Cfg(raw, _QWEN3_NEXT_DEFAULTS, path)
+    is_qwen3_5 = wrapper is not None or str(raw.get("model_type", "")).startswith("qwen3_5")
+    if is_qwen3_5 and raw.get("rope_scaling") is None and raw.get("rope_parameters") is not None:
+        # Qwen3_5TextConfig aliases rope_parameters to rope_scaling (read by the context length).
+        cfg = _Cfg({**raw, "rope_scaling": raw["rope_parameters"]}, _QWEN3_NEXT_DEFAULTS, path)
+    n = cfg.pos("num_hidden_layers")
+    interval = cfg.pos("full_attention_interval")
+    linear = tuple(i for i in range(n) if (i + 1) % interval != 0)
+    full = tuple(i for i in range(n) if (i + 1) % interval == 0)
+    kh, vh = cfg.pos("linear_num_key_heads"), cfg.pos("linear_num_value_heads")
+    kd, vd, ck = cfg.pos("linear_key_head_dim"), cfg.pos("linear_value_head_dim"), cfg.pos("linear_conv_kernel_dim")
+
+    def state_at(tp: int, conv_dtype: str, ssm_dtype: str) -> StateSpec:
+        return mamba2_state(
+            tp, intermediate=vd * vh, n_groups=kh, num_heads=vh, head_dim=vd, state_size=kd,
+            conv_kernel=ck, conv_dtype=conv_dtype, ssm_dtype=ssm_dtype,
+        )
+
+    return ModelLayout(
+        name="", family="qwen3_next" if raw.get("model_type") == "qwen3_next" else "qwen3_5",
+        architecture=arch, num_hidden_layers=n, mamba_layer_ids=linear, full_attention_layer_ids=full,
+        kv=_mha(cfg), derived_context_len=_context_length(cfg), model_dtype=_model_dtype(raw, wrapper),
+        linear_kind="gdn", state_at=state_at, state_tp="linear_attn_tp",
+        config_ssm_dtype=_config_ssm_dtype(cfg, wrapper),
+        # Qwen configs carry no num_nextn_predict_layers (SIZING_SPEC §8.5).
+        num_nextn_predict_layers=int(raw.get("num_nextn_predict_layers") or 0),
+        pp_supported=raw.get("model_type") != "qwen3_next",
+        hf_text_config=raw, hf_config=wrapper or raw,
+    )
+
+
+# --------------------------------------------------------------------------- Kimi-Linear / Kimi-K3 (KDA, MLA)
+
+_KIMI_DEFAULTS = dict(hidden_size=4096, num_hidden_layers=32, num_attention_heads=32, max_position_embeddings=4096)
+
+
+def _kimi(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> ModelLayout:
+    cfg = _Cfg(raw, _KIMI_DEFAULTS, path)
+    lac = raw.get("linear_attn_config")
+    if not isinstance(lac, dict):
+        raise PlanInputError(f"{path}.linear_attn_config", "is required for a Kimi-Linear model (kda_layers, full_attn_layers, num_heads, head_dim, short_conv_kernel_size)")
+    lcfg = _Cfg(lac, {"short_conv_kernel_size": None}, f"{path}.linear_attn_config")
+    kda_layers = lac.get("kda_layers")
+    if not isinstance(kda_layers, list) or lac.get("full_attn_layers") is None:
+        raise PlanInputError(f"{path}.linear_attn_config.kda_layers", "kda_layers and full_attn_layers must both be lists (1-based layer numbers)")
+    n = cfg.pos("num_hidden_layers")
+    kda_set = set(kda_layers)
+    # kda_layers are 1-based; every layer that is not KDA is full (MLA) attention.
+    linear = tuple(i for i in range(n) if (i + 1) in kda_set)
+    full = tuple(i for i in range(n) if (i + 1) not in kda_set)
+    heads, hd, ck = lcfg.pos("num_heads"), lcfg.pos("head_dim"), lcfg.pos("short_conv_kernel_size")
+    rank = cfg.get("kv_lora_rank")
+    rope = cfg.get("qk_rope_head_dim")
+    if rank is None or rope is None:
+        raise PlanInputError(f"{path}.kv_lora_rank", "Kimi-Linear's full-attention layers are MLA: kv_lora_rank and qk_rope_head_dim are required")
+
+    def state_at(tp: int, conv_dtype: str, ssm_dtype: str) -> StateSpec:
+        return kda_state(tp, num_heads=heads, head_dim=hd, conv_kernel=ck, conv_dtype=conv_dtype, ssm_dtype=ssm_dtype)
+
+    return ModelLayout(
+        name="", family="kimi_linear", architecture=arch, num_hidden_layers=n,
+        mamba_layer_ids=linear, full_attention_layer_ids=full,
+        kv=KVSpec(kind="mla", kv_lora_rank=int(rank), qk_rope_head_dim=int(rope)),
+        derived_context_len=_context_length(cfg), model_dtype=_model_dtype(raw, wrapper),
+        linear_kind="kda", state_at=state_at, state_tp="attn_tp",
+        config_ssm_dtype=None,  # KimiLinearCacheParams never passes its config
+        num_nextn_predict_layers=int(cfg.get("num_nextn_predict_layers") or 0),
+        hf_text_config=raw, hf_config=wrapper or raw,
+    )
+
+
+# --------------------------------------------------------------------------- Nemotron-H (Mamba2)
+
+_NEMOTRON_DEFAULTS = dict(
+    hidden_size=4096, num_attention_heads=32, head_dim=128, num_key_value_heads=8,
+    max_position_embeddings=4096, ssm_state_size=128, mamba_num_heads=128, mamba_head_dim=64,
+    hybrid_override_pattern="M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M*-M-M-M-M-M-",
+)
+_NEMOTRON_BLOCK = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
+
+
+def _nemotron_h(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> ModelLayout:
+    cfg = _Cfg(raw, _NEMOTRON_DEFAULTS, path)
+    blocks = raw.get("layers_block_type")
+    if blocks is None:
+        pattern = cfg.get("hybrid_override_pattern")
+        if not isinstance(pattern, str) or any(c not in _NEMOTRON_BLOCK for c in pattern):
+            raise PlanInputError(f"{path}.hybrid_override_pattern", "must only contain the characters 'M', '*', '-' or 'E'")
+        blocks = [_NEMOTRON_BLOCK[c] for c in pattern]
+    if not isinstance(blocks, list) or not all(isinstance(b, str) for b in blocks):
+        raise PlanInputError(f"{path}.layers_block_type", "must be a list of 'mamba' / 'attention' / 'mlp' / 'moe'")
+    n = len(blocks)  # num_hidden_layers is derived from the block list
+    linear = tuple(i for i, b in enumerate(blocks) if b == "mamba")
+    full = tuple(i for i, b in enumerate(blocks) if b == "attention")
+    heads, hd, ss = cfg.pos("mamba_num_heads"), cfg.pos("mamba_head_dim"), cfg.need("ssm_state_size")
+    groups = cfg.pos("n_groups")
+    ck = raw.get("conv_kernel") if raw.get("conv_kernel") is not None else raw.get("mamba_d_conv", 4)
+    if not isinstance(ck, int) or ck < 1:
+        raise PlanInputError(f"{path}.conv_kernel", f"must be a positive integer, got {ck!r}")
+
+    def state_at(tp: int, conv_dtype: str, ssm_dtype: str) -> StateSpec:
+        return mamba2_state(
+            tp, intermediate=heads * hd, n_groups=groups, num_heads=heads, head_dim=hd, state_size=ss,
+            conv_kernel=ck, conv_dtype=conv_dtype, ssm_dtype=ssm_dtype,
+        )
+
+    return ModelLayout(
+        name="", family="nemotron_h", architecture=arch, num_hidden_layers=n,
+        mamba_layer_ids=linear, full_attention_layer_ids=full, kv=_mha(cfg),
+        derived_context_len=_context_length(cfg), model_dtype=_model_dtype(raw, wrapper),
+        linear_kind="mamba2", state_at=state_at, config_ssm_dtype=_config_ssm_dtype(cfg, wrapper),
+        num_nextn_predict_layers=int(raw.get("num_nextn_predict_layers") or 0),
+        hf_text_config=raw, hf_config=wrapper or raw,
+    )
+
+
+# --------------------------------------------------------------------------- Falcon-H1 (parallel hybrid)
+
+_FALCON_DEFAULTS = dict(
+    hidden_size=4096, num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8,
+    max_position_embeddings=8192, mamba_d_ssm=1024, mamba_n_heads=128, mamba_n_groups=1,
+    mamba_d_state=256, mamba_d_conv=4, mamba_expand=2,
+)
+
+
+def _falcon_h1(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> ModelLayout:
+    cfg = _Cfg(raw, _FALCON_DEFAULTS, path)
+    n = cfg.pos("num_hidden_layers")
+    # mamba_d_ssm defaults to 1024 in the config class; only an explicit null uses expand*hidden.
+    d_ssm = raw["mamba_d_ssm"] if "mamba_d_ssm" in raw else 1024
+    intermediate = cfg.pos("mamba_expand") * cfg.pos("hidden_size") if d_ssm is None else d_ssm
+    heads = cfg.pos("mamba_n_heads")
+    if intermediate % heads != 0:
+        raise PlanInputError(f"{path}.mamba_n_heads", "must divide mamba_d_ssm (or mamba_expand * hidden_size)")
+    d_head = raw.get("mamba_d_head", "auto")
+    if d_head == "auto" or d_head is None:
+        d_head = intermediate // heads
+    if d_head * heads != intermediate:
+        raise PlanInputError(f"{path}.mamba_d_head", "mamba_d_head * mamba_n_heads must equal the mamba intermediate size")
+    groups, ss, ck = cfg.pos("mamba_n_groups"), cfg.pos("mamba_d_state"), cfg.pos("mamba_d_conv")
+    # An explicit null num_key_value_heads means one KV head per attention head.
+    kv_heads = raw["num_key_value_heads"] if "num_key_value_heads" in raw else 8
+    if kv_heads is None:
+        kv_heads = cfg.pos("num_attention_heads")
+    kv = _mha(_Cfg({**raw, "num_key_value_heads": kv_heads}, _FALCON_DEFAULTS, path))
+
+    def state_at(tp: int, conv_dtype: str, ssm_dtype: str) -> StateSpec:
+        return mamba2_state(
+            tp, intermediate=intermediate, n_groups=groups, num_heads=heads, head_dim=d_head, state_size=ss,
+            conv_kernel=ck, conv_dtype=conv_dtype, ssm_dtype=ssm_dtype,
+        )
+
+    every = tuple(range(n))  # every layer has both an SSM and attention
+    return ModelLayout(
+        name="", family="falcon_h1", architecture=arch, num_hidden_layers=n,
+        mamba_layer_ids=every, full_attention_layer_ids=every, kv=kv,
+        derived_context_len=_context_length(cfg), model_dtype=_model_dtype(raw, wrapper),
+        linear_kind="mamba2", state_at=state_at, config_ssm_dtype=_config_ssm_dtype(cfg, wrapper),
+        pp_supported=False, hf_text_config=raw, hf_config=wrapper or raw,
+    )
+
+
+# --------------------------------------------------------------------------- Granite-4.0-H
+
+_GRANITE_DEFAULTS = dict(
+    hidden_size=2048, num_hidden_layers=40, num_attention_heads=32, num_key_value_heads=8,
+    max_position_embeddings=131072, mamba_d_state=128, mamba_d_conv=4, mamba_expand=2,
+    mamba_d_head=64, mamba_n_heads=64, mamba_n_groups=1,
+)
+_GRANITE_ALIASES = {"linear_attention": "mamba", "full_attention": "attention"}
+
+
+def _granite(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> ModelLayout:
+    cfg = _Cfg(raw, _GRANITE_DEFAULTS, path)
+    n = cfg.pos("num_hidden_layers")
+    types = raw.get("layer_types")
+    if types is None:
+        types = ["attention" if (i + 1) % 6 == 0 else "mamba" for i in range(n)]
+    if not isinstance(types, list) or len(types) != n:
+        raise PlanInputError(f"{path}.layer_types", f"must be a list of length num_hidden_layers ({n})")
+    types = [_GRANITE_ALIASES.get(t, t) for t in types]
+    if any(t not in ("mamba", "attention") for t in types):
+        raise PlanInputError(f"{path}.layer_types", "each element must be 'mamba' or 'attention'")
+    linear = tuple(i for i, t in enumerate(types) if t == "mamba")
+    full = tuple(i for i, t in enumerate(types) if t == "attention")
+    if not linear:
+        raise PlanInputError(f"{path}.layer_types", "has no 'mamba' layer: SGLang sizes this model as a plain transformer, not through the hybrid path")
+    intermediate = cfg.pos("mamba_expand") * cfg.pos("hidden_size")
+    heads, d_head = cfg.pos("mamba_n_heads"), cfg.pos("mamba_d_head")
+    if intermediate % heads != 0 or d_head * heads != intermediate:
+        raise PlanInputError(f"{path}.mamba_d_head", "mamba_d_head * mamba_n_heads must equal mamba_expand * hidden_size")
+    groups, ss, ck = cfg.pos("mamba_n_groups"), cfg.pos("mamba_d_state"), cfg.pos("mamba_d_conv")
+
+    def state_at(tp: int, conv_dtype: str, ssm_dtype: str) -> StateSpec:
+        return mamba2_state(
+            tp, intermediate=intermediate, n_groups=groups, num_heads=heads, head_dim=d_head, state_size=ss,
+            conv_kernel=ck, conv_dtype=conv_dtype, ssm_dtype=ssm_dtype,
+        )
+
+    return ModelLayout(
+        name="", family="granitemoehybrid", architecture=arch, num_hidden_layers=n,
+        mamba_layer_ids=linear, full_attention_layer_ids=full, kv=_mha(cfg),
+        derived_context_len=_context_length(cfg), model_dtype=_model_dtype(raw, wrapper),
+        linear_kind="mamba2", state_at=state_at,
+        config_ssm_dtype=None,  # GraniteMoeHybrid never passes its config to mamba2_state_dtype
+        hf_text_config=raw, hf_config=wrapper or raw,
+    )
+
+
+# --------------------------------------------------------------------------- LFM2 (ShortConv)
+
+_LFM2_DEFAULTS = dict(
+    hidden_size=2560, num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8,
+    max_position_embeddings=128000, conv_L_cache=3,
+)
+
+
+def _lfm2(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> ModelLayout:
+    cfg = _Cfg(raw, _LFM2_DEFAULTS, path)
+    n = cfg.pos("num_hidden_layers")
+    types = raw.get("layer_types")
+    if types is None:
+        full_idxs = raw.get("full_attn_idxs")
+        if full_idxs is None:
+            full_idxs = list(range(n))
+        types = ["full_attention" if i in set(full_idxs) else "conv" for i in range(n)]
+    if not isinstance(types, list):
+        raise PlanInputError(f"{path}.layer_types", "must be a list of 'conv' / 'full_attention'")
+    linear = tuple(i for i, t in enumerate(types) if t in ("conv", "short_conv"))
+    full = tuple(i for i, t in enumerate(types) if t == "full_attention")
+    if not linear:
+        raise PlanInputError(f"{path}.layer_types", "has no conv layer: SGLang does not size it through the hybrid path")
+    hidden, ck = cfg.pos("hidden_size"), int(cfg.pos("conv_L_cache"))
+    honours = raw.get("model_type", "lfm2") == "lfm2"
+
+    def state_at(tp: int, conv_dtype: str, ssm_dtype: str) -> StateSpec:
+        # num_heads=tp and state_size=0: conv state only, temporal state is empty.
+        return mamba2_state(
+            tp, intermediate=hidden, n_groups=1, num_heads=tp, head_dim=hidden, state_size=0,
+            conv_kernel=ck, conv_dtype=conv_dtype, ssm_dtype=ssm_dtype,
+        )
+
+    return ModelLayout(
+        name="", family="lfm2", architecture=arch, num_hidden_layers=n,
+        mamba_layer_ids=linear, full_attention_layer_ids=full, kv=_mha(cfg),
+        derived_context_len=_context_length(cfg), model_dtype=_model_dtype(raw, wrapper),
+        linear_kind="mamba2", state_at=state_at,
+        config_ssm_dtype=_config_ssm_dtype(cfg, wrapper) if honours else None,
+        pp_supported=False, hf_text_config=raw, hf_config=wrapper or raw,
+    )
+
+
+# --------------------------------------------------------------------------- registry
+
+FAMILIES: tuple[Family, ...] = (
+    Family("qwen3_next", ("qwen3_next",), "Qwen3-Next (GDN)", _qwen_gdn),
+    Family("qwen3_5", ("qwen3_5", "qwen3_5_moe", "qwen3_5_text", "qwen3_5_moe_text"), "Qwen3.5 / 3.6 / 3.8 (GDN)", _qwen_gdn),
+    Family("kimi_linear", ("kimi_linear", "kimi_k3"), "Kimi-Linear / Kimi-K3 (KDA, MLA KV)", _kimi),
+    Family("nemotron_h", ("nemotron_h",), "Nemotron-H / Nemotron-Nano-v2 / Nemotron-3 (Mamba2)", _nemotron_h),
+    Family("falcon_h1", ("falcon_h1",), "Falcon-H1 (Mamba2, every layer hybrid)", _falcon_h1),
+    Family("granitemoehybrid", ("granitemoehybrid",), "Granite-4.0-H (Mamba2)", _granite),
+    Family("lfm2", ("lfm2", "lfm2_moe"), "LFM2 / LFM2-MoE (ShortConv)", _lfm2),
+)
+_BY_MODEL_TYPE = {mt: fam for fam in FAMILIES for mt in fam.model_types}
+_ARCH_TO_MODEL_TYPE = {
+    "Qwen3NextForCausalLM": "qwen3_next",
+    "Qwen3_5ForConditionalGeneration": "qwen3_5",
+    "Qwen3_5MoeForConditionalGeneration": "qwen3_5_moe",
+    "Qwen3_5ForCausalLM": "qwen3_5_text",
+    "Qwen3_5MoeForCausalLM": "qwen3_5_moe_text",
+    "KimiLinearForCausalLM": "kimi_linear",
+    "KimiK3ForConditionalGeneration": "kimi_k3",
+    "NemotronHForCausalLM": "nemotron_h",
+    "FalconH1ForCausalLM": "falcon_h1",
+    "GraniteMoeHybridForCausalLM": "granitemoehybrid",
+    "Lfm2ForCausalLM": "lfm2",
+    "Lfm2MoeForCausalLM": "lfm2_moe",
+}
+# Wrappers whose layout lives in a sub-config SGLang reads as hf_text_config.
+_TEXT_CONFIG_WRAPPERS = {"qwen3_5", "qwen3_5_moe", "kimi_k3"}
+
+
+def supported_families() -> list[str]:
+    return [f"{f.label} [model_type: {', '.join(f.model_types)}]" for f in FAMILIES]
+
+
+def layout_from_hf_config(hf_config: dict, name: str = "", path: str = "model.hf_config") -> ModelLayout:
+    if not isinstance(hf_config, dict):
+        raise PlanInputError(path, "must be a JSON object (a model's config.json)")
+    archs = hf_config.get("architectures")
+    arch = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else ""
+    model_type = hf_config.get("model_type") or _ARCH_TO_MODEL_TYPE.get(arch)
+    family = _BY_MODEL_TYPE.get(model_type) if isinstance(model_type, str) else None
+    if family is None:
+        got = f"model_type={model_type!r}" if model_type else f"architectures={archs!r}"
+        raise PlanInputError(
+            f"{path}.model_type",
+            f"{got} is not a hybrid family SGLang 0.5.23 sizes through its mamba path; supported: "
+            + "; ".join(supported_families()),
+        )
+    wrapper = None
+    raw = hf_config
+    if model_type in _TEXT_CONFIG_WRAPPERS:
+        text = hf_config.get("text_config")
+        if not isinstance(text, dict):
+            raise PlanInputError(f"{path}.text_config", f"model_type {model_type!r} keeps its layout in text_config, which is missing")
+        wrapper, raw, path = hf_config, text, f"{path}.text_config"
+    if not arch:
+        arch = next((a for a, mt in _ARCH_TO_MODEL_TYPE.items() if mt == model_type), model_type)
+    layout = family.build(raw, wrapper, path, arch)
+    # hf_config is not hf_text_config (a text sub-config) makes SGLang treat the model as multimodal.
+    multimodal = arch in MULTIMODAL_ARCHS or wrapper is not None
+    return _with(layout, name=name or arch, is_multimodal=multimodal)
+
+
+def _with(layout: ModelLayout, **changes: Any) -> ModelLayout:
+    from dataclasses import replace
+
+    return replace(layout, **changes)

@@ -1,0 +1,88 @@
+"""Budget -> tokens per stage (`DefaultPoolConfigurator`), then the external token
+constraints (`config_from_budget` / `_apply_token_constraints`): user cap, MIN across PP
+stages, and the second page floor.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from service.solver.errors import SGLangStartupError
+from service.solver.specs import KVSpec
+
+# A stage with no full-attention layer (while another stage has some) reports int64 max:
+# "the KV lives on another stage"; the MIN across stages then ignores it.
+INT64_MAX = (1 << 63) - 1
+
+NOT_ENOUGH_MEMORY = "Not enough memory. Please try to increase --mem-fraction-static."
+
+
+def not_enough_memory() -> SGLangStartupError:
+    return SGLangStartupError("not_enough_memory", "RuntimeError", NOT_ENOUGH_MEMORY)
+
+
+def stage_cell_bytes(
+    kv: KVSpec,
+    *,
+    local_full_layers: int,
+    itemsize: int,
+    attn_tp: int,
+    draft_layers: int,
+    prices_draft_kv: bool,
+) -> int:
+    """KV bytes per token on one stage: its own full-attention layers only, plus the
+    EAGLE-family / STANDALONE draft's layers priced at the target's per-layer cost."""
+    cell = kv.cell_bytes(local_full_layers, itemsize, attn_tp)
+    if prices_draft_kv and draft_layers > 0 and local_full_layers > 0:
+        cell += int(cell * draft_layers / local_full_layers)
+    return cell
+
+
+def stage_tokens(
+    budget_bytes: int,
+    cell: int,
+    *,
+    page_size: int,
+    kv_on_another_stage: bool,
+    max_total_tokens: Optional[int],
+    context_len: int,
+) -> int:
+    """T_s, page-floored. Raises SGLang's "Not enough memory" when it floors to 0."""
+    if cell:
+        tokens = max(budget_bytes, 0) // cell
+    elif kv_on_another_stage:
+        tokens = INT64_MAX
+    else:
+        tokens = max_total_tokens or context_len
+    tokens = tokens // page_size * page_size
+    if tokens <= 0:
+        raise not_enough_memory()
+    return tokens
+
+
+def synced_tokens(stage_tokens_: list[int], *, max_total_tokens: Optional[int], page_size: int) -> tuple[int, list[str]]:
+    """max_total_num_tokens after the user cap and the PP MIN (identical on every rank)."""
+    warnings: list[str] = []
+    capped = []
+    for t in stage_tokens_:
+        if max_total_tokens is not None:
+            if max_total_tokens > t:
+                msg = (
+                    f"max_total_tokens={max_total_tokens} is larger than the profiled value "
+                    f"{t}. Use the profiled value instead."
+                )
+                if msg not in warnings:
+                    warnings.append(msg)
+            t = min(t, max_total_tokens)
+        capped.append(t)
+    synced = min(capped)  # the PP all-reduce(MIN); a no-op at pp_size 1
+    results = []
+    for own in stage_tokens_:
+        if synced != own:
+            value = synced // page_size * page_size
+            if value <= 0:
+                raise not_enough_memory()
+        else:
+            value = own
+        results.append(value)
+    return results[0], warnings

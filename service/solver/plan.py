@@ -1,0 +1,336 @@
+"""plan(request) -> Plan: SGLang 0.5.23's start-up sizing, stage by stage.
+
+    resolve launch flags  (launch.py)
+ A  R0 = rest memory      (budget.py)
+ B  mamba split -> K, R1  (mamba.py, PP share from stages.py)
+ C  R1 <= 0 -> error; budget = int(R1 * 2**30)
+ D  tokens per stage      (kv.py)
+ E  user cap, MIN across stages, second page floor (kv.py)
+ F  max_running_requests  (requests.py)
+ H  pp_max_micro_batch_size
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Optional, Union
+
+from pydantic import ValidationError
+
+from schemas.plan import Plan, PlanError, ResolvedArgs, Stage
+from schemas.request import HFConfigModel, LayoutModel, PlanRequest, PresetModel
+from service.presets import get_preset
+from service.solver import allocation, budget, kv, mamba, requests, stages
+from service.solver.errors import PlanInputError, SGLangStartupError
+from service.solver.families import layout_from_hf_config
+from service.solver.launch import Launch, resolve
+from service.solver.layout import ModelLayout
+from service.solver.specs import KVSpec, StateSpec
+
+GIB = 1 << 30
+
+
+@dataclass
+class _Partial:
+    """What the pipeline knew when SGLang would have raised."""
+
+    rest_gib: Optional[float] = None
+    ratio: int = 0
+    per_req_full: int = 0
+    stage_per_req: int = 0
+    split: Optional[mamba.MambaSplit] = None
+    budget_bytes: Optional[int] = None
+    cells: Optional[list[int]] = None
+    stage_tokens: Optional[list[Optional[int]]] = None
+    tokens: Optional[int] = None
+    limit: Optional[requests.RequestLimit] = None
+    micro: Optional[int] = None
+
+
+# Preset layouts are built once: the request path re-validates nothing it has seen.
+_PRESET_LAYOUTS: dict[str, ModelLayout] = {}
+
+
+def model_layout(request: PlanRequest) -> ModelLayout:
+    m = request.model
+    if isinstance(m, PresetModel):
+        preset = get_preset(m.preset, m.allow_unverified)
+        layout = _PRESET_LAYOUTS.get(preset.name)
+        if layout is None:
+            layout = layout_from_hf_config(dict(preset.hf_config), name=preset.name, path=f"preset[{preset.name}]")
+            _PRESET_LAYOUTS[preset.name] = layout
+        return layout
+    if isinstance(m, HFConfigModel):
+        return layout_from_hf_config(m.hf_config)
+    assert isinstance(m, LayoutModel)
+    return _explicit_layout(m)
+
+
+def _explicit_layout(m: LayoutModel) -> ModelLayout:
+    lay = m.layout
+    shapes = lay.state
+
+    def state_at(tp: int, conv_dtype: str, ssm_dtype: str) -> StateSpec:
+        # Explicit shapes are already per TP rank.
+        return StateSpec(
+            conv_shapes=tuple(tuple(c) for c in shapes.conv_shapes),
+            temporal=tuple(shapes.temporal_shape),
+            conv_dtype=conv_dtype,
+            ssm_dtype=ssm_dtype,
+            num_k_heads_per_tp=shapes.num_k_heads_per_tp or 1,
+            is_kda=lay.linear_kind == "kda",
+            conv_kernel=(shapes.conv_shapes[0][0] + 1) if lay.linear_kind == "kda" else shapes.conv_shapes[0][1] + 1,
+            disable_conv_window_dedup=lay.linear_kind == "kda",
+        )
+
+    if lay.kv.type == "mla":
+        kvspec = KVSpec(kind="mla", kv_lora_rank=lay.kv.kv_lora_rank, qk_rope_head_dim=lay.kv.qk_rope_head_dim)
+    else:
+        kvspec = KVSpec(kind="mha", total_kv_heads=lay.kv.num_kv_heads, head_dim=lay.kv.head_dim, v_head_dim=lay.kv.v_head_dim or lay.kv.head_dim)
+    return ModelLayout(
+        name="explicit-layout", family=f"layout:{lay.linear_kind}", architecture="explicit",
+        num_hidden_layers=lay.num_hidden_layers,
+        mamba_layer_ids=tuple(sorted(lay.mamba_layer_ids)),
+        full_attention_layer_ids=tuple(sorted(lay.full_attention_layer_ids)),
+        kv=kvspec, derived_context_len=lay.context_length, model_dtype=lay.dtype if lay.dtype != "float32" else "float16",
+        linear_kind=lay.linear_kind, state_at=state_at, config_ssm_dtype=lay.mamba_ssm_dtype,
+        num_nextn_predict_layers=lay.num_nextn_predict_layers, is_multimodal=lay.is_multimodal,
+    )
+
+
+def parse_request(request: Union[PlanRequest, dict, Any]) -> PlanRequest:
+    if isinstance(request, PlanRequest):
+        return request
+    try:
+        return PlanRequest.model_validate(request)
+    except ValidationError as exc:
+        raise input_error_from_validation(exc) from None
+
+
+def input_error_from_validation(exc: ValidationError) -> PlanInputError:
+    err = exc.errors(include_url=False)[0]
+    loc = ".".join(str(p) for p in err["loc"]) or "request"
+    msg = err["msg"]
+    if err["type"] == "extra_forbidden":
+        msg = "unknown field (not part of the PlanRequest contract)"
+    allowed = None
+    ctx = err.get("ctx") or {}
+    if "expected" in ctx:
+        allowed = [a.strip(" '\"") for a in str(ctx["expected"]).replace(" or ", ",").split(",") if a.strip(" '\"")]
+    return PlanInputError(loc, msg, allowed)
+
+
+def plan(request: Union[PlanRequest, dict, Any]) -> Plan:
+    """Size one deployment. Raises PlanInputError for input that cannot be sized;
+    returns a Plan (feasible or not) for everything else."""
+    req = parse_request(request)
+    layout = model_layout(req)
+    launch = _resolve(req, layout)
+    result = _run(req, layout, launch)
+    if not result.feasible and result.error is not None:
+        from service.solver.remedies import remedies_for
+
+        result = result.model_copy(update={"error": result.error.model_copy(update={"remedies": remedies_for(req, layout, launch, result)})})
+    return result
+
+
+def _resolve(req: PlanRequest, layout: ModelLayout) -> Launch:
+    b = req.budget
+    return resolve(
+        layout,
+        req.server_args,
+        req.env,
+        gpu_memory_mib=b.gpu_memory_mib,
+        draft_layers=req.draft_model.num_layers if req.draft_model else None,
+        needs_mfs=b.rest_gib is None,
+    )
+
+
+def run_pipeline(req: PlanRequest, layout: ModelLayout, launch: Launch) -> Plan:
+    """The pipeline alone (no remedies): what the remedy search calls repeatedly."""
+    return _run(req, layout, launch)
+
+
+def _run(req: PlanRequest, layout: ModelLayout, launch: Launch) -> Plan:
+    whole_model = req.accounting == "whole-model"
+    partition = stages.parse_partition(req.env.SGLANG_PP_LAYER_PARTITION, launch.pp_size, layout.num_hidden_layers)
+    stage_ranges = stages.pp_stages(layout.num_hidden_layers, launch.pp_size, partition)
+    state_tp = launch.tp_size if layout.state_tp == "tp" else launch.attn_tp_size
+    state = layout.state_at(state_tp, launch.conv_dtype, launch.ssm_dtype)
+    warnings = list(launch.warnings)
+    p = _Partial()
+    error: Optional[SGLangStartupError] = None
+    if launch.rejections:
+        first = launch.rejections[0]
+        error = SGLangStartupError("launch_rejected", first.exception, first.message)
+    try:
+        _pipeline(req, layout, launch, stage_ranges, state, whole_model, p, warnings)
+    except SGLangStartupError as exc:
+        error = error or exc
+    return _assemble(req, layout, launch, stage_ranges, state, p, warnings, error)
+
+
+def _pipeline(req, layout, launch: Launch, stage_ranges, state: StateSpec, whole_model: bool, p: _Partial, warnings: list[str]) -> None:
+    b = req.budget
+    # A: the rest handed to the mamba split.
+    if b.rest_gib is not None:
+        p.rest_gib = b.rest_gib
+    else:
+        p.rest_gib = budget.rest_gib(b.free_gib_before_load, b.free_gib_after_load, launch.mem_fraction_static, layout.is_multimodal)
+
+    # B: the mamba split, charged at the largest stage's share.
+    p.ratio = mamba.mamba_ratio(
+        disable_radix_cache=launch.disable_radix_cache, extra_buffer=launch.extra_buffer,
+        lazy=launch.extra_buffer_lazy, overlap=not launch.disable_overlap_schedule,
+        skip_decode_lock=launch.skip_decode_lock,
+    )
+    n_mamba = len(layout.mamba_layer_ids)
+    p.per_req_full = state.bytes_per_layer * n_mamba
+    scale = stages.largest_stage_scale(layout.mamba_layer_ids, stage_ranges, whole_model)
+    p.stage_per_req = int(p.per_req_full * scale)
+    replay = launch.replayssm_spec and layout.linear_kind in ("gdn", "kda")
+    ring = state.replayssm_ring_bytes_per_layer(launch.replayssm_cache_len) * n_mamba if replay else 0
+    ring = int(ring * scale)
+    if replay and layout.linear_kind != "kda":
+        if launch.max_running_requests is None:
+            raise SGLangStartupError("launch_rejected", "TypeError", "ReplaySSM spec sizing needs max_running_requests")
+        fixed, per_slot = ring * (max(1, launch.max_running_requests // launch.attn_dp_size) + 1), 0
+    else:
+        fixed, per_slot = 0, ring
+    has_spec = launch.speculative_algorithm is not None
+    p.split = mamba.split(
+        p.rest_gib,
+        mamba.MambaSplitInputs(
+            stage_per_req=p.stage_per_req, ratio=p.ratio, mamba_full_memory_ratio=launch.mamba_full_memory_ratio,
+            attn_dp=launch.attn_dp_size, max_mamba_cache_size=launch.max_mamba_cache_size,
+            max_running_requests=launch.max_running_requests, disable_radix_cache=launch.disable_radix_cache,
+            has_spec=has_spec, num_draft_tokens=launch.num_draft_tokens,
+            reserves_spec_state=has_spec and not replay, ring_per_slot=per_slot, replay_fixed_bytes=fixed,
+        ),
+    )
+    # C: the non-positive rest check, then the single float -> bytes conversion.
+    rest = p.split.rest_after_gib
+    if rest <= 0:
+        raise budget.no_memory_for_kv(b.free_gib_before_load, b.free_gib_after_load, launch.mem_fraction_static, rest)
+    p.budget_bytes = int(rest * GIB)
+
+    # D: tokens per stage.
+    has_full = bool(layout.full_attention_layer_ids)
+    p.cells, p.stage_tokens = [], []
+    raw_tokens = []
+    for s in stage_ranges:
+        n_full = len(s.local(layout.full_attention_layer_ids))
+        cell = kv.stage_cell_bytes(
+            layout.kv, local_full_layers=n_full, itemsize=launch.kv_itemsize, attn_tp=launch.attn_tp_size,
+            draft_layers=launch.draft_kv_layers, prices_draft_kv=launch.prices_draft_kv,
+        )
+        p.cells.append(cell)
+        on_other = cell == 0 and has_full and launch.pp_size > 1
+        t = kv.stage_tokens(
+            p.budget_bytes, cell, page_size=launch.page_size, kv_on_another_stage=on_other,
+            max_total_tokens=launch.max_total_tokens, context_len=launch.context_len,
+        )
+        raw_tokens.append(t)
+        p.stage_tokens.append(None if t >= kv.INT64_MAX - launch.page_size else t)
+
+    # E: user cap, MIN across stages, re-floor.
+    p.tokens, cap_warnings = kv.synced_tokens(raw_tokens, max_total_tokens=launch.max_total_tokens, page_size=launch.page_size)
+    warnings.extend(cap_warnings)
+
+    # F: max_running_requests (per attention-DP worker).
+    p.limit = requests.resolve_max_running_requests(
+        p.tokens, context_len=launch.context_len, max_running_requests=launch.max_running_requests,
+        user_set_mrr=launch.user_set_max_running_requests, attn_dp=launch.attn_dp_size,
+        max_mamba_cache_size=p.split.max_mamba_cache_size, ratio=p.ratio,
+    )
+    warnings.extend(p.limit.warnings)
+    if p.tokens < launch.context_len:
+        warnings.append(
+            f"max_total_num_tokens={p.tokens} is smaller than the context length {launch.context_len}: "
+            "one request at full context cannot fit in the KV cache."
+        )
+    # H: the scheduler's micro-batch size.
+    p.micro = requests.pp_max_micro_batch_size(p.limit.max_running_requests, launch.pp_size, launch.pp_max_micro_batch_size)
+
+
+def _assemble(req, layout: ModelLayout, launch: Launch, stage_ranges, state: StateSpec, p: _Partial, warnings: list[str], error: Optional[SGLangStartupError]) -> Plan:
+    K = p.split.max_mamba_cache_size if p.split else None
+    N = p.limit.max_running_requests if p.limit else None
+    T = p.tokens
+    has_spec = launch.speculative_algorithm is not None
+    Dm = launch.num_draft_tokens or 0
+    r2t_extra = allocation.req_to_token_extra(
+        Dm, has_spec, launch.page_size,
+        req.server_args.speculative_num_steps or 3, req.server_args.speculative_eagle_topk or 1,
+    )
+    out_stages = []
+    for i, s in enumerate(stage_ranges):
+        local_m = s.local(layout.mamba_layer_ids)
+        local_f = s.local(layout.full_attention_layer_ids)
+        pools: dict[str, int] = {}
+        if K is not None and N is not None and T is not None:
+            tensors = allocation.stage_tensors(allocation.StageAllocationInputs(
+                state=state, local_mamba_layers=len(local_m), local_full_layers=len(local_f), kv=layout.kv,
+                kv_dtype=launch.kv_cache_dtype, attn_tp=launch.attn_tp_size, max_mamba_cache_size=K,
+                max_running_requests=N, max_total_num_tokens=T, page_size=launch.page_size,
+                context_len=launch.context_len, speculative=has_spec, num_draft_tokens=Dm,
+                eagle_topk=req.server_args.speculative_eagle_topk, replayssm_spec=launch.replayssm_spec,
+                replayssm_cache_len=launch.replayssm_cache_len, req_to_token_extra=r2t_extra,
+            ))
+            pools = allocation.pool_bytes(tensors)
+        charged = (p.split.charged_state_bytes + p.split.charged_intermediate_bytes) if p.split else 0
+        cell = p.cells[i] if p.cells and i < len(p.cells) else 0
+        idle = 0
+        if p.budget_bytes is not None and T is not None and p.split is not None:
+            # KV capacity above the MIN, plus the mamba charge above what this stage's
+            # own layers allocate (negative where SGLang allocates more than it charged).
+            mamba_alloc = sum(pools.get(k, 0) for k in ("conv_state", "ssm_state", "intermediate_state", "replayssm_ring"))
+            idle = (p.budget_bytes - T * cell) + (charged - mamba_alloc)
+        out_stages.append(Stage(
+            pp_rank=s.pp_rank, start_layer=s.start, end_layer=s.end,
+            mamba_layers=len(local_m), full_attention_layers=len(local_f),
+            mamba_layer_ids=local_m, full_attention_layer_ids=local_f,
+            stage_per_req_bytes=p.stage_per_req,
+            conv_state_bytes=pools.get("conv_state", 0), ssm_state_bytes=pools.get("ssm_state", 0),
+            intermediate_state_bytes=pools.get("intermediate_state", 0),
+            replayssm_ring_bytes=pools.get("replayssm_ring", 0),
+            charged_mamba_bytes=charged,
+            kv_budget_bytes=p.budget_bytes or 0,
+            kv_cell_bytes=cell,
+            kv_tokens=p.stage_tokens[i] if p.stage_tokens and i < len(p.stage_tokens) else None,
+            kv_pool_bytes=pools.get("kv_pool", 0),
+            req_to_token_bytes=pools.get("req_to_token", 0),
+            idle_bytes=idle,
+        ))
+    resolved = ResolvedArgs(
+        tp_size=launch.tp_size, pp_size=launch.pp_size, attn_dp_size=launch.attn_dp_size,
+        attn_tp_size=launch.attn_tp_size, page_size=launch.page_size, kv_cache_dtype=launch.kv_cache_dtype,
+        mem_fraction_static=launch.mem_fraction_static, mamba_full_memory_ratio=launch.mamba_full_memory_ratio,
+        mamba_radix_cache_strategy=launch.strategy, enable_mamba_extra_buffer=launch.extra_buffer,
+        enable_mamba_extra_buffer_lazy=launch.extra_buffer_lazy, disable_radix_cache=launch.disable_radix_cache,
+        disable_overlap_schedule=launch.disable_overlap_schedule, max_running_requests=launch.max_running_requests,
+        max_mamba_cache_size=launch.max_mamba_cache_size, max_total_tokens=launch.max_total_tokens,
+        speculative_algorithm=launch.speculative_algorithm, speculative_num_draft_tokens=launch.num_draft_tokens,
+        enable_linear_replayssm_spec=launch.replayssm_spec, context_length=launch.context_len,
+        conv_dtype=launch.conv_dtype, ssm_dtype=launch.ssm_dtype, draft_kv_layers=launch.draft_kv_layers,
+    )
+    feasible = error is None
+    return Plan(
+        accounting=req.accounting,
+        feasible=feasible,
+        error=None if feasible else PlanError(kind=error.kind, exception=error.exception, message=error.message),
+        warnings=warnings,
+        model_name=layout.name,
+        family=layout.family,
+        resolved=resolved,
+        rest_gib=p.rest_gib,
+        mamba_ratio=p.ratio,
+        max_mamba_cache_size=K,
+        mamba_cache_per_req_bytes=p.per_req_full,
+        kv_budget_bytes=p.budget_bytes,
+        max_total_num_tokens=T,
+        max_running_requests=N,
+        pp_max_micro_batch_size=p.micro,
+        binding_limit=p.limit.binding_limit if p.limit else None,
+        stages=out_stages,
+    )

@@ -1,0 +1,114 @@
+"""Computed fixes for a plan SGLang would refuse: the smallest budget or
+mem_fraction_static that starts, the largest --max-mamba-cache-size or
+--max-running-requests that fits, the flag that lifts a launch rejection.
+
+Each remedy is verified by re-running the pipeline with the change applied, so a remedy
+is never a guess: it is a setting this solver proves would start.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Optional
+
+from schemas.plan import Plan
+from schemas.request import PlanRequest
+from service.solver.launch import Launch, resolve
+from service.solver.layout import ModelLayout
+
+
+def _starts(req: PlanRequest, layout: ModelLayout) -> bool:
+    from service.solver.plan import run_pipeline
+    from service.solver.errors import PlanInputError
+
+    try:
+        launch = resolve(
+            layout, req.server_args, req.env, req.budget.gpu_memory_mib,
+            req.draft_model.num_layers if req.draft_model else None, req.budget.rest_gib is None,
+        )
+        return run_pipeline(req, layout, launch).feasible
+    except PlanInputError:
+        return False
+
+
+def _with(req: PlanRequest, *, budget: Optional[dict] = None, server_args: Optional[dict] = None) -> PlanRequest:
+    update = {}
+    if budget:
+        update["budget"] = req.budget.model_copy(update=budget)
+    if server_args:
+        update["server_args"] = req.server_args.model_copy(update=server_args)
+    return req.model_copy(update=update)
+
+
+def _smallest_int(lo: int, hi: int, ok: Callable[[int], bool]) -> Optional[int]:
+    """Smallest v in [lo, hi] with ok(v), assuming ok is monotone non-decreasing."""
+    if not ok(hi):
+        return None
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if ok(mid):
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+def _largest_int(lo: int, hi: int, ok: Callable[[int], bool]) -> Optional[int]:
+    if not ok(lo):
+        return None
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if ok(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def remedies_for(req: PlanRequest, layout: ModelLayout, launch: Launch, plan: Plan) -> list[str]:
+    out: list[str] = []
+    err = plan.error
+    if err is None:
+        return out
+    if err.kind == "launch_rejected":
+        msg = err.message
+        if "no_buffer requires --page-size 1" in msg:
+            out.append("use --page-size 1, or --mamba-radix-cache-strategy extra_buffer (not for LFM2), or --disable-radix-cache")
+        elif "Lazy extra buffer" in msg:
+            out.append("use --mamba-radix-cache-strategy extra_buffer: extra_buffer_lazy needs the overlap schedule, which pipeline parallelism turns off")
+        elif "extra_buffer is not supported" in msg:
+            out.append("use --mamba-radix-cache-strategy no_buffer (or leave it at auto)")
+        elif "context_length" in msg:
+            out.append(f"use --context-length {layout.derived_context_len} or less (the model's derived context length)")
+        return out
+
+    b = req.budget
+    if b.rest_gib is not None:
+        # Smallest rest (1/100 GiB steps) that starts.
+        best = _smallest_int(max(int(b.rest_gib * 100), 0), 1 << 27, lambda v: _starts(_with(req, budget={"rest_gib": v / 100}), layout))
+        if best is not None:
+            out.append(f"a rest budget of at least {best / 100:.2f} GiB starts (rest_gib={best / 100:.2f})")
+    elif launch.mem_fraction_static is not None:
+        base = int(round(launch.mem_fraction_static * 1000))
+        best = _smallest_int(base, 999, lambda v: _starts(_with(req, server_args={"mem_fraction_static": v / 1000}), layout))
+        if best is not None and best > base:
+            out.append(f"--mem-fraction-static {best / 1000:.3f} starts (the smallest value that does, all else equal)")
+        elif best is None:
+            out.append("no --mem-fraction-static below 1.0 starts with these weights: use more GPUs (TP/PP) or GPUs with more memory")
+
+    args = req.server_args
+    if args.max_mamba_cache_size is not None:
+        best = _largest_int(launch.attn_dp_size, args.max_mamba_cache_size, lambda v: _starts(_with(req, server_args={"max_mamba_cache_size": v}), layout))
+        if best is not None:
+            out.append(f"--max-mamba-cache-size {best} starts (the largest value that does)")
+    if args.max_running_requests is not None and (args.disable_radix_cache or args.speculative_algorithm):
+        best = _largest_int(1, args.max_running_requests, lambda v: _starts(_with(req, server_args={"max_running_requests": v}), layout))
+        if best is not None:
+            out.append(f"--max-running-requests {best} starts (the largest value that does)")
+    if args.speculative_algorithm and (launch.num_draft_tokens or 0) > 1:
+        best = _largest_int(1, launch.num_draft_tokens, lambda v: _starts(_with(req, server_args={"speculative_num_draft_tokens": v}), layout))
+        if best is not None and best < launch.num_draft_tokens:
+            out.append(f"--speculative-num-draft-tokens {best} starts")
+    if launch.ssm_dtype == "float32" and not _starts(req, layout):
+        if _starts(_with(req, server_args={"mamba_ssm_dtype": "bfloat16"}), layout):
+            out.append("--mamba-ssm-dtype bfloat16 halves the SSM state and starts")
+    return out

@@ -1,0 +1,69 @@
+"""Pipeline-parallel layer ranges (`distributed/utils.get_pp_indices`) and the largest-stage
+share that every stage is charged for its mamba state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from service.solver.errors import PlanInputError
+
+PARTITION_FIELD = "env.SGLANG_PP_LAYER_PARTITION"
+
+
+@dataclass(frozen=True)
+class StageRange:
+    pp_rank: int
+    start: int
+    end: int
+
+    def local(self, layer_ids: Sequence[int]) -> list[int]:
+        return [i for i in layer_ids if self.start <= i < self.end]
+
+
+def parse_partition(text: Optional[str], pp_size: int, num_hidden_layers: int) -> Optional[list[int]]:
+    """SGLANG_PP_LAYER_PARTITION, validated as get_pp_indices validates it.
+    Ignored when pp_size == 1 (a singleton PP group owns every layer)."""
+    if text is None or pp_size == 1:
+        return None
+    try:
+        parts = [int(p) for p in text.split(",")]
+    except ValueError:
+        raise PlanInputError(PARTITION_FIELD, f"Invalid partition string: {text} (comma-separated layer counts, one per PP stage)")
+    if len(parts) != pp_size:
+        raise PlanInputError(PARTITION_FIELD, f"has {len(parts)} entries but pp_size is {pp_size}; give one layer count per stage")
+    if sum(parts) != num_hidden_layers:
+        raise PlanInputError(PARTITION_FIELD, f"sums to {sum(parts)} but the model has num_hidden_layers={num_hidden_layers}")
+    return parts
+
+
+def pp_stages(num_hidden_layers: int, pp_size: int, partition: Optional[list[int]] = None) -> list[StageRange]:
+    stages = []
+    for rank in range(pp_size):
+        if partition is not None:
+            start = sum(partition[:rank])
+            end = start + partition[rank]
+        else:
+            base, rem = divmod(num_hidden_layers, pp_size)
+            # The LAST `rem` stages get one extra layer.
+            if rank >= pp_size - rem:
+                start = rank * (base + 1) - (pp_size - rem)
+                end = start + base + 1
+            else:
+                start = rank * base
+                end = start + base
+        stages.append(StageRange(rank, start, end))
+    return stages
+
+
+def largest_stage_scale(mamba_layer_ids: Sequence[int], stages: list[StageRange], whole_model: bool = False) -> float:
+    """The PP scaling rule: every rank charges the largest stage's share of the mamba
+    layers, `max_s |L ∩ stage_s| / |L|` as a float, so all ranks derive the same pool
+    without a collective. Before sglang PR #33666 ("whole-model") every stage paid for all."""
+    total = len(mamba_layer_ids)
+    if whole_model or len(stages) <= 1 or not total:
+        largest = total
+    else:
+        largest = max(len(s.local(mamba_layer_ids)) for s in stages)
+    return largest / max(total, 1)
