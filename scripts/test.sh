@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh clone: venv, the project with its test extra, and
+# SGLang 0.5.23 itself (--no-deps: the conformance suite drives its sizing code on the
+# CPU; pip extras cannot say --no-deps, hence this step).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PYTHON="${PYTHON:-python3}"
+[ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q -e '.[test]'
+.venv/bin/python -m pip install -q --no-deps 'sglang==0.5.23'
+exec .venv/bin/python -m pytest "$@"
