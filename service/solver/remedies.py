@@ -97,7 +97,9 @@ def remedies_for(req: PlanRequest, layout: ModelLayout, launch: Launch, plan: Pl
 
     args = req.server_args
     if args.max_mamba_cache_size is not None:
-        best = _largest_int(launch.attn_dp_size, args.max_mamba_cache_size, lambda v: _starts(_with(req, server_args={"max_mamba_cache_size": v}), layout))
+        # Fewer than `ratio` slots per DP worker can never serve a request.
+        floor = max(plan.mamba_ratio, 1) * launch.attn_dp_size
+        best = _largest_int(floor, max(args.max_mamba_cache_size, floor), lambda v: _starts(_with(req, server_args={"max_mamba_cache_size": v}), layout))
         if best is not None:
             out.append(f"--max-mamba-cache-size {best} starts (the largest value that does)")
     if args.max_running_requests is not None and (args.disable_radix_cache or args.speculative_algorithm):

@@ -1,0 +1,118 @@
+"""Invalid input raises PlanInputError naming the field; a layout SGLang would refuse
+comes back feasible=false with SGLang's wording and remedies that are proven to start."""
+
+import math
+
+import pytest
+
+from service.solver import PlanInputError, plan
+
+QWEN = {"preset": "qwen3-next-80b-a3b-instruct"}
+KIMI = {"preset": "kimi-linear-48b-a3b-instruct"}
+
+
+def req(model=QWEN, budget=None, **server_args):
+    return {"model": model, "server_args": server_args, "budget": budget or {"rest_gib": 60.0}}
+
+
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"model": QWEN, "budget": {"rest_gib": 1}, "server_args": {"tp": 2}}, "server_args.tp"),
+        ({"model": {"preset": "nope"}, "budget": {"rest_gib": 1}}, "model.preset"),
+        ({"model": {"preset": "jamba-v0.1"}, "budget": {"rest_gib": 1}}, "model.preset"),
+        ({"model": {"preset": "granite-4.0-h-small"}, "budget": {"rest_gib": 1}}, "model.preset"),
+        ({"model": {"hf_config": {"model_type": "llama"}}, "budget": {"rest_gib": 1}}, "model.hf_config.model_type"),
+        ({"model": QWEN, "budget": {"rest_gib": 1}, "server_args": {"pp_size": 2}}, "server_args.pp_size"),
+        ({"model": QWEN, "budget": {"rest_gib": 1}, "server_args": {"tp_size": 3}}, "server_args.tp_size"),
+        ({"model": QWEN, "budget": {"rest_gib": 1}, "server_args": {"tp_size": 4, "attn_dp_size": 3}}, "server_args.attn_dp_size"),
+        ({"model": KIMI, "budget": {"rest_gib": 1}, "server_args": {"pp_size": 2}, "env": {"SGLANG_PP_LAYER_PARTITION": "10,10"}}, "env.SGLANG_PP_LAYER_PARTITION"),
+        ({"model": KIMI, "budget": {"rest_gib": 1}, "server_args": {"pp_size": 2}, "env": {"SGLANG_PP_LAYER_PARTITION": "a,b"}}, "env.SGLANG_PP_LAYER_PARTITION"),
+        ({"model": QWEN, "budget": {"rest_gib": math.inf}}, "budget.rest_gib"),
+        ({"model": QWEN, "budget": {"free_gib_before_load": -1, "free_gib_after_load": 1, "gpu_memory_mib": 1000}}, "budget.free_gib_before_load"),
+        ({"model": QWEN, "budget": {"free_gib_before_load": 80, "free_gib_after_load": 40}}, "budget.gpu_memory_mib"),
+        ({"model": QWEN, "budget": {"rest_gib": 1, "free_gib_after_load": 3}}, "budget"),
+        ({"model": {"preset": "kimi-k3", "hf_config": {}}, "budget": {"rest_gib": 1}}, "model"),
+        ({"model": QWEN, "budget": {"rest_gib": 1}, "server_args": {"kv_cache_dtype": "nvfp4"}}, "server_args.kv_cache_dtype"),
+    ],
+)
+def test_invalid_input_names_the_field(body, field):
+    with pytest.raises(PlanInputError) as exc:
+        plan(body)
+    assert exc.value.field == field
+
+
+def test_unknown_preset_lists_the_sizable_ones():
+    with pytest.raises(PlanInputError) as exc:
+        plan(req(model={"preset": "qwen9"}))
+    assert "kimi-k3" in exc.value.allowed and "jamba-v0.1" not in exc.value.allowed
+
+
+def test_unsupported_architecture_lists_supported_families():
+    with pytest.raises(PlanInputError) as exc:
+        plan(req(model={"hf_config": {"architectures": ["JambaForCausalLM"], "model_type": "jamba"}}))
+    assert "Qwen3-Next" in exc.value.message and "Kimi-Linear" in exc.value.message and "LFM2" in exc.value.message
+
+
+def test_unverified_preset_sizes_only_when_asked():
+    p = plan(req(model={"preset": "granite-4.0-h-small", "allow_unverified": True}))
+    assert p.feasible and p.family == "granitemoehybrid"
+
+
+def test_tiny_rest_is_the_mamba_runtime_error_with_a_proven_remedy():
+    p = plan(req(budget={"rest_gib": 0.01}))
+    assert not p.feasible
+    assert p.error.kind == "mamba_cache_too_small" and p.error.exception == "RuntimeError"
+    assert p.error.message.startswith("Not enough GPU memory for hybrid (mamba/linear-attention) state cache. Computed max_mamba_cache_size=-1")
+    remedy = p.error.remedies[0]
+    assert "rest_gib=" in remedy
+    fix = float(remedy.rsplit("rest_gib=", 1)[1].rstrip(")"))
+    assert plan(req(budget={"rest_gib": fix})).feasible
+    assert not plan(req(budget={"rest_gib": fix - 0.01})).feasible
+
+
+def test_heavy_weights_raise_the_value_error_with_sglang_wording_and_mfs_remedy():
+    # 2000 explicit slots x 19.3 MB = 38.6 GB, more than the 32 GiB rest at mfs 0.8.
+    body = req(budget={"free_gib_before_load": 139.6, "free_gib_after_load": 60.0}, tp_size=4, mem_fraction_static=0.8, max_mamba_cache_size=2000)
+    p = plan(body)
+    assert p.error.kind == "no_memory_for_kv" and p.error.exception == "ValueError"
+    assert p.error.message.startswith("Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=0.8. Raise --mem-fraction-static above 0.571")
+    mfs = [r for r in p.error.remedies if r.startswith("--mem-fraction-static")][0].split()[1]
+    assert plan({**body, "server_args": {**body["server_args"], "mem_fraction_static": float(mfs)}}).feasible
+    largest = [r for r in p.error.remedies if r.startswith("--max-mamba-cache-size")][0].split()[1]
+    assert plan({**body, "server_args": {**body["server_args"], "max_mamba_cache_size": int(largest)}}).feasible
+    assert not plan({**body, "server_args": {**body["server_args"], "max_mamba_cache_size": int(largest) + 1}}).feasible
+
+
+def test_token_cap_below_page_size_is_not_enough_memory():
+    p = plan(req(tp_size=4, page_size=64, max_total_tokens=32))
+    assert p.error.kind == "not_enough_memory" and p.error.message == "Not enough memory. Please try to increase --mem-fraction-static."
+
+
+def test_explicit_mamba_size_below_ratio_serves_no_request():
+    p = plan(req(tp_size=4, max_mamba_cache_size=4))  # ratio 5 -> 0 requests
+    assert p.error.kind == "state_cache_serves_no_request"
+    assert "max_mamba_cache_size=4, mamba_ratio=5, resulting max_num_reqs=0" in p.error.message
+
+
+def test_no_buffer_with_large_page_is_never_startable():
+    p = plan(req(tp_size=4, page_size=64, mamba_radix_cache_strategy="no_buffer"))
+    assert not p.feasible and p.error.kind == "launch_rejected"
+    assert p.max_mamba_cache_size is not None  # the sizing is still shown
+    assert any("--page-size 1" in r for r in p.error.remedies)
+
+
+def test_lazy_extra_buffer_with_pp_fails_the_start_up_assertion():
+    p = plan(req(model=KIMI, pp_size=2, mamba_radix_cache_strategy="extra_buffer_lazy"))
+    assert p.error.exception == "AssertionError" and "Lazy extra buffer requires overlap schedule" in p.error.message
+
+
+def test_context_length_above_derived_is_rejected():
+    p = plan(req(tp_size=4, context_length=10_000_000))
+    assert p.error.kind == "launch_rejected" and p.error.exception == "ValueError"
+
+
+def test_weights_that_leave_nothing_at_any_fraction_say_so():
+    p = plan(req(budget={"free_gib_before_load": 139.6, "free_gib_after_load": 20.0}, tp_size=4, mem_fraction_static=0.8, max_mamba_cache_size=2000))
+    assert p.error.kind == "no_memory_for_kv"
+    assert p.error.remedies == ["no --mem-fraction-static below 1.0 starts with these weights: use more GPUs (TP/PP) or GPUs with more memory"]
