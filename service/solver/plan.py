@@ -244,10 +244,13 @@ def _pipeline(req, layout, launch: Launch, stage_ranges, state: StateSpec, whole
         max_mamba_cache_size=p.split.max_mamba_cache_size, ratio=p.ratio,
     )
     warnings.extend(p.limit.warnings)
+    # TpModelWorker's start-up validation after the pools are allocated.
+    if min(launch.context_len - 1, p.tokens - 1) <= 0:
+        raise SGLangStartupError("not_enough_memory", "AssertionError", "Memory pool size is too small")
     if p.tokens < launch.context_len:
         warnings.append(
-            f"max_total_num_tokens={p.tokens} is smaller than the context length {launch.context_len}: "
-            "one request at full context cannot fit in the KV cache."
+            f"mambasizer: max_total_num_tokens={p.tokens} is below the context length {launch.context_len}: "
+            "a single request at full context cannot fit in the KV cache."
         )
     # H: the scheduler's micro-batch size.
     p.micro = requests.pp_max_micro_batch_size(p.limit.max_running_requests, launch.pp_size, launch.pp_max_micro_batch_size)

@@ -116,3 +116,13 @@ def test_weights_that_leave_nothing_at_any_fraction_say_so():
     p = plan(req(budget={"free_gib_before_load": 139.6, "free_gib_after_load": 20.0}, tp_size=4, mem_fraction_static=0.8, max_mamba_cache_size=2000))
     assert p.error.kind == "no_memory_for_kv"
     assert p.error.remedies == ["no --mem-fraction-static below 1.0 starts with these weights: use more GPUs (TP/PP) or GPUs with more memory"]
+
+
+def test_a_one_token_pool_serves_no_request():
+    p = plan(req(tp_size=4, max_total_tokens=1))  # T // 2 == 0 requests, reported before allocation
+    assert p.error.kind == "state_cache_serves_no_request"
+
+
+def test_a_one_token_context_fails_the_worker_validation():
+    p = plan(req(tp_size=4, context_length=1))
+    assert p.error.exception == "AssertionError" and p.error.message == "Memory pool size is too small"
