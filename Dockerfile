@@ -1,0 +1,86 @@
+# syntax=docker/dockerfile:1
+#
+# mambasizer images. Build from the repository root:
+#
+#   docker build --target api    -t mambasizer/api:0.1.0    .   # HTTP API, CPU only, no torch
+#   docker build --target worker -t mambasizer/worker:0.1.0 .   # GPU trial worker, CUDA torch
+#
+# The install steps here are executed verbatim by tests/deploy/test_dockerfile.py (the
+# `*-build` RUN lines, /opt/venv pointed at a scratch venv), so an image whose install
+# breaks fails CI even though CI has no Docker engine.
+
+# ----------------------------------------------------------------------------- api
+
+FROM python:3.11.14-slim-bookworm AS api-build
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONDONTWRITEBYTECODE=1
+WORKDIR /src
+COPY pyproject.toml ./
+COPY schemas/ schemas/
+COPY service/ service/
+# The project WITHOUT the `worker` extra: no torch, no CUDA on the API path. The venv has
+# no pip/setuptools of its own; the build stage's pip installs into it.
+RUN python -m venv --without-pip /opt/venv \
+ && pip --python /opt/venv/bin/python install --no-cache-dir . \
+ && /opt/venv/bin/mambasizer --version
+
+FROM python:3.11.14-slim-bookworm AS api
+LABEL org.opencontainers.image.title="mambasizer-api" \
+      org.opencontainers.image.description="SGLang 0.5.23 mamba/KV sizing service (HTTP API)" \
+      org.opencontainers.image.licenses="Apache-2.0"
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1
+# No build tooling in the final image: drop the base image's pip/setuptools/wheel.
+RUN python -m pip uninstall --yes --quiet pip setuptools wheel \
+ && groupadd --system --gid 10001 mambasizer \
+ && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
+      --shell /usr/sbin/nologin mambasizer
+COPY --from=api-build /opt/venv /opt/venv
+USER 10001:10001
+EXPOSE 8000
+# python, not curl: the slim image has no curl.
+HEALTHCHECK --interval=30s --timeout=3s --start-period=10s --retries=3 \
+  CMD ["python", "-c", "import sys, urllib.request; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:8000/livez', timeout=2).status == 200 else 1)"]
+ENTRYPOINT ["mambasizer"]
+CMD ["serve", "--host", "0.0.0.0", "--port", "8000"]
+
+# ----------------------------------------------------------------------------- worker
+
+FROM python:3.11.14-slim-bookworm AS worker-build
+# The CUDA build of torch comes from the PyTorch index; the pin is the `worker` extra's.
+ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cu128
+ENV PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONDONTWRITEBYTECODE=1
+WORKDIR /src
+COPY pyproject.toml ./
+COPY schemas/ schemas/
+COPY service/ service/
+# DL3013 takes ".[worker]" (this project, its torch pinned above and in pyproject.toml) for an
+# unpinned registry package.
+# hadolint ignore=DL3013
+RUN python -m venv --without-pip /opt/venv \
+ && pip --python /opt/venv/bin/python install --no-cache-dir --index-url "${TORCH_INDEX_URL}" torch==2.13.0 \
+ && pip --python /opt/venv/bin/python install --no-cache-dir ".[worker]" \
+ && /opt/venv/bin/mambasizer --version
+
+FROM python:3.11.14-slim-bookworm AS worker
+LABEL org.opencontainers.image.title="mambasizer-worker" \
+      org.opencontainers.image.description="SGLang 0.5.23 mamba/KV sizing: GPU trial worker" \
+      org.opencontainers.image.licenses="Apache-2.0"
+ENV PATH=/opt/venv/bin:$PATH \
+    PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    NVIDIA_VISIBLE_DEVICES=all \
+    NVIDIA_DRIVER_CAPABILITIES=compute,utility
+RUN python -m pip uninstall --yes --quiet pip setuptools wheel \
+ && groupadd --system --gid 10001 mambasizer \
+ && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
+      --shell /usr/sbin/nologin mambasizer
+COPY --from=worker-build /opt/venv /opt/venv
+USER 10001:10001
+EXPOSE 8001
+ENTRYPOINT ["mambasizer"]
+CMD ["worker", "--host", "0.0.0.0", "--port", "8001"]

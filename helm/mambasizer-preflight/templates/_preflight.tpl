@@ -1,0 +1,174 @@
+{{- /*
+mambasizer preflight hook: a pre-install/pre-upgrade Job that runs `mambasizer check`
+and fails the release with one readable line when SGLang 0.5.23 would not start with the
+release's model, launch arguments and memory, or when a stated requirement is missed.
+
+This file is the same in three places (a test keeps them identical):
+  helm/mambasizer/templates/_preflight.tpl           (the mambasizer chart's own hook)
+  helm/mambasizer-preflight/templates/_preflight.tpl (library chart: add as a dependency)
+  helm/preflight-hook/mambasizer-preflight-job.yaml  (copy-paste template, with the call)
+
+Call it from any chart:
+
+  {{- include "mambasizer-preflight.job" (dict "root" $ "values" .Values.mambasizerPreflight) }}
+
+`values` keys (all optional except image.repository and one of request / preset):
+  enabled                 bool    render nothing when false (default true)
+  image.repository/tag/pullPolicy  an image with `mambasizer` on PATH (the api target)
+  hookWeight              int     helm.sh/hook-weight (default -5)
+  activeDeadlineSeconds   int     Job deadline (default 300)
+  request                 object  a PlanRequest (form 1)
+  preset, budgetGiB, sglangArgs   form 2: `check --preset P --budget-gib X -- ARGS`
+  require.maxRunningRequests / maxTotalTokens / contextLength   int, 0 = none
+  url                     string  ask a running mambasizer service instead
+  resources, nodeSelector, tolerations, podAnnotations, serviceAccountName
+  nameSuffix              string  default "mambasizer-preflight" (Job = <release>-<suffix>)
+*/ -}}
+
+{{- define "mambasizer-preflight.fullname" -}}
+{{- $v := .values | default dict -}}
+{{- printf "%s-%s" .root.Release.Name ($v.nameSuffix | default "mambasizer-preflight") | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "mambasizer-preflight.labels" -}}
+app.kubernetes.io/name: mambasizer-preflight
+app.kubernetes.io/instance: {{ .root.Release.Name | quote }}
+app.kubernetes.io/component: preflight
+app.kubernetes.io/managed-by: {{ .root.Release.Service | quote }}
+helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" | quote }}
+{{- end -}}
+
+{{- define "mambasizer-preflight.args" -}}
+{{- $v := .values | default dict -}}
+{{- $require := $v.require | default dict -}}
+{{- $args := list -}}
+{{- if $require.maxRunningRequests }}{{ $args = concat $args (list "--require-max-running-requests" (toString (int64 $require.maxRunningRequests))) }}{{ end -}}
+{{- if $require.maxTotalTokens }}{{ $args = concat $args (list "--require-max-total-tokens" (toString (int64 $require.maxTotalTokens))) }}{{ end -}}
+{{- if $require.contextLength }}{{ $args = concat $args (list "--require-context-length" (toString (int64 $require.contextLength))) }}{{ end -}}
+{{- if $v.url }}{{ $args = concat $args (list "--url" (toString $v.url)) }}{{ end -}}
+{{- toJson $args -}}
+{{- end -}}
+
+{{- define "mambasizer-preflight.job" -}}
+{{- $root := .root -}}
+{{- $v := .values | default dict -}}
+{{- if (hasKey $v "enabled" | ternary $v.enabled true) }}
+{{- $image := $v.image | default dict -}}
+{{- if not $image.repository }}
+{{- fail "mambasizer preflight: set image.repository (an image with `mambasizer` on PATH, e.g. the mambasizer api image)" }}
+{{- end }}
+{{- $hasRequest := not (empty $v.request) -}}
+{{- $hasPreset := not (empty $v.preset) -}}
+{{- if eq $hasRequest $hasPreset }}
+{{- fail "mambasizer preflight: set exactly one of request (a PlanRequest) or preset (with budgetGiB and sglangArgs)" }}
+{{- end }}
+{{- if and $hasPreset (not $v.budgetGiB) }}
+{{- fail "mambasizer preflight: preset needs budgetGiB (GiB of GPU memory per rank)" }}
+{{- end }}
+{{- $extra := include "mambasizer-preflight.args" . | fromJsonArray -}}
+{{- $ctx := . }}
+apiVersion: batch/v1
+kind: Job
+metadata:
+  name: {{ include "mambasizer-preflight.fullname" $ctx }}
+  namespace: {{ $root.Release.Namespace | quote }}
+  labels:
+    {{- include "mambasizer-preflight.labels" $ctx | nindent 4 }}
+  annotations:
+    helm.sh/hook: pre-install,pre-upgrade
+    helm.sh/hook-weight: {{ (hasKey $v "hookWeight" | ternary $v.hookWeight -5) | toString | quote }}
+    helm.sh/hook-delete-policy: before-hook-creation,hook-succeeded
+spec:
+  backoffLimit: 0
+  activeDeadlineSeconds: {{ (hasKey $v "activeDeadlineSeconds" | ternary $v.activeDeadlineSeconds 300) | int64 }}
+  template:
+    metadata:
+      labels:
+        {{- include "mambasizer-preflight.labels" $ctx | nindent 8 }}
+      {{- with $v.podAnnotations }}
+      annotations:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+    spec:
+      restartPolicy: Never
+      automountServiceAccountToken: false
+      {{- with $v.serviceAccountName }}
+      serviceAccountName: {{ . | quote }}
+      {{- end }}
+      securityContext:
+        runAsNonRoot: true
+        runAsUser: 10001
+        runAsGroup: 10001
+        seccompProfile:
+          type: RuntimeDefault
+      {{- with $v.imagePullSecrets }}
+      imagePullSecrets:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $v.nodeSelector }}
+      nodeSelector:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      {{- with $v.tolerations }}
+      tolerations:
+        {{- toYaml . | nindent 8 }}
+      {{- end }}
+      containers:
+        - name: preflight
+          image: {{ printf "%s:%s" $image.repository (toString ($image.tag | default $root.Chart.AppVersion | default "latest")) | quote }}
+          imagePullPolicy: {{ $image.pullPolicy | default "IfNotPresent" }}
+          {{- if $hasRequest }}
+          # The PlanRequest travels in an env var and reaches `mambasizer check -` on stdin.
+          command:
+            - /bin/sh
+            - -c
+            - printf '%s' "$MAMBASIZER_REQUEST_JSON" | exec mambasizer check - "$@"
+            - mambasizer-check
+            {{- range $extra }}
+            - {{ . | quote }}
+            {{- end }}
+          {{- else }}
+          command:
+            - mambasizer
+          args:
+            - check
+            - --preset
+            - {{ $v.preset | quote }}
+            - --budget-gib
+            - {{ $v.budgetGiB | toString | quote }}
+            {{- range $extra }}
+            - {{ . | quote }}
+            {{- end }}
+            - "--"
+            {{- range $v.sglangArgs }}
+            - {{ . | toString | quote }}
+            {{- end }}
+          {{- end }}
+          env:
+            - name: PYTHONDONTWRITEBYTECODE
+              value: "1"
+            {{- if $hasRequest }}
+            - name: MAMBASIZER_REQUEST_JSON
+              value: {{ toJson $v.request | quote }}
+            {{- end }}
+          terminationMessagePath: /dev/termination-log
+          terminationMessagePolicy: FallbackToLogsOnError
+          {{- with $v.resources }}
+          resources:
+            {{- toYaml . | nindent 12 }}
+          {{- end }}
+          securityContext:
+            allowPrivilegeEscalation: false
+            readOnlyRootFilesystem: true
+            runAsNonRoot: true
+            capabilities:
+              drop:
+                - ALL
+          volumeMounts:
+            - name: tmp
+              mountPath: /tmp
+      volumes:
+        - name: tmp
+          emptyDir: {}
+{{- end }}
+{{- end -}}

@@ -1,0 +1,96 @@
+"""Regenerate the deployment files that are derived from others, or check they are current.
+
+* `$defs.PlanRequest` in helm/mambasizer/values.schema.json is the pydantic wire contract
+  (schemas.PlanRequest), so `helm install` rejects a bad `deployments` entry or preflight
+  request by the same rules the API applies.
+* helm/mambasizer-preflight/templates/_preflight.tpl (library chart) and
+  helm/preflight-hook/mambasizer-preflight-job.yaml (copy-paste template) carry the
+  chart's own helm/mambasizer/templates/_preflight.tpl verbatim.
+
+    .venv/bin/python tests/deploy/sync.py          # rewrite the derived files
+    .venv/bin/python tests/deploy/sync.py --check  # exit 1 and name the stale ones
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+HELM = ROOT / "helm"
+VALUES_SCHEMA = HELM / "mambasizer" / "values.schema.json"
+PREFLIGHT_TPL = HELM / "mambasizer" / "templates" / "_preflight.tpl"
+LIBRARY_TPL = HELM / "mambasizer-preflight" / "templates" / "_preflight.tpl"
+STANDALONE = HELM / "preflight-hook" / "mambasizer-preflight-job.yaml"
+PREFIX = "#/$defs/PlanRequest/$defs/"
+
+STANDALONE_HEAD = """\
+{{- /*
+mambasizer preflight hook, copy-paste form. GENERATED from
+helm/mambasizer/templates/_preflight.tpl by tests/deploy/sync.py: do not edit here.
+
+Copy this file into your SGLang chart's templates/ directory and add the
+`mambasizerPreflight` block of helm/preflight-hook/values-snippet.yaml to its values.
+Every `helm install` / `helm upgrade` then first runs `mambasizer check` in a Job and
+stops, with one readable line, when SGLang 0.5.23 would not start or a requirement
+is missed.
+*/ -}}
+{{- with .Values.mambasizerPreflight }}
+{{- if .enabled }}
+{{ include "mambasizer-preflight.job" (dict "root" $ "values" .) }}
+{{- end }}
+{{- end }}
+"""
+
+
+def _rewrite_refs(node):
+    if isinstance(node, dict):
+        return {
+            k: (PREFIX + v[len("#/$defs/"):]
+                if k == "$ref" and isinstance(v, str) and v.startswith("#/$defs/")
+                else _rewrite_refs(v))
+            for k, v in node.items()
+        }
+    if isinstance(node, list):
+        return [_rewrite_refs(v) for v in node]
+    return node
+
+
+def plan_request_schema() -> dict:
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
+    from schemas import PlanRequest
+
+    return _rewrite_refs(PlanRequest.model_json_schema(mode="validation"))
+
+
+def wanted_files() -> dict[Path, str]:
+    schema = json.loads(VALUES_SCHEMA.read_text())
+    schema.setdefault("$defs", {})["PlanRequest"] = plan_request_schema()
+    tpl = PREFLIGHT_TPL.read_text()
+    return {
+        VALUES_SCHEMA: json.dumps(schema, indent=2) + "\n",
+        LIBRARY_TPL: tpl,
+        STANDALONE: STANDALONE_HEAD + tpl,
+    }
+
+
+def stale() -> list[Path]:
+    return [p for p, text in wanted_files().items() if not p.exists() or p.read_text() != text]
+
+
+def main(argv: list[str]) -> int:
+    if "--check" in argv:
+        bad = stale()
+        for p in bad:
+            print(f"{p.relative_to(ROOT)} is stale: run .venv/bin/python tests/deploy/sync.py", file=sys.stderr)
+        return 1 if bad else 0
+    for p, text in wanted_files().items():
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
