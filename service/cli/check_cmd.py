@@ -151,6 +151,11 @@ def _invalid(detail: str) -> CheckFailure:
     return _fail(EXIT_INVALID, f"{PROG}: invalid input: {detail}")
 
 
+def _no_answer(detail: str) -> CheckFailure:
+    """--url gave no verdict (unreachable, 5xx): not a sizing answer, so exit 2, not 1."""
+    return _fail(EXIT_INVALID, f"{PROG}: error: {detail}")
+
+
 def _validation_line(exc: Any) -> str:
     """First error of a pydantic ValidationError as `field.path: message`."""
     try:
@@ -290,15 +295,17 @@ def _plan_over_http(url: str, request: dict, timeout: float) -> dict:
     try:
         response = httpx.post(endpoint, json=request, timeout=timeout)
     except httpx.HTTPError as exc:
-        raise _invalid(f"cannot reach {endpoint}: {type(exc).__name__}: {exc}") from None
-    if response.status_code != 200:
+        raise _no_answer(f"cannot reach {endpoint}: {type(exc).__name__}: {exc}") from None
+    if 400 <= response.status_code < 500:
         raise _invalid(f"{endpoint} answered {response.status_code}: {_problem_line(response)}")
+    if response.status_code != 200:
+        raise _no_answer(f"{endpoint} answered {response.status_code}: {_problem_line(response)}")
     try:
         body = response.json()
     except ValueError:
-        raise _invalid(f"{endpoint} answered 200 with a body that is not JSON") from None
+        raise _no_answer(f"{endpoint} answered 200 with a body that is not JSON") from None
     if not isinstance(body, dict) or "feasible" not in body:
-        raise _invalid(f"{endpoint} answered 200 without a Plan (no `feasible` field)")
+        raise _no_answer(f"{endpoint} answered 200 without a Plan (no `feasible` field)")
     return body
 
 

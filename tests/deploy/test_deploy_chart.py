@@ -170,6 +170,8 @@ def test_worker_gets_a_gpu_and_the_api_gets_its_url_and_token(full_docs):
     assert worker["spec"]["strategy"] == {"type": "Recreate"}
     assert wc["command"] == ["mambasizer"] and wc["args"] == ["worker", "--host", "0.0.0.0", "--port", "8001"]
     assert wc["image"].startswith("mambasizer/worker:")
+    assert wc["livenessProbe"]["httpGet"] == {"path": "/livez", "port": "http"}
+    assert wc["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
     assert svc["spec"]["selector"] == worker["spec"]["selector"]["matchLabels"]
 
     wenv = {e["name"]: e for e in wc["env"]}

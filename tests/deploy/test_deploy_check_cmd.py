@@ -283,7 +283,14 @@ def test_url_unreachable_is_one_line(tmp_path, capsys):
         port = s.getsockname()[1]
     code, _, err = check(capsys, write(tmp_path, GOOD), "--url", f"http://127.0.0.1:{port}", "--timeout", "2")
     assert code == 2
-    assert one_line(err).startswith(f"mambasizer check: invalid input: cannot reach http://127.0.0.1:{port}/v1/plan")
+    assert one_line(err).startswith(f"mambasizer check: error: cannot reach http://127.0.0.1:{port}/v1/plan")
+
+
+def test_url_server_error_is_not_a_verdict(tmp_path, capsys):
+    with _Service(503, {"title": "Service Unavailable", "status": 503, "detail": "warming up"}) as svc:
+        code, _, err = check(capsys, write(tmp_path, GOOD), "--url", svc.url)
+    assert code == 2
+    assert one_line(err) == f"mambasizer check: error: {svc.url}/v1/plan answered 503: warming up"
 
 
 # --------------------------------------------------------------------------- termination log + process
@@ -317,3 +324,40 @@ def test_exit_codes_through_a_real_process(tmp_path, request_obj, code):
         assert log.read_text() == result.stderr
     else:
         assert result.stderr == "" and result.stdout.count("\n") == 1
+
+
+def test_url_against_the_real_service_matches_in_process(tmp_path, capsys):
+    """`--url` against the real API (uvicorn on 127.0.0.1) gives the in-process verdicts."""
+    try:
+        from service.api.app import create_app
+    except ModuleNotFoundError as exc:
+        if exc.name and exc.name.startswith("service.api"):
+            pytest.skip("service.api is not in this tree yet (issue 3)")
+        raise
+    import time
+
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(create_app(), host="127.0.0.1", port=0, log_level="error", lifespan="on"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert server.started, "the API did not start"
+        port = server.servers[0].sockets[0].getsockname()[1]
+        url = f"http://127.0.0.1:{port}"
+        for request_obj in (GOOD, TOO_SMALL):
+            req = write(tmp_path, request_obj)
+            local = check(capsys, req, "--require-max-running-requests", "8")
+            remote = check(capsys, req, "--require-max-running-requests", "8", "--url", url)
+            assert remote == local
+        bad = write(tmp_path, {**GOOD, "server_args": {"tp_sizee": 4}})
+        code, out, err = check(capsys, bad, "--url", url)
+        assert code == 2 and out == ""
+        line = one_line(err)
+        assert line.startswith(f"mambasizer check: invalid input: {url}/v1/plan answered 422: ") and "tp_sizee" in line
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
