@@ -73,8 +73,9 @@ LABEL org.opencontainers.image.title="mambasizer-worker" \
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \
-    NVIDIA_VISIBLE_DEVICES=all \
     NVIDIA_DRIVER_CAPABILITIES=compute,utility
+# No NVIDIA_VISIBLE_DEVICES=all here: the device plugin (or `docker run --gpus`) names the
+# GPU; an image-wide "all" would hand every GPU to a pod that requested none.
 RUN python -m pip uninstall --yes --quiet pip setuptools wheel \
  && groupadd --system --gid 10001 mambasizer \
  && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \

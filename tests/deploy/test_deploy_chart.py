@@ -473,3 +473,16 @@ def test_rendered_watch_file_loads_in_the_real_app(full_docs, tmp_path):
         text = client.get("/metrics").text
     lines = [line for line in text.splitlines() if line.startswith("mambasizer_plan_feasible{")]
     assert any('deployment="qwen3-next-tp4"' in line and line.endswith(" 1.0") for line in lines), lines
+
+
+def test_packaged_charts_render_the_same(tmp_path):
+    """`helm package` keeps everything the templates read (the dashboard file included)."""
+    for chart_dir in (CHART, LIBRARY_CHART):
+        archive = helm().package(str(chart_dir), destination=str(tmp_path))
+        assert archive.endswith("-0.1.0.tgz")
+    values = copy.deepcopy(FULL_VALUES)
+    values["worker"]["auth"] = {"existingSecret": "", "secretKey": "token", "token": "fixed"}  # not random
+    with helm().Chart.load(str(tmp_path / "mambasizer-0.1.0.tgz")) as packaged:
+        assert packaged.render(copy.deepcopy(values), name="ms", namespace="sizing") == render(CHART, values)
+    with helm().Chart.load(str(tmp_path / "mambasizer-preflight-0.1.0.tgz")) as lib:
+        assert lib.metadata["type"] == "library"
