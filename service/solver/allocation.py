@@ -2,8 +2,14 @@
 
 The plan reports these bytes and the GPU worker allocates exactly these tensors, so
 "measured vs predicted" compares two views of one source. `budgeted` marks what SGLang's
-sizing charges; the rest (padding page, req-to-token table, uncharged spec scratch) is
-allocated outside the budget (SIZING_SPEC §4.3) and reported on its own line.
+sizing charges; the rest (req-to-token table, uncharged spec scratch, the small index
+tables) is allocated outside the budget (SIZING_SPEC §4.3) and reported on its own line.
+A budgeted tensor can still carry uncharged rows (`unbudgeted_bytes`: the KV padding page).
+
+Tensors are listed in the order SGLang 0.5.23 allocates them on a rank:
+`HybridReqToTokenPool` (req_to_token, then the `MambaPool`: conv, temporal, ReplaySSM
+rings, spec intermediates, ring cursors; then the slot free list and the request ->
+slot maps), then `HybridLinearKVPool` (one K/V or MLA buffer per local full layer).
 """
 
 from __future__ import annotations
@@ -14,7 +20,11 @@ from typing import Literal, Optional
 
 from service.solver.specs import DTYPE_BYTES, KVSpec, StateSpec
 
-Pool = Literal["conv_state", "ssm_state", "intermediate_state", "replayssm_ring", "kv_pool", "req_to_token"]
+Pool = Literal[
+    "conv_state", "ssm_state", "intermediate_state", "replayssm_ring", "kv_pool", "req_to_token", "side_tables",
+]
+# Storage bytes per element. fp8 KV is stored as uint8 (`KVCache.store_dtype`): same size.
+_INDEX_BYTES = {"int32": 4, "int64": 8, "int8": 1}
 
 
 @dataclass(frozen=True)
@@ -22,13 +32,23 @@ class TensorSpec:
     pool: Pool
     name: str
     shape: tuple[int, ...]
-    dtype: str  # "bfloat16" | "float16" | "float32" | "fp8_e4m3" | "fp8_e5m2" | "int32"
+    dtype: str  # "bfloat16" | "float16" | "float32" | "fp8_e4m3" | "fp8_e5m2" | "int32" | "int64" | "int8"
     budgeted: bool
+    # Bytes of a budgeted tensor that the budget does not charge (the KV padding page).
+    unbudgeted_bytes: int = 0
+
+    @property
+    def itemsize(self) -> int:
+        return _INDEX_BYTES[self.dtype] if self.dtype in _INDEX_BYTES else DTYPE_BYTES[self.dtype]
 
     @property
     def nbytes(self) -> int:
-        itemsize = 4 if self.dtype == "int32" else DTYPE_BYTES[self.dtype]
-        return prod(self.shape) * itemsize
+        return prod(self.shape) * self.itemsize
+
+    @property
+    def uncharged_bytes(self) -> int:
+        """What SGLang allocates for this tensor beyond what its sizing charged."""
+        return self.unbudgeted_bytes if self.budgeted else self.nbytes
 
 
 @dataclass(frozen=True)
@@ -51,17 +71,26 @@ class StageAllocationInputs:
     replayssm_cache_len: int
     req_to_token_extra: int
     device_kind: Literal["cuda", "cpu"] = "cuda"
+    # The ping-pong track map exists only with the extra buffer; its width follows overlap.
+    extra_buffer: bool = False
+    overlap_schedule: bool = True
 
 
 def stage_tensors(x: StageAllocationInputs) -> list[TensorSpec]:
     s = x.state
     Lr, K, N, Dm = x.local_mamba_layers, x.max_mamba_cache_size, x.max_running_requests, x.num_draft_tokens
-    tensors: list[TensorSpec] = []
+    # ReqToTokenPool.__init__ runs first: (N + 1) rows, row 0 is padding.
+    tensors: list[TensorSpec] = [
+        TensorSpec("req_to_token", "req_to_token", (N + 1, x.context_len + x.req_to_token_extra), "int32", False),
+    ]
+    # MambaPool. Built on every stage, even one without mamba layers (zero-size state).
     if Lr > 0:
-        # MambaPool: K + 1 rows, slot 0 is the padding slot.
+        # K + 1 rows, slot 0 is the padding slot.
         for i, conv in enumerate(s.conv_shapes):
             tensors.append(TensorSpec("conv_state", f"conv[{i}]", (Lr, K + 1, *conv), s.conv_dtype, True))
         tensors.append(TensorSpec("ssm_state", "temporal", (Lr, K + 1, *s.temporal), s.ssm_dtype, True))
+        if x.replayssm_spec:
+            tensors.extend(_replayssm_rings(x))
         if x.speculative:
             if not x.replayssm_spec:
                 tensors.append(TensorSpec("intermediate_state", "intermediate_ssm", (Lr, N + 1, Dm, *s.temporal), s.ssm_dtype, True))
@@ -71,34 +100,69 @@ def stage_tensors(x: StageAllocationInputs) -> list[TensorSpec]:
                 and not s.is_kda
                 and (x.eagle_topk is None or x.eagle_topk <= 1)
             )
+            axis = _conv_window_axis(s) if dedup else None
             for i, conv in enumerate(s.conv_shapes):
-                if dedup:
-                    # One shared (dim, D + K - 2) window per slot instead of D windows.
-                    win = s.conv_kernel - 1 if s.conv_kernel else conv[1]
-                    axis = 1 if conv[1] == win else 0
+                if axis is not None:
+                    # One shared window of Dm + (C - 1) - 1 columns per slot instead of Dm windows.
                     phys = list(conv)
-                    phys[axis] = Dm + win - 1
+                    phys[axis] = Dm + conv[axis] - 1
                     shape = (Lr, N + 1, *phys)
                 else:
                     shape = (Lr, N + 1, Dm, conv[0], conv[1])
                 # Charged as part of the intermediate only when the ssm scratch is.
                 tensors.append(TensorSpec("intermediate_state", f"intermediate_conv_window[{i}]", shape, s.conv_dtype, not x.replayssm_spec))
-        if x.replayssm_spec:
-            tensors.extend(_replayssm_rings(x))
+    if x.replayssm_spec and not s.is_kda:
+        # GDN spec cursors (write_pos, cache_base: int32; is_flush: int8), one per request row.
+        tensors += [
+            TensorSpec("side_tables", "replayssm_spec_write_pos", (N + 1,), "int32", False),
+            TensorSpec("side_tables", "replayssm_cache_base", (N + 1,), "int32", False),
+            TensorSpec("side_tables", "replayssm_is_flush", (N + 1,), "int8", False),
+        ]
+    # MambaSlotAllocator's free list (slots 1..K) and the request -> slot maps.
+    tensors.append(TensorSpec("side_tables", "mamba_free_slots", (K,), "int64", False))
+    tensors.append(TensorSpec("side_tables", "req_index_to_mamba_index", (N + 1,), "int32", False))
+    if x.extra_buffer:
+        track = 2 if x.overlap_schedule else 1  # get_mamba_tracking_slots(extra_buffer=True, overlap)
+        tensors.append(TensorSpec("side_tables", "req_index_to_mamba_ping_pong_track", (N + 1, track), "int64", False))
+    # HybridLinearKVPool over the stage's own full-attention layers.
     if x.local_full_layers > 0:
-        rows = x.max_total_num_tokens + x.page_size  # the padded page holds slot 0
+        T, page = x.max_total_num_tokens, x.page_size
+        rows = T + page  # the padded page holds slot 0
         if x.kv.kind == "mla":
             dim = x.kv.kv_lora_rank + x.kv.qk_rope_head_dim
+            pad = (rows - T) * dim * _kv_itemsize(x.kv_dtype)
             for layer in range(x.local_full_layers):
-                tensors.append(TensorSpec("kv_pool", f"kv[{layer}]", (rows, 1, dim), x.kv_dtype, True))
+                tensors.append(TensorSpec("kv_pool", f"kv[{layer}]", (rows, 1, dim), x.kv_dtype, True, pad))
         else:
             h = x.kv.heads_per_rank(x.attn_tp)
+            # The hybrid wrapper does not pass v_head_dim, so V uses head_dim and K/V have one
+            # shape: MHATokenToKVPool stores them as the two halves of ONE page-aligned
+            # allocation per layer, (2, ceil_align(rows, page), heads, head_dim).
+            padded = -(-rows // page) * page
+            pad = 2 * (padded - T) * h * x.kv.head_dim * _kv_itemsize(x.kv_dtype)
             for layer in range(x.local_full_layers):
-                # The hybrid wrapper does not pass v_head_dim: V uses head_dim.
-                tensors.append(TensorSpec("kv_pool", f"k[{layer}]", (rows, h, x.kv.head_dim), x.kv_dtype, True))
-                tensors.append(TensorSpec("kv_pool", f"v[{layer}]", (rows, h, x.kv.head_dim), x.kv_dtype, True))
-    tensors.append(TensorSpec("req_to_token", "req_to_token", (N + 1, x.context_len + x.req_to_token_extra), "int32", False))
+                tensors.append(TensorSpec("kv_pool", f"kv[{layer}]", (2, padded, h, x.kv.head_dim), x.kv_dtype, True, pad))
     return tensors
+
+
+def _kv_itemsize(dtype: str) -> int:
+    return DTYPE_BYTES[dtype]
+
+
+def _conv_window_axis(s: StateSpec) -> Optional[int]:
+    """`MambaPool._detect_conv_window_axis`: the axis of length conv_kernel - 1, the trailing
+    one preferred. SGLang raises ValueError when no axis (or no common axis) fits; the
+    manifest then keeps the dense layout, and the plan's spec figure is a lower bound."""
+    if not s.conv_kernel:
+        return len(s.conv_shapes[0]) - 1
+    win = s.conv_kernel - 1
+    axis = None
+    for conv in s.conv_shapes:
+        this = len(conv) - 1 if conv[-1] == win else (0 if conv[0] == win else None)
+        if this is None or (axis is not None and this != axis):
+            return None
+        axis = this
+    return axis
 
 
 def _replayssm_rings(x: StageAllocationInputs) -> list[TensorSpec]:
@@ -131,11 +195,14 @@ def _replayssm_rings(x: StageAllocationInputs) -> list[TensorSpec]:
     return rings
 
 
-def req_to_token_extra(num_draft_tokens: int, speculative: bool, page_size: int, num_steps: int, topk: int) -> int:
-    """`get_req_to_token_extra_context_len`: decode over-allocation headroom per row."""
+def req_to_token_extra(
+    num_draft_tokens: int, speculative: bool, page_size: int, num_steps: int, topk: int, has_draft_kv: bool = True,
+) -> int:
+    """`get_req_to_token_extra_context_len`: decode over-allocation headroom per row.
+    NGRAM writes no draft KV, so its per-decode length needs no per-topk page rounding."""
     extra = 4 + num_draft_tokens
     if speculative and page_size > 1:
-        if page_size == 1 or topk == 1:
+        if page_size == 1 or topk == 1 or not has_draft_kv:
             per_decode = max(num_steps * topk, num_draft_tokens)
         else:
             pages = ((page_size - 1) + num_steps + page_size - 1) // page_size
@@ -149,3 +216,12 @@ def pool_bytes(tensors: list[TensorSpec]) -> dict[str, int]:
     for t in tensors:
         totals[t.pool] = totals.get(t.pool, 0) + t.nbytes
     return totals
+
+
+def plan_stage_tensors(request, plan, device_kind: Literal["cuda", "cpu"] = "cuda") -> list[list[TensorSpec]]:
+    """One tensor manifest per PP stage of a feasible plan, for a worker on `device_kind`
+    (the conv-window layout of the spec intermediates differs between CUDA and CPU).
+    Raises ValueError for a plan whose sizing did not finish (K, N or T unknown)."""
+    from service.solver.plan import stage_allocation_inputs  # plan.py imports this module
+
+    return [stage_tensors(x) for x in stage_allocation_inputs(request, plan, device_kind)]

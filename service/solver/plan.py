@@ -256,31 +256,60 @@ def _pipeline(req, layout, launch: Launch, stage_ranges, state: StateSpec, whole
     p.micro = requests.pp_max_micro_batch_size(p.limit.max_running_requests, launch.pp_size, launch.pp_max_micro_batch_size)
 
 
-def _assemble(req, layout: ModelLayout, launch: Launch, stage_ranges, state: StateSpec, p: _Partial, warnings: list[str], error: Optional[SGLangStartupError]) -> Plan:
-    K = p.split.max_mamba_cache_size if p.split else None
-    N = p.limit.max_running_requests if p.limit else None
-    T = p.tokens
+def _stage_inputs(req, layout: ModelLayout, launch: Launch, stage_ranges, state: StateSpec, K: int, N: int, T: int, device_kind: str = "cuda") -> list[allocation.StageAllocationInputs]:
+    """What each stage's pools are built from (SIZING_SPEC §2.8, §4.1)."""
     has_spec = launch.speculative_algorithm is not None
     Dm = launch.num_draft_tokens or 0
     r2t_extra = allocation.req_to_token_extra(
         Dm, has_spec, launch.page_size,
         req.server_args.speculative_num_steps or 3, req.server_args.speculative_eagle_topk or 1,
+        has_draft_kv=launch.speculative_algorithm != "NGRAM",
     )
+    # The pool gets the ReplaySSM flag only for GDN / KDA models (kv_cache_configurator).
+    replay = launch.replayssm_spec and layout.linear_kind in ("gdn", "kda")
+    return [
+        allocation.StageAllocationInputs(
+            state=state, local_mamba_layers=len(s.local(layout.mamba_layer_ids)),
+            local_full_layers=len(s.local(layout.full_attention_layer_ids)), kv=layout.kv,
+            kv_dtype=launch.kv_cache_dtype, attn_tp=launch.attn_tp_size, max_mamba_cache_size=K,
+            max_running_requests=N, max_total_num_tokens=T, page_size=launch.page_size,
+            context_len=launch.context_len, speculative=has_spec, num_draft_tokens=Dm,
+            eagle_topk=req.server_args.speculative_eagle_topk, replayssm_spec=replay,
+            replayssm_cache_len=launch.replayssm_cache_len, req_to_token_extra=r2t_extra,
+            device_kind=device_kind, extra_buffer=launch.extra_buffer,
+            overlap_schedule=not launch.disable_overlap_schedule,
+        )
+        for s in stage_ranges
+    ]
+
+
+def stage_allocation_inputs(request: Union[PlanRequest, dict, Any], result: Plan, device_kind: str = "cuda") -> list[allocation.StageAllocationInputs]:
+    """The per-stage allocation inputs of a plan computed for `request` (the worker's entry)."""
+    req = parse_request(request)
+    K, N, T = result.max_mamba_cache_size, result.max_running_requests, result.max_total_num_tokens
+    if K is None or N is None or T is None:
+        raise ValueError("the plan's sizing did not finish (max_mamba_cache_size, max_running_requests or max_total_num_tokens is unknown)")
+    layout = model_layout(req)
+    launch = _resolve(req, layout)
+    partition = stages.parse_partition(req.env.SGLANG_PP_LAYER_PARTITION, launch.pp_size, layout.num_hidden_layers)
+    stage_ranges = stages.pp_stages(layout.num_hidden_layers, launch.pp_size, partition)
+    state_tp = launch.tp_size if layout.state_tp == "tp" else launch.attn_tp_size
+    state = layout.state_at(state_tp, launch.conv_dtype, launch.ssm_dtype)
+    return _stage_inputs(req, layout, launch, stage_ranges, state, K, N, T, device_kind)
+
+
+def _assemble(req, layout: ModelLayout, launch: Launch, stage_ranges, state: StateSpec, p: _Partial, warnings: list[str], error: Optional[SGLangStartupError]) -> Plan:
+    K = p.split.max_mamba_cache_size if p.split else None
+    N = p.limit.max_running_requests if p.limit else None
+    T = p.tokens
+    inputs = _stage_inputs(req, layout, launch, stage_ranges, state, K, N, T) if None not in (K, N, T) else None
     out_stages = []
     for i, s in enumerate(stage_ranges):
         local_m = s.local(layout.mamba_layer_ids)
         local_f = s.local(layout.full_attention_layer_ids)
         pools: dict[str, int] = {}
-        if K is not None and N is not None and T is not None:
-            tensors = allocation.stage_tensors(allocation.StageAllocationInputs(
-                state=state, local_mamba_layers=len(local_m), local_full_layers=len(local_f), kv=layout.kv,
-                kv_dtype=launch.kv_cache_dtype, attn_tp=launch.attn_tp_size, max_mamba_cache_size=K,
-                max_running_requests=N, max_total_num_tokens=T, page_size=launch.page_size,
-                context_len=launch.context_len, speculative=has_spec, num_draft_tokens=Dm,
-                eagle_topk=req.server_args.speculative_eagle_topk, replayssm_spec=launch.replayssm_spec,
-                replayssm_cache_len=launch.replayssm_cache_len, req_to_token_extra=r2t_extra,
-            ))
-            pools = allocation.pool_bytes(tensors)
+        if inputs is not None:
+            pools = allocation.pool_bytes(allocation.stage_tensors(inputs[i]))
         charged = (p.split.charged_state_bytes + p.split.charged_intermediate_bytes) if p.split else 0
         cell = p.cells[i] if p.cells and i < len(p.cells) else 0
         idle = 0
