@@ -1,0 +1,62 @@
+"""bench/run.py's in-process part runs end to end on one request and prints its headline
+JSON line. No timing is asserted: the figures only have to exist and be positive."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("mambasizer_bench_run", ROOT / "bench" / "run.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _has_sglang() -> bool:
+    return importlib.util.find_spec("sglang") is not None
+
+
+def test_requests_are_the_three_of_the_issue(bench):
+    reqs = bench.load_requests()
+    assert len(reqs) == 3
+    for req in reqs.values():
+        # The oracle needs resolved launch values: every request states them.
+        sa = req["server_args"]
+        for key in ("page_size", "mamba_radix_cache_strategy", "disable_overlap_schedule", "mem_fraction_static"):
+            assert key in sa
+        assert "hf_config" in bench.expand_preset(req)["model"]
+
+
+def test_inprocess_headline_line(bench, capsys):
+    argv = ["--skip-http", "--runs", "2", "--min-time", "0.01", "--request", "qwen3-next-tp4-eagle.json"]
+    if not _has_sglang():
+        argv.append("--no-sglang")
+    assert bench.main(argv) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    head = json.loads(last)
+    assert head["ours_us_per_plan"]["qwen3-next tp4 eagle"] > 0
+    if _has_sglang():
+        assert head["plan_speedup_vs_sglang"] > 0
+        assert head["plan_speedup_total_time"] > 0
+
+
+@pytest.mark.skipif(not _has_sglang(), reason="needs the sglang==0.5.23 wheel (scripts/test.sh installs it)")
+def test_inprocess_figures_positive(bench):
+    reqs = bench.load_requests(["kimi-k3-tp8-pp8.json"])
+    res = bench.bench_inprocess(reqs, runs=2, min_time_ours=0.01, min_time_ref=0.01, min_iters_ref=1, log=lambda _: None)
+    row = res["requests"]["kimi-k3 tp8 pp8"]
+    for key in ("ours_plans_per_s", "ours_preset_form_plans_per_s", "sglang_plans_per_s", "sglang_oracle_plans_per_s"):
+        assert row[key]["median"] > 0 and row[key]["min"] > 0 and row[key]["runs"] == 2
+    assert row["stages"] == 8
+    assert row["outputs_differ"] == {}  # the benchmark times two sides that agree
+    assert res["plan_speedup_vs_sglang"] > 0
