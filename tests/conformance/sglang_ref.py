@@ -349,8 +349,12 @@ class _WarningCapture(logging.Handler):
     def __init__(self):
         super().__init__(level=logging.WARNING)
         self.messages: list[str] = []
+        self._seen: set = set()
 
     def emit(self, record):
+        if id(record) in self._seen:  # reached twice (own handler + propagation)
+            return
+        self._seen.add(id(record))
         try:
             msg = record.getMessage()
         except Exception:  # pragma: no cover
@@ -359,17 +363,37 @@ class _WarningCapture(logging.Handler):
             self.messages.append(msg)
 
 
+# The loggers the sizing path warns through: its module loggers, and the root logger that
+# `_apply_token_constraints` calls `logging.warning` on.
+_WARNING_LOGGERS = (
+    "",
+    "sglang",
+    "sglang.srt.mem_cache.kv_cache_configurator",
+    "sglang.srt.model_executor.pool_configurator",
+    "sglang.srt.configs.mamba_utils",
+)
+
+
 @contextlib.contextmanager
 def _capture_warnings():
-    """WARNING+ records reaching the root logger: the configurator's module logger and the
-    root-level `logging.warning` that `_apply_token_constraints` uses."""
+    """Every WARNING+ record the sizing path logs, whatever levels, handlers or propagation
+    other code in the process configured (levels are lowered to WARNING for the call only)."""
     handler = _WarningCapture()
-    root = logging.getLogger()
-    root.addHandler(handler)
+    saved = []
+    for name in _WARNING_LOGGERS:
+        lg = logging.getLogger(name)
+        saved.append((lg, lg.level, lg.disabled))
+        if lg.level > logging.WARNING or (lg.level == logging.NOTSET and lg.getEffectiveLevel() > logging.WARNING):
+            lg.setLevel(logging.WARNING)
+        lg.disabled = False
+        lg.addHandler(handler)
     try:
         yield handler
     finally:
-        root.removeHandler(handler)
+        for lg, level, disabled in saved:
+            lg.removeHandler(handler)
+            lg.setLevel(level)
+            lg.disabled = disabled
 
 
 # --------------------------------------------------------------------------- model configs

@@ -566,3 +566,17 @@ def test_import_fakes_do_not_leak_out_of_the_oracle(qwen3_next):
         spec = importlib.util.find_spec(name)
         assert spec is None or not isinstance(spec.loader, sglang_ref._FakeFinder)
     assert not any(isinstance(f, sglang_ref._FakeFinder) for f in sys.meta_path)
+
+
+def test_warnings_are_captured_whatever_the_logging_setup(qwen3_next):
+    import logging
+
+    lg = logging.getLogger("sglang")
+    old = lg.level
+    lg.setLevel(logging.ERROR)  # what other suites in the same process may do
+    try:
+        o = plan(qwen3_next, f_post=101.30, mfs=0.897, tp_size=4)
+    finally:
+        lg.setLevel(old)
+    assert any("capped to 457 by the mamba state cache" in w for w in o["warnings"])
+    assert lg.level == old
