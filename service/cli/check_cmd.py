@@ -172,12 +172,16 @@ def _validation_line(exc: Any) -> str:
 
 
 def _input_error_line(exc: BaseException) -> str:
+    """`field: message (allowed: ...)`, the line `mambasizer plan` prints for the same input."""
     field = getattr(exc, "field", None)
     message = getattr(exc, "message", None)
-    if message:
-        text = f"{field}: {message}" if field and not str(message).startswith(str(field)) else str(message)
-        return _one_line(text)
-    return _one_line(str(exc) or type(exc).__name__)
+    if not message:
+        return _one_line(str(exc) or type(exc).__name__)
+    text = f"{field}: {message}" if field and field != "request" else str(message)
+    allowed = getattr(exc, "allowed", None)
+    if allowed:
+        text += f" (allowed: {', '.join(str(a) for a in allowed)})"
+    return _one_line(text)
 
 
 def _plan_input_error() -> type:
@@ -195,6 +199,18 @@ def _plan_input_error() -> type:
 # --------------------------------------------------------------------------- request
 
 
+def _wire():
+    """`service.api.wire`: the request decoding `mambasizer plan` and `POST /v1/plan` share
+    (JSON rules, `sglang_args` in place of `server_args`). None in a build without it."""
+    try:
+        from service.api import wire
+    except ModuleNotFoundError as exc:
+        if exc.name in ("service.api", "service.api.wire"):
+            return None
+        raise
+    return wire
+
+
 def _read_request(source: str) -> dict:
     label = "stdin" if source == "-" else source
     try:
@@ -203,14 +219,20 @@ def _read_request(source: str) -> dict:
         else:
             with open(source, encoding="utf-8") as fh:
                 text = fh.read()
-    except OSError as exc:
-        raise _invalid(f"cannot read {label}: {exc.strerror or exc}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _invalid(f"cannot read {label}: {getattr(exc, 'strerror', None) or exc}") from None
+    wire = _wire()
+    if wire is not None:
+        try:
+            return wire.decode_json(text, label=label)
+        except _plan_input_error() as exc:
+            raise _invalid(_input_error_line(exc)) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise _invalid(f"{label} is not JSON: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
+        raise _invalid(f"{label} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
     if not isinstance(data, dict):
-        raise _invalid(f"{label} must hold a JSON object (a PlanRequest), not {type(data).__name__}")
+        raise _invalid(f"{label} must be a JSON object (a PlanRequest), not {type(data).__name__}")
     return data
 
 
@@ -255,9 +277,14 @@ def _plan_in_process(request: dict) -> dict:
     from service.solver import plan
 
     PlanInputError = _plan_input_error()
+    wire = _wire()
     try:
-        result = plan(request)  # validates the PlanRequest itself, with the API's wording
+        if wire is not None:  # exactly as `mambasizer plan` decodes it (sglang_args included)
+            request = wire.prepare(dict(request), allow_trial=False).request
+        result = plan(request)  # validates a plain dict itself, with the API's wording
     except PlanInputError as exc:
+        if getattr(exc, "field", None) == "trial":
+            raise _invalid("trial: is only run by the HTTP API; drop it, or use --url") from None
         raise _invalid(_input_error_line(exc)) from None
     except ValidationError as exc:
         raise _invalid(_validation_line(exc)) from None
