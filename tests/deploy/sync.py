@@ -57,12 +57,25 @@ def _rewrite_refs(node):
     return node
 
 
+# What POST /v1/plan and the deployments file take besides a PlanRequest: SGLang launch
+# arguments in place of `server_args` (service/api/wire.py: MAX_SGLANG_ARGS, MAX_SGLANG_ARG_CHARS).
+SGLANG_ARGS = {
+    "type": "array",
+    "maxItems": 1024,
+    "items": {"type": "string", "maxLength": 8192},
+    "description": "SGLang 0.5.23 launch arguments, in place of server_args (as POST /v1/plan takes them).",
+}
+
+
 def plan_request_schema() -> dict:
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     from schemas import PlanRequest
 
-    return _rewrite_refs(PlanRequest.model_json_schema(mode="validation"))
+    schema = _rewrite_refs(PlanRequest.model_json_schema(mode="validation"))
+    schema["properties"]["sglang_args"] = SGLANG_ARGS
+    schema["not"] = {"required": ["server_args", "sglang_args"]}
+    return schema
 
 
 def wanted_files() -> dict[Path, str]:

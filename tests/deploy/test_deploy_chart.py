@@ -236,12 +236,34 @@ def test_dashboard_configmap_carries_the_dashboard_json(full_docs):
         ({"preflight": {"enabled": True, "preset": "p", "budgetGiB": 4, "request": {"model": {"preset": "p"}, "budget": {"rest_gib": 4}}}}, "/preflight"),
         ({"autoscaling": {"enabled": True}, "api": {"resources": {"requests": {"cpu": None}}}}, "cpu"),
         ({"dashboards": {"labels": {"grafana_dashboard": "0"}}}, "/dashboards/labels"),
+        ({"deployments": {"x": {"model": {"preset": "a"}, "budget": {"rest_gib": 1}, "server_args": {},
+                                "sglang_args": ["--tp-size", "2"]}}}, "/deployments/x"),
+        ({"deployments": {"x": {"model": {"preset": "a"}, "budget": {"rest_gib": 1}, "sglang_args": [2]}}},
+         "/deployments/x/sglang_args/0"),
     ],
 )
 def test_values_schema_rejects_bad_values(values, where):
     with pytest.raises(helm().HelmValuesError) as info:
         render(CHART, values)
     assert where in str(info.value)
+
+
+def test_deployments_accept_what_the_api_accepts():
+    """A deployments entry may carry sglang_args in place of server_args, as POST /v1/plan
+    and the API's deployments file take it; the limits are the API's."""
+    values = {"deployments": {"pp-sglang-args": {"model": {"preset": "qwen3-next-80b-a3b-instruct"},
+                                                 "budget": {"rest_gib": 40},
+                                                 "sglang_args": ["--tp-size", "4", "--max-running-requests", "64"]}}}
+    docs = documents(render(CHART, values))
+    cm = [d for d in by_kind(docs, "ConfigMap") if "deployments.yaml" in d["data"]][0]
+    assert yaml.safe_load(cm["data"]["deployments.yaml"]) == values["deployments"]
+    try:
+        from service.api import wire
+    except ModuleNotFoundError:
+        return
+    schema = json.loads((CHART / "values.schema.json").read_text())["$defs"]["PlanRequest"]["properties"]["sglang_args"]
+    assert schema["maxItems"] == wire.MAX_SGLANG_ARGS
+    assert schema["items"]["maxLength"] == wire.MAX_SGLANG_ARG_CHARS
 
 
 def test_values_schema_is_closed_everywhere():
