@@ -1,0 +1,176 @@
+"""Trial: allocate what SGLang 0.5.23 allocates for a plan's stages, and measure it.
+
+A trial answers "does the plan hold on real memory?": per PP stage and per pool, the bytes
+the plan predicts (`predicted`, from the same tensor manifest the plan sums) beside the
+bytes the allocator really took (`measured`). Every figure is labelled with where it came
+from: `predicted` is computed, `measured` is observed on `device`.
+
+`status`:
+* `ok`: every selected stage allocated in full;
+* `oom`: a stage ran out of device memory (`stages[].oom` says which pool, by how much);
+  all memory was released;
+* `rejected`: the trial did not allocate (the plan cannot start, the stage list is out of
+  range, a CPU trial larger than the machine's free memory, no such device);
+* `unavailable`: no answer from a worker (down, busy, slower than the timeout).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from schemas.plan import Plan
+from schemas.request import MAX_GIB, MAX_PARALLEL, PlanRequest
+
+TrialStatus = Literal["ok", "oom", "unavailable", "rejected"]
+StageStatus = Literal["ok", "oom", "cancelled"]
+Pool = Literal[
+    "conv_state", "ssm_state", "intermediate_state", "replayssm_ring", "kv_pool", "req_to_token", "side_tables",
+]
+MAX_TIMEOUT_S = 3600.0
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --------------------------------------------------------------------------- request
+
+
+class TrialOptions(_Strict):
+    """How to run a trial. `{}` runs every stage on the worker's own device with the
+    request's budget."""
+
+    device: Literal["auto", "cpu", "cuda"] = Field(
+        "auto", description="`auto`: the worker's device (CUDA when it has one, else CPU)."
+    )
+    stages: Optional[Annotated[list[Annotated[int, Field(ge=0, lt=MAX_PARALLEL)]], Field(min_length=1, max_length=MAX_PARALLEL)]] = Field(
+        None,
+        description="PP ranks to allocate, one after the other (freed in between: a real deployment "
+        "has one stage per GPU). null: every stage.",
+    )
+    budget: Literal["request", "device"] = Field(
+        "request",
+        description="`request`: size with the request's budget. `device` (CUDA only): measure this GPU's "
+        "free memory before and after holding `hold_weights_gib`, and size with those figures the way "
+        "SGLang's profiler does (`free_gib_before_load`, `free_gib_after_load`, `gpu_memory_mib`).",
+    )
+    hold_weights_gib: Optional[Annotated[float, Field(ge=0, le=MAX_GIB, allow_inf_nan=False)]] = Field(
+        None, description="Hold a placeholder of this many GiB (the rank's weights) while the pools are allocated."
+    )
+    timeout_s: Annotated[float, Field(gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)] = Field(
+        120.0, description="Wall-clock limit, queueing included. A trial past it is cancelled and its memory released."
+    )
+
+    @model_validator(mode="after")
+    def _unique_stages(self) -> "TrialOptions":
+        if self.stages is not None and len(set(self.stages)) != len(self.stages):
+            raise ValueError("stages lists a pp rank more than once")
+        return self
+
+
+class TrialCall(_Strict):
+    """The body of the worker's `POST /v1/trial`."""
+
+    request: PlanRequest
+    trial: TrialOptions = TrialOptions()
+
+
+# --------------------------------------------------------------------------- result
+
+
+class PoolBytes(_Strict):
+    conv_state_bytes: int = 0
+    ssm_state_bytes: int = 0
+    intermediate_state_bytes: int = 0
+    replayssm_ring_bytes: int = 0
+    kv_pool_bytes: int = 0
+    req_to_token_bytes: int = 0
+    side_tables_bytes: int = Field(0, description="Small index tables: the mamba slot free list, request -> slot maps, ReplaySSM cursors.")
+
+
+class MeasuredPoolBytes(_Strict):
+    """Like PoolBytes; null for a pool the trial did not get to (after an OOM)."""
+
+    conv_state_bytes: Optional[int] = None
+    ssm_state_bytes: Optional[int] = None
+    intermediate_state_bytes: Optional[int] = None
+    replayssm_ring_bytes: Optional[int] = None
+    kv_pool_bytes: Optional[int] = None
+    req_to_token_bytes: Optional[int] = None
+    side_tables_bytes: Optional[int] = None
+
+
+class PoolLine(_Strict):
+    pool: Pool
+    tensors: int
+    predicted_bytes: int
+    measured_bytes: Optional[int] = Field(description="CUDA: torch.cuda.memory_allocated() growth; CPU: the tensors' storage bytes.")
+    difference_bytes: Optional[int] = Field(description="measured - predicted.")
+    budgeted_bytes: int = Field(description="The part of predicted that SGLang's sizing charges.")
+    reserved_delta_bytes: Optional[int] = Field(None, description="CUDA: torch.cuda.memory_reserved() growth (allocator segments).")
+    device_free_drop_bytes: Optional[int] = Field(None, description="CUDA: drop of torch.cuda.mem_get_info() free bytes.")
+    rss_delta_bytes: Optional[int] = Field(None, description="CPU: process resident-set growth with every page touched.")
+
+
+class UnbudgetedLine(_Strict):
+    """Allocated by SGLang, never charged by its sizing (SIZING_SPEC §4.3)."""
+
+    pool: Pool
+    name: str
+    shape: Optional[list[int]] = Field(None, description="The tensor's shape; null for a part of a tensor (the KV padding page).")
+    dtype: Optional[str] = None
+    predicted_bytes: int
+    measured_bytes: Optional[int]
+    why: str
+
+
+class OOMInfo(_Strict):
+    pool: Pool
+    tensor: str
+    requested_bytes: int = Field(description="The allocation that failed.")
+    remaining_bytes: int = Field(description="That allocation plus everything the stage still had to allocate.")
+    free_bytes: Optional[int] = Field(description="What the device reported free when it failed.")
+    shortfall_bytes: Optional[int] = Field(description="remaining - free: how much more memory the stage needed.")
+    message: str
+
+
+class StageTrial(_Strict):
+    pp_rank: int
+    status: StageStatus
+    device: str
+    would_start: bool = Field(description="SGLang's sizing passes and every pool of this stage was allocated.")
+    predicted: PoolBytes
+    measured: MeasuredPoolBytes
+    difference: MeasuredPoolBytes
+    pools: list[PoolLine]
+    unbudgeted: list[UnbudgetedLine]
+    oom: Optional[OOMInfo] = None
+    peak_bytes: int = Field(description="Bytes held at the stage's peak (allocator view).")
+    leaked_bytes: int = Field(description="Bytes still held after the stage was released (0 when clean).")
+    free_after_pools_bytes: Optional[int] = Field(None, description="CUDA: free device memory with every pool allocated: what is left for activations and CUDA graphs.")
+    elapsed_s: float
+
+
+class TrialBudget(_Strict):
+    source: Literal["request", "device"]
+    device_total_bytes: Optional[int] = None
+    free_before_load_bytes: Optional[int] = None
+    free_after_load_bytes: Optional[int] = None
+    held_weights_bytes: int = 0
+    free_gib_before_load: Optional[float] = None
+    free_gib_after_load: Optional[float] = None
+    gpu_memory_mib: Optional[int] = None
+
+
+class TrialResult(_Strict):
+    status: TrialStatus
+    reason: Optional[str] = None
+    device: Optional[str] = None
+    would_start: Optional[bool] = Field(None, description="Every selected stage would start (null when nothing was allocated).")
+    stages: list[StageTrial] = Field(default_factory=list)
+    budget: Optional[TrialBudget] = None
+    plan: Optional[Plan] = Field(None, description="The plan re-derived from the device's own budget (budget=device only).")
+    baseline_restored: Optional[bool] = Field(None, description="The device's allocated bytes are back at their pre-trial value.")
+    elapsed_s: float = 0.0

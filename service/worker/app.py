@@ -1,0 +1,125 @@
+"""The standalone trial worker: a small HTTP app for a GPU node (`mambasizer worker`).
+
+* `POST /v1/trial` `{"request": PlanRequest, "trial": TrialOptions}` -> TrialResult (200 for
+  every trial outcome: ok, oom, rejected, unavailable on a timeout);
+  401 without the bearer token when one is configured, 422 for input that cannot be
+  sized, 429 when the device's queue is full, 503 when torch is missing; errors are
+  `application/problem+json` (RFC 9457).
+* `GET /livez`: the process answers. `GET /readyz`: torch imports and the device is known.
+
+A trial occupies a GPU: with `MAMBASIZER_WORKER_TOKEN` (or `--token-file`) set, `/v1/trial`
+requires `Authorization: Bearer <token>`. The probes stay open for the kubelet.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import os
+from typing import Any, Optional
+
+from fastapi import FastAPI, Request
+from fastapi.responses import Response
+from pydantic import ValidationError
+
+from schemas.trial import TrialCall
+from service.solver.errors import PlanInputError
+from service.worker.runner import QueueFull, RunnerConfig, TorchMissing, TrialRunner
+
+log = logging.getLogger("mambasizer.worker")
+
+TOKEN_ENV = "MAMBASIZER_WORKER_TOKEN"
+PROBLEM_JSON = "application/problem+json"
+TYPE_PREFIX = "urn:mambasizer:problem:"
+MAX_BODY_BYTES = 4 << 20  # a PlanRequest with an inline config.json fits easily
+RETRY_AFTER_S = 5
+
+_TITLES = {401: "Unauthorized", 413: "Content Too Large", 422: "Unprocessable Content", 429: "Too Many Requests", 503: "Service Unavailable"}
+
+
+def problem(status: int, detail: str, *, type_: str = "about:blank", instance: Optional[str] = None,
+            headers: Optional[dict] = None, **extra: Any) -> Response:
+    body: dict[str, Any] = {"type": type_, "title": _TITLES.get(status, "Error"), "status": status, "detail": detail}
+    if instance is not None:
+        body["instance"] = instance
+    body.update({k: v for k, v in extra.items() if v is not None})
+    return Response(json.dumps(body, separators=(",", ":")).encode(), status_code=status, media_type=PROBLEM_JSON, headers=headers)
+
+
+def read_token(token_file: Optional[str] = None) -> Optional[str]:
+    """The configured bearer token: `--token-file` wins over MAMBASIZER_WORKER_TOKEN; empty
+    means none."""
+    if token_file:
+        with open(token_file, encoding="utf-8") as f:
+            token = f.read().strip()
+        if not token:
+            raise ValueError(f"token file {token_file} is empty")
+        return token
+    return os.environ.get(TOKEN_ENV, "").strip() or None
+
+
+def create_app(runner: Optional[TrialRunner] = None, token: Optional[str] = None, *, token_from_env: bool = True) -> FastAPI:
+    """`token`: required bearer token (None: MAMBASIZER_WORKER_TOKEN when token_from_env)."""
+    if token is None and token_from_env:
+        token = read_token()
+    runner = runner or TrialRunner(RunnerConfig())
+    expected = f"Bearer {token}".encode() if token else None
+
+    app = FastAPI(title="mambasizer worker", description=__doc__.split("\n\n")[0], docs_url=None, redoc_url=None)
+    app.state.runner = runner
+    app.state.auth = expected is not None
+
+    @app.get("/livez")
+    async def livez() -> Response:
+        return Response(b'{"status":"ok"}', media_type="application/json")
+
+    @app.get("/readyz")
+    async def readyz(request: Request) -> Response:
+        try:
+            import torch
+        except ImportError:
+            return problem(503, "torch is not installed: this worker cannot run trials", instance=request.url.path)
+        try:
+            device = runner.resolve_device("auto")
+        except ValueError as exc:
+            return problem(503, str(exc), instance=request.url.path)
+        body = {"status": "ready", "device": device, "torch": torch.__version__, "queues": runner.status(), "auth": expected is not None}
+        return Response(json.dumps(body, separators=(",", ":")).encode(), media_type="application/json")
+
+    @app.post("/v1/trial")
+    async def post_trial(request: Request) -> Response:
+        path = request.url.path
+        if expected is not None:
+            got = request.headers.get("authorization", "").encode()
+            if not hmac.compare_digest(got, expected):
+                return problem(401, "this worker requires Authorization: Bearer <token>", type_=TYPE_PREFIX + "unauthorized",
+                               instance=path, headers={"WWW-Authenticate": 'Bearer realm="mambasizer-worker"'})
+        declared = request.headers.get("content-length")
+        if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+            return problem(413, f"the body is larger than {MAX_BODY_BYTES} bytes", instance=path)
+        raw = await request.body()
+        if len(raw) > MAX_BODY_BYTES:
+            return problem(413, f"the body is larger than {MAX_BODY_BYTES} bytes", instance=path)
+        try:
+            call = TrialCall.model_validate_json(raw)
+        except ValidationError as exc:
+            errors = [
+                {"field": ".".join(str(p) for p in e["loc"]) or "body", "message": e["msg"]}
+                for e in exc.errors(include_url=False)[:20]
+            ]
+            return problem(422, errors[0]["message"] if errors else "invalid body", type_=TYPE_PREFIX + "invalid-input",
+                           instance=path, field=errors[0]["field"] if errors else None, errors=errors)
+        try:
+            result = await runner.submit(call.request, call.trial)
+        except QueueFull as exc:
+            return problem(429, str(exc), type_=TYPE_PREFIX + "trial-queue-full", instance=path,
+                           headers={"Retry-After": str(RETRY_AFTER_S)})
+        except TorchMissing as exc:
+            return problem(503, str(exc), instance=path)
+        except PlanInputError as exc:
+            return problem(422, exc.message, type_=TYPE_PREFIX + "invalid-input", instance=path,
+                           field=f"request.{exc.field}", allowed=exc.allowed)
+        return Response(result.model_dump_json().encode(), media_type="application/json")
+
+    return app

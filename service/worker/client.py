@@ -1,0 +1,170 @@
+"""How the API gets a trial: a remote worker when `MAMBASIZER_WORKER_URL` is set, else the
+worker embedded in this process (CUDA when the process sees a GPU, else the CPU).
+
+`run_trial(plan, request, trial_options) -> dict` always returns a TrialResult as a dict:
+a worker that is down, slow, busy or refuses the token gives
+`{"status": "unavailable", "reason": ...}`, never an exception, so the plan still comes
+back. Environment:
+
+* `MAMBASIZER_WORKER_URL`: e.g. `http://gpu-node-7:8090` (the worker's base URL);
+* `MAMBASIZER_WORKER_TOKEN` / `MAMBASIZER_WORKER_TOKEN_FILE`: the bearer token it requires;
+* `MAMBASIZER_WORKER_TIMEOUT_S`: the HTTP timeout (default: the trial's `timeout_s` + 10 s,
+  so the worker's own timeout answers first);
+* `MAMBASIZER_WORKER_QUEUE_MAX`: the embedded worker's queue (default 4).
+
+torch is imported only when the embedded worker actually runs a trial.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from typing import Any, Optional, Union
+
+from pydantic import ValidationError
+
+from schemas.plan import Plan
+from schemas.request import PlanRequest
+from schemas.trial import TrialOptions, TrialResult
+
+log = logging.getLogger("mambasizer.worker")
+
+URL_ENV = "MAMBASIZER_WORKER_URL"
+TOKEN_ENV = "MAMBASIZER_WORKER_TOKEN"
+TOKEN_FILE_ENV = "MAMBASIZER_WORKER_TOKEN_FILE"
+TIMEOUT_ENV = "MAMBASIZER_WORKER_TIMEOUT_S"
+QUEUE_ENV = "MAMBASIZER_WORKER_QUEUE_MAX"
+HTTP_GRACE_S = 10.0
+
+_EMBEDDED = None
+_EMBEDDED_LOCK = threading.Lock()
+
+
+def unavailable(reason: str) -> dict:
+    return TrialResult(status="unavailable", reason=reason).model_dump(mode="json")
+
+
+def rejected(reason: str) -> dict:
+    return TrialResult(status="rejected", reason=reason).model_dump(mode="json")
+
+
+async def run_trial(plan: Optional[Plan], request: PlanRequest, trial_options: Union[dict, TrialOptions, None]) -> dict:
+    try:
+        options = trial_options if isinstance(trial_options, TrialOptions) else TrialOptions.model_validate(trial_options or {})
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in err["loc"]) or "trial"
+        return rejected(f"invalid trial options: trial.{where}: {err['msg']}")
+    url = os.environ.get(URL_ENV, "").strip()
+    if url:
+        return await remote_trial(url, request, options)
+    return await embedded_trial(plan, request, options)
+
+
+# --------------------------------------------------------------------------- remote
+
+
+def _token() -> Optional[str]:
+    path = os.environ.get(TOKEN_FILE_ENV, "").strip()
+    if path:
+        try:
+            with open(path, encoding="utf-8") as f:
+                return f.read().strip() or None
+        except OSError as exc:
+            log.error("cannot read the worker token file", extra={"fields": {"event": "worker_token_unreadable", "error": str(exc)}})
+            return None
+    return os.environ.get(TOKEN_ENV, "").strip() or None
+
+
+def _http_timeout(options: TrialOptions) -> float:
+    raw = os.environ.get(TIMEOUT_ENV, "").strip()
+    if raw:
+        try:
+            value = float(raw)
+            if value > 0:
+                return value
+        except ValueError:
+            pass
+    return options.timeout_s + HTTP_GRACE_S
+
+
+async def remote_trial(url: str, request: PlanRequest, options: TrialOptions, *, transport: Any = None) -> dict:
+    import httpx
+
+    body = {"request": request.model_dump(mode="json", exclude_unset=True), "trial": options.model_dump(mode="json")}
+    headers = {"Accept": "application/json"}
+    token = _token()
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    timeout = _http_timeout(options)
+    endpoint = url.rstrip("/") + "/v1/trial"
+    try:
+        async with httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=min(5.0, timeout)), transport=transport) as client:
+            resp = await client.post(endpoint, json=body, headers=headers)
+    except httpx.TimeoutException:
+        return unavailable(f"the trial worker at {url} did not answer within {timeout:g} s")
+    except httpx.HTTPError as exc:
+        return unavailable(f"the trial worker at {url} is unreachable ({type(exc).__name__})")
+    detail = _problem_detail(resp)
+    if resp.status_code == 200:
+        try:
+            return TrialResult.model_validate_json(resp.content).model_dump(mode="json")
+        except ValidationError:
+            return unavailable(f"the trial worker at {url} answered something that is not a TrialResult")
+    if resp.status_code == 429:
+        return unavailable(f"the trial worker at {url} is busy (its queue is full){detail}")
+    if resp.status_code in (401, 403):
+        return unavailable(f"the trial worker at {url} refused the token (HTTP {resp.status_code}); set {TOKEN_ENV}")
+    if resp.status_code == 422:
+        return rejected(f"the trial worker at {url} could not size the request{detail}")
+    return unavailable(f"the trial worker at {url} answered HTTP {resp.status_code}{detail}")
+
+
+def _problem_detail(resp) -> str:
+    try:
+        d = resp.json().get("detail")
+    except Exception:  # noqa: BLE001 - any non-problem body
+        return ""
+    return f": {d}" if isinstance(d, str) and d else ""
+
+
+# --------------------------------------------------------------------------- embedded
+
+
+def embedded_runner():
+    """The process's own runner, created on first use (one per process: one queue per device)."""
+    global _EMBEDDED
+    with _EMBEDDED_LOCK:
+        if _EMBEDDED is None:
+            from service.worker.runner import DEFAULT_QUEUE_MAX, RunnerConfig, TrialRunner
+
+            try:
+                queue_max = int(os.environ.get(QUEUE_ENV, DEFAULT_QUEUE_MAX))
+            except ValueError:
+                queue_max = DEFAULT_QUEUE_MAX
+            _EMBEDDED = TrialRunner(RunnerConfig(queue_max=max(0, queue_max)))
+        return _EMBEDDED
+
+
+def set_embedded_runner(runner) -> None:
+    """Replace the embedded runner (tests, or an app that builds its own)."""
+    global _EMBEDDED
+    with _EMBEDDED_LOCK:
+        _EMBEDDED = runner
+
+
+async def embedded_trial(plan: Optional[Plan], request: PlanRequest, options: TrialOptions) -> dict:
+    from service.solver.errors import PlanInputError
+    from service.worker.runner import QueueFull, TorchMissing
+
+    runner = embedded_runner()
+    try:
+        result = await runner.submit(request, options, plan=plan)
+    except QueueFull as exc:
+        return unavailable(f"the embedded trial worker is busy: {exc}")
+    except TorchMissing as exc:
+        return unavailable(str(exc))
+    except PlanInputError as exc:
+        return rejected(f"{exc.field}: {exc.message}")
+    return result.model_dump(mode="json")

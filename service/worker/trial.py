@@ -1,0 +1,365 @@
+"""One trial: allocate, stage by stage, the tensors SGLang 0.5.23 allocates for a plan and
+measure what the allocator took.
+
+The tensors come from `service.solver.allocation.plan_stage_tensors`: the very manifest the
+plan sums, so `predicted` and `measured` are two views of one source. Stages run one after
+the other and are freed in between (a real deployment has one stage per GPU). Everything a
+stage allocated is released before the next one starts, whatever happens (OOM, cancel).
+
+`run_trial` runs in the calling thread; `service.worker.runner` adds the per-device
+queue and the timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from typing import Optional
+
+from schemas.plan import Plan
+from schemas.request import Budget, PlanRequest
+from schemas.trial import (
+    MeasuredPoolBytes,
+    OOMInfo,
+    PoolBytes,
+    PoolLine,
+    StageTrial,
+    TrialBudget,
+    TrialOptions,
+    TrialResult,
+    UnbudgetedLine,
+)
+from service.solver import plan as solve
+from service.solver.allocation import TensorSpec, plan_stage_tensors
+from service.worker.devices import GIB, MIB, Backend, is_oom
+
+POOLS = ("req_to_token", "conv_state", "ssm_state", "replayssm_ring", "intermediate_state", "side_tables", "kv_pool")
+CPU_MARGIN_ENV = "MAMBASIZER_WORKER_CPU_MARGIN_GIB"
+DEFAULT_CPU_MARGIN_GIB = 1.0
+
+WHY = {
+    "req_to_token": "the req-to-token table is allocated outside the budget (it lives in the slack)",
+    "side_tables": "small index tables SGLang allocates beside the pools and never charges",
+    "intermediate_state": "the conv-window intermediates stay allocated under ReplaySSM spec, which drops their charge",
+    "kv_pool": "the padded KV page (slot 0) is allocated on top of the max_total_num_tokens the budget paid for",
+}
+
+
+class TrialCancelled(Exception):
+    """The trial's deadline passed; raised between two allocations."""
+
+
+class _StageOOM(Exception):
+    def __init__(self, info: OOMInfo) -> None:
+        super().__init__(info.message)
+        self.info = info
+
+
+def cpu_margin_bytes() -> int:
+    try:
+        gib = float(os.environ.get(CPU_MARGIN_ENV, DEFAULT_CPU_MARGIN_GIB))
+    except ValueError:
+        gib = DEFAULT_CPU_MARGIN_GIB
+    return int(max(0.0, gib) * GIB)
+
+
+def run_trial(
+    request: PlanRequest,
+    options: TrialOptions,
+    backend: Backend,
+    plan: Optional[Plan] = None,
+    cancel: Optional[threading.Event] = None,
+    cpu_margin: Optional[int] = None,
+) -> TrialResult:
+    """Run one trial on `backend` in this thread. An OOM, a plan that cannot start and a
+    cancel are results, never exceptions (input that cannot be sized still raises the
+    solver's PlanInputError). Whatever happens, everything allocated is released and
+    `baseline_restored` says whether the device is back at its pre-trial allocation."""
+    t0 = time.monotonic()
+    backend.warm_up()  # first-use costs (CUDA context, CPU thread pools) stay out of the figures
+    baseline = backend.snapshot().allocated
+    held: list = []
+    try:
+        result = _run(request, options, backend, plan, cancel, cpu_margin, held)
+    finally:
+        held.clear()
+        backend.release()
+    restored = backend.snapshot().allocated <= baseline
+    return result.model_copy(update={"baseline_restored": restored, "elapsed_s": round(time.monotonic() - t0, 3)})
+
+
+def _run(request, options: TrialOptions, backend: Backend, plan: Optional[Plan], cancel, cpu_margin, held: list) -> TrialResult:
+    if options.budget == "device" and backend.kind != "cuda":
+        return _rejected(backend, "budget 'device' measures a GPU's free memory: it needs a CUDA device")
+    hold = int(round((options.hold_weights_gib or 0.0) * GIB))
+    replanned: Optional[Plan] = None
+    if options.budget == "device":
+        free_before, total = backend.mem_get_info()
+        if hold:
+            oom = _hold(backend, hold, held)
+            if oom is not None:
+                return _weights_oom(backend, hold, oom, TrialBudget(source="device", device_total_bytes=total, free_before_load_bytes=free_before))
+        free_after, _ = backend.mem_get_info()
+        budget = Budget(free_gib_before_load=free_before / GIB, free_gib_after_load=free_after / GIB, gpu_memory_mib=total // MIB)
+        request = request.model_copy(update={"budget": budget})
+        plan = replanned = solve(request)
+        budget_info = TrialBudget(
+            source="device", device_total_bytes=total, free_before_load_bytes=free_before,
+            free_after_load_bytes=free_after, held_weights_bytes=hold,
+            free_gib_before_load=budget.free_gib_before_load, free_gib_after_load=budget.free_gib_after_load,
+            gpu_memory_mib=budget.gpu_memory_mib,
+        )
+    else:
+        plan = plan if plan is not None else solve(request)
+        budget_info = TrialBudget(source="request", held_weights_bytes=hold)
+
+    if not plan.feasible:
+        err = plan.error
+        why = f"{err.exception}: {err.message}" if err else "the plan is not feasible"
+        return _rejected(backend, f"SGLang would not start with this plan ({why})", budget_info, replanned, would_start=False)
+    ranks = list(options.stages) if options.stages is not None else [s.pp_rank for s in plan.stages]
+    bad = [r for r in ranks if r >= len(plan.stages)]
+    if bad:
+        return _rejected(backend, f"stages {bad} are out of range: the plan has pp ranks 0..{len(plan.stages) - 1}", budget_info, replanned)
+    manifests = plan_stage_tensors(request, plan, backend.kind)
+
+    if backend.kind == "cpu":
+        # Stages run one after the other: the largest one (plus the held weights) must fit
+        # in what the machine has free, or the trial would swap instead of measuring.
+        need = max(sum(t.nbytes for t in manifests[r]) for r in ranks) + (0 if held else hold)
+        cap = getattr(backend, "cap_bytes", None)
+        if cap is not None:
+            need = min(need, cap)  # a simulated device never holds more than its cap
+        margin = cpu_margin_bytes() if cpu_margin is None else cpu_margin
+        available = host_available_bytes()
+        if need > available - margin:
+            return _rejected(
+                backend,
+                f"a CPU trial of this plan needs {need / GIB:.2f} GiB (its largest selected stage"
+                f"{' plus the held weights' if hold else ''}), but this machine has {available / GIB:.2f} GiB "
+                f"available and keeps a {margin / GIB:.2f} GiB margin: refusing rather than swapping. "
+                "Trial fewer stages (trial.stages) or a smaller budget, or run the trial on a GPU worker.",
+                budget_info, replanned,
+            )
+    if hold and not held:
+        oom = _hold(backend, hold, held)
+        if oom is not None:
+            return _weights_oom(backend, hold, oom, budget_info)
+
+    stages: list[StageTrial] = []
+    for r in ranks:
+        stage = _trial_stage(r, manifests[r], backend, cancel)
+        stages.append(stage)
+        if stage.status == "cancelled":
+            return TrialResult(
+                status="unavailable", reason=f"the trial was cancelled (timeout) during pp rank {r}; its memory was released",
+                device=backend.label, stages=stages, budget=budget_info, plan=replanned,
+            )
+    status = "oom" if any(s.status == "oom" for s in stages) else "ok"
+    return TrialResult(
+        status=status,
+        reason=None if status == "ok" else _oom_reason(stages),
+        device=backend.label,
+        would_start=all(s.would_start for s in stages),
+        stages=stages,
+        budget=budget_info,
+        plan=replanned,
+    )
+
+
+def host_available_bytes() -> int:
+    """Memory a CPU trial may take without swapping: the machine's available memory, and
+    in a container (cgroup v2 or v1) no more than its limit minus its current usage, since
+    psutil reports the node, not the pod."""
+    import psutil
+
+    available = int(psutil.virtual_memory().available)
+    room = cgroup_room_bytes()
+    return available if room is None else min(available, room)
+
+
+def cgroup_room_bytes(root: str = "/sys/fs/cgroup") -> Optional[int]:
+    """limit - usage of this process's memory cgroup; None when unlimited or unknown."""
+    for limit_file, usage_file in (("memory.max", "memory.current"), ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes")):
+        try:
+            with open(os.path.join(root, limit_file)) as f:
+                limit = f.read().strip()
+            with open(os.path.join(root, usage_file)) as f:
+                usage = int(f.read().strip())
+        except (OSError, ValueError):
+            continue
+        if limit == "max" or not limit.isdigit() or int(limit) >= 1 << 60:
+            return None
+        return max(0, int(limit) - usage)
+    return None
+
+
+# --------------------------------------------------------------------------- one stage
+
+
+def _trial_stage(rank: int, tensors: list[TensorSpec], backend: Backend, cancel: Optional[threading.Event]) -> StageTrial:
+    t0 = time.monotonic()
+    base = backend.snapshot()
+    live: list = []
+    measured: dict[int, int] = {}  # index in `tensors` -> measured bytes
+    stats: dict[str, dict[str, int]] = {p: {} for p in POOLS}
+    peak = 0
+    oom: Optional[OOMInfo] = None
+    status = "ok"
+    free_after = None
+    try:
+        try:
+            for i, spec in enumerate(tensors):
+                if cancel is not None and cancel.is_set():
+                    raise TrialCancelled()
+                before = backend.snapshot()
+                try:
+                    t = backend.zeros(spec.shape, spec.dtype)
+                except Exception as exc:  # noqa: BLE001 - only OOMs are results
+                    if not is_oom(exc):
+                        raise
+                    raise _StageOOM(_oom_info(spec, tensors[i:], backend, exc)) from None
+                live.append(t)
+                after = backend.snapshot()
+                measured[i] = (after.allocated - before.allocated) if backend.kind == "cuda" else backend.tensor_bytes(t)
+                del t
+                _accumulate(stats[spec.pool], before, after)
+                peak = max(peak, after.allocated - base.allocated)
+            if backend.kind == "cuda":
+                free_after = backend.snapshot().free
+        except _StageOOM as exc:
+            status, oom = "oom", exc.info
+        except TrialCancelled:
+            status = "cancelled"
+    finally:
+        live.clear()
+        backend.release()
+    leaked = max(0, backend.snapshot().allocated - base.allocated)
+    return _stage_result(rank, tensors, measured, stats, backend, status, oom, peak, leaked, free_after, t0)
+
+
+def _accumulate(acc: dict[str, int], before, after) -> None:
+    for field in ("reserved", "free", "rss"):
+        b, a = getattr(before, field), getattr(after, field)
+        if b is None or a is None:
+            continue
+        delta = (b - a) if field == "free" else (a - b)
+        acc[field] = acc.get(field, 0) + delta
+
+
+def _oom_info(spec: TensorSpec, remaining: list[TensorSpec], backend: Backend, exc: BaseException) -> OOMInfo:
+    try:
+        free = backend.free_bytes()
+    except Exception:  # noqa: BLE001 - best effort while out of memory
+        free = None
+    rest = sum(t.nbytes for t in remaining)
+    return OOMInfo(
+        pool=spec.pool, tensor=spec.name, requested_bytes=spec.nbytes, remaining_bytes=rest, free_bytes=free,
+        shortfall_bytes=None if free is None else max(0, rest - free),
+        message=str(exc).splitlines()[0][:500] if str(exc) else type(exc).__name__,
+    )
+
+
+def _stage_result(rank, tensors, measured, stats, backend, status, oom, peak, leaked, free_after, t0) -> StageTrial:
+    pred: dict[str, int] = {}
+    budgeted: dict[str, int] = {}
+    meas: dict[str, Optional[int]] = {}
+    count: dict[str, int] = {}
+    for i, t in enumerate(tensors):
+        pred[t.pool] = pred.get(t.pool, 0) + t.nbytes
+        budgeted[t.pool] = budgeted.get(t.pool, 0) + (t.nbytes - t.uncharged_bytes)
+        count[t.pool] = count.get(t.pool, 0) + 1
+        if i in measured and meas.get(t.pool, 0) is not None:
+            meas[t.pool] = meas.get(t.pool, 0) + measured[i]
+        else:
+            meas[t.pool] = None  # the pool was not (fully) allocated
+    lines = []
+    for p in POOLS:
+        if p not in pred:
+            continue
+        m = meas[p]
+        s = stats[p]
+        lines.append(PoolLine(
+            pool=p, tensors=count[p], predicted_bytes=pred[p], measured_bytes=m,
+            difference_bytes=None if m is None else m - pred[p], budgeted_bytes=budgeted[p],
+            reserved_delta_bytes=s.get("reserved") if backend.kind == "cuda" and m is not None else None,
+            device_free_drop_bytes=s.get("free") if backend.kind == "cuda" and m is not None else None,
+            rss_delta_bytes=s.get("rss") if backend.kind == "cpu" and m is not None else None,
+        ))
+    unbudgeted = []
+    for i, t in enumerate(tensors):
+        if t.uncharged_bytes <= 0:
+            continue
+        got = measured.get(i)
+        if t.budgeted:  # a part of a tensor: the padding rows
+            unbudgeted.append(UnbudgetedLine(
+                pool=t.pool, name=f"{t.name} padding page", predicted_bytes=t.unbudgeted_bytes,
+                measured_bytes=None if got is None else got - (t.nbytes - t.unbudgeted_bytes), why=WHY["kv_pool"],
+            ))
+        else:
+            unbudgeted.append(UnbudgetedLine(
+                pool=t.pool, name=t.name, shape=list(t.shape), dtype=t.dtype, predicted_bytes=t.nbytes,
+                measured_bytes=got, why=WHY.get(t.pool, "allocated, never charged"),
+            ))
+    unbudgeted = _merge_padding(unbudgeted)
+    key = {p: f"{p}_bytes" for p in POOLS}
+    return StageTrial(
+        pp_rank=rank, status=status, device=backend.label, would_start=status == "ok",
+        predicted=PoolBytes(**{key[p]: v for p, v in pred.items()}),
+        measured=MeasuredPoolBytes(**{key[p]: v for p, v in meas.items()}),
+        difference=MeasuredPoolBytes(**{key[p]: (None if meas[p] is None else meas[p] - pred[p]) for p in pred}),
+        pools=lines, unbudgeted=unbudgeted, oom=oom, peak_bytes=peak, leaked_bytes=leaked,
+        free_after_pools_bytes=free_after, elapsed_s=round(time.monotonic() - t0, 3),
+    )
+
+
+def _merge_padding(lines: list[UnbudgetedLine]) -> list[UnbudgetedLine]:
+    """One line for the KV padding page over all of the stage's layers."""
+    pads = [ln for ln in lines if ln.name.endswith(" padding page")]
+    if not pads:
+        return lines
+    rest = [ln for ln in lines if not ln.name.endswith(" padding page")]
+    measured = None if any(p.measured_bytes is None for p in pads) else sum(p.measured_bytes for p in pads)
+    rest.append(UnbudgetedLine(
+        pool="kv_pool", name=f"kv padding page ({len(pads)} layer{'s' if len(pads) > 1 else ''})", predicted_bytes=sum(p.predicted_bytes for p in pads),
+        measured_bytes=measured, why=WHY["kv_pool"],
+    ))
+    return rest
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _hold(backend: Backend, nbytes: int, held: list) -> Optional[BaseException]:
+    """A placeholder for the rank's weights, allocated before the pools (SGLang loads the
+    weights before it sizes the pools). Appended to `held`; returns the OOM if it failed."""
+    try:
+        held.append(backend.zeros((nbytes,), "uint8"))
+        return None
+    except Exception as exc:  # noqa: BLE001
+        if not is_oom(exc):
+            raise
+        return exc
+
+
+def _weights_oom(backend: Backend, hold: int, exc: BaseException, budget: TrialBudget) -> TrialResult:
+    msg = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
+    return TrialResult(
+        status="oom", device=backend.label, would_start=False, budget=budget,
+        reason=f"holding {hold / GIB:.2f} GiB of weights failed before any pool was allocated: {msg}",
+    )
+
+
+def _rejected(backend: Backend, reason: str, budget: Optional[TrialBudget] = None,
+              plan: Optional[Plan] = None, would_start: Optional[bool] = None) -> TrialResult:
+    return TrialResult(status="rejected", reason=reason, device=backend.label, would_start=would_start, budget=budget, plan=plan)
+
+
+def _oom_reason(stages: list[StageTrial]) -> str:
+    parts = []
+    for s in stages:
+        if s.oom is not None:
+            short = "" if s.oom.shortfall_bytes is None else f", {s.oom.shortfall_bytes / GIB:.3f} GiB short"
+            parts.append(f"pp rank {s.pp_rank}: out of memory at {s.oom.pool} ({s.oom.tensor}{short})")
+    return "; ".join(parts)
