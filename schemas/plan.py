@@ -100,7 +100,7 @@ class Plan(Out):
     family: str
     resolved: ResolvedArgs
     rest_gib: Optional[float] = Field(description="R0: GiB handed to the mamba split.")
-    mamba_ratio: int = Field(description="Mamba slots per running request.")
+    mamba_ratio: Optional[int] = Field(description="Mamba slots per running request (null when SGLang would fail before computing it).")
     max_mamba_cache_size: Optional[int]
     mamba_cache_per_req_bytes: int = Field(description="Per-request state bytes over all of the model's mamba layers.")
     kv_budget_bytes: Optional[int]

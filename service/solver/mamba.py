@@ -9,7 +9,7 @@ write to, so every charge counts K + 1 slots (the "+1" below).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
+from typing import Callable, Optional
 
 from service.solver.errors import SGLangStartupError
 
@@ -60,7 +60,9 @@ class MambaSplit:
 @dataclass(frozen=True)
 class MambaSplitInputs:
     stage_per_req: int  # P: the largest stage's share of per-request bytes
-    ratio: int
+    # The slots-per-request ratio, computed only where SGLang computes it (the spec
+    # reservation): its lazy-buffer assertion must fire at the same point, or not at all.
+    ratio: Callable[[], int]
     mamba_full_memory_ratio: float
     attn_dp: int
     max_mamba_cache_size: Optional[int]  # --max-mamba-cache-size (global)
@@ -86,7 +88,7 @@ def split(rest_gib: float, x: MambaSplitInputs) -> MambaSplit:
         branch = "explicit"
         K = x.max_mamba_cache_size // x.attn_dp
         if x.reserves_spec_state:
-            capped = min(max(1, x.max_running_requests // x.attn_dp), K // x.ratio)
+            capped = min(max(1, x.max_running_requests // x.attn_dp), K // x.ratio())
             charged_intermediate = P * (capped + 1) * D
             R = R - (charged_intermediate / GIB)
     elif x.disable_radix_cache and x.max_running_requests is not None:
@@ -103,8 +105,9 @@ def split(rest_gib: float, x: MambaSplitInputs) -> MambaSplit:
         budget_bytes = R * r / (1 + r) * GIB
         if x.reserves_spec_state:
             # Joint solve of (K + 1) state rows and (K / ratio + 1) intermediate rows.
-            K = int((budget_bytes - P * (1 + D) - extra) // (P * (1 + D / x.ratio) + extra))
-            capped = min(max(1, x.max_running_requests // x.attn_dp), K // x.ratio)
+            ratio = x.ratio()
+            K = int((budget_bytes - P * (1 + D) - extra) // (P * (1 + D / ratio) + extra))
+            capped = min(max(1, x.max_running_requests // x.attn_dp), K // ratio)
             charged_intermediate = P * (capped + 1) * D
             R = R - (charged_intermediate / GIB)
         else:

@@ -35,7 +35,7 @@ class _Partial:
     """What the pipeline knew when SGLang would have raised."""
 
     rest_gib: Optional[float] = None
-    ratio: int = 0
+    ratio: Optional[int] = None
     per_req_full: int = 0
     stage_per_req: int = 0
     split: Optional[mamba.MambaSplit] = None
@@ -179,11 +179,14 @@ def _pipeline(req, layout, launch: Launch, stage_ranges, state: StateSpec, whole
         p.rest_gib = budget.rest_gib(b.free_gib_before_load, b.free_gib_after_load, launch.mem_fraction_static, layout.is_multimodal)
 
     # B: the mamba split, charged at the largest stage's share.
-    p.ratio = mamba.mamba_ratio(
-        disable_radix_cache=launch.disable_radix_cache, extra_buffer=launch.extra_buffer,
-        lazy=launch.extra_buffer_lazy, overlap=not launch.disable_overlap_schedule,
-        skip_decode_lock=launch.skip_decode_lock,
-    )
+    def ratio() -> int:
+        p.ratio = mamba.mamba_ratio(
+            disable_radix_cache=launch.disable_radix_cache, extra_buffer=launch.extra_buffer,
+            lazy=launch.extra_buffer_lazy, overlap=not launch.disable_overlap_schedule,
+            skip_decode_lock=launch.skip_decode_lock,
+        )
+        return p.ratio
+
     n_mamba = len(layout.mamba_layer_ids)
     p.per_req_full = state.bytes_per_layer * n_mamba
     scale = stages.largest_stage_scale(layout.mamba_layer_ids, stage_ranges, whole_model)
@@ -201,7 +204,7 @@ def _pipeline(req, layout, launch: Launch, stage_ranges, state: StateSpec, whole
     p.split = mamba.split(
         p.rest_gib,
         mamba.MambaSplitInputs(
-            stage_per_req=p.stage_per_req, ratio=p.ratio, mamba_full_memory_ratio=launch.mamba_full_memory_ratio,
+            stage_per_req=p.stage_per_req, ratio=ratio, mamba_full_memory_ratio=launch.mamba_full_memory_ratio,
             attn_dp=launch.attn_dp_size, max_mamba_cache_size=launch.max_mamba_cache_size,
             max_running_requests=launch.max_running_requests, disable_radix_cache=launch.disable_radix_cache,
             has_spec=has_spec, num_draft_tokens=launch.num_draft_tokens,
@@ -241,7 +244,7 @@ def _pipeline(req, layout, launch: Launch, stage_ranges, state: StateSpec, whole
     p.limit = requests.resolve_max_running_requests(
         p.tokens, context_len=launch.context_len, max_running_requests=launch.max_running_requests,
         user_set_mrr=launch.user_set_max_running_requests, attn_dp=launch.attn_dp_size,
-        max_mamba_cache_size=p.split.max_mamba_cache_size, ratio=p.ratio,
+        max_mamba_cache_size=p.split.max_mamba_cache_size, ratio=ratio(),
     )
     warnings.extend(p.limit.warnings)
     # TpModelWorker's start-up validation after the pools are allocated.

@@ -12,6 +12,8 @@ from typing import Callable, Optional
 
 from schemas.plan import Plan
 from schemas.request import PlanRequest
+from service.solver import mamba
+from service.solver.errors import SGLangStartupError
 from service.solver.launch import Launch, resolve
 from service.solver.layout import ModelLayout
 
@@ -64,6 +66,17 @@ def _largest_int(lo: int, hi: int, ok: Callable[[int], bool]) -> Optional[int]:
     return lo
 
 
+def _ratio_or_1(launch: Launch) -> int:
+    try:
+        return mamba.mamba_ratio(
+            disable_radix_cache=launch.disable_radix_cache, extra_buffer=launch.extra_buffer,
+            lazy=launch.extra_buffer_lazy, overlap=not launch.disable_overlap_schedule,
+            skip_decode_lock=launch.skip_decode_lock,
+        )
+    except SGLangStartupError:
+        return 1
+
+
 def remedies_for(req: PlanRequest, layout: ModelLayout, launch: Launch, plan: Plan) -> list[str]:
     out: list[str] = []
     err = plan.error
@@ -98,7 +111,7 @@ def remedies_for(req: PlanRequest, layout: ModelLayout, launch: Launch, plan: Pl
     args = req.server_args
     if args.max_mamba_cache_size is not None:
         # Fewer than `ratio` slots per DP worker can never serve a request.
-        floor = max(plan.mamba_ratio, 1) * launch.attn_dp_size
+        floor = _ratio_or_1(launch) * launch.attn_dp_size
         best = _largest_int(floor, max(args.max_mamba_cache_size, floor), lambda v: _starts(_with(req, server_args={"max_mamba_cache_size": v}), layout))
         if best is not None:
             out.append(f"--max-mamba-cache-size {best} starts (the largest value that does)")

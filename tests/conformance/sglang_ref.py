@@ -350,11 +350,15 @@ class _WarningCapture(logging.Handler):
         super().__init__(level=logging.WARNING)
         self.messages: list[str] = []
         self._seen: set = set()
+        # Records are kept alive for the capture: a freed record's id() is reused by the
+        # next one, which would then be taken for a duplicate and dropped.
+        self._records: list = []
 
     def emit(self, record):
         if id(record) in self._seen:  # reached twice (own handler + propagation)
             return
         self._seen.add(id(record))
+        self._records.append(record)
         try:
             msg = record.getMessage()
         except Exception:  # pragma: no cover
