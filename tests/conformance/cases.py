@@ -3,7 +3,7 @@
 `generate_cases(n, seed)` returns `n` requests. Each is a PlanRequest dict plus bookkeeping
 keys that start with "_" (`_resolved`, `_family`, `_id`, `_expect`); `wire(case)` drops them.
 
-The hf_config dicts are real config.json files from /work/shared/models (their values, not
+The hf_config dicts are real config.json files from the shipped presets (their values, not
 their "_" notes) and randomised variants of them. Variants keep the checks transformers and
 SGLang run when they LOAD a config (Falcon-H1 / Granite: heads x head_dim == intermediate) so
 that every case reaches the sizing code, but they deliberately do NOT keep TP divisibility:
@@ -32,7 +32,11 @@ import sys
 sys.modules.setdefault("cases", sys.modules[__name__])
 sys.modules.setdefault("tests.conformance.cases", sys.modules[__name__])
 
-MODELS_DIR = os.environ.get("MAMBASIZER_MODELS_DIR", "/work/shared/models")
+# The project's own copies of the real configs (never ../shared: CI runs from the repo alone).
+MODELS_DIR = os.environ.get(
+    "MAMBASIZER_MODELS_DIR",
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "service", "presets", "models"),
+)
 
 # Families SGLang 0.5.23 sizes on this path, and whether their model class accepts PP > 1.
 FAMILIES = {
