@@ -550,9 +550,17 @@ class AsyncLoad:
 
 
 def srv_proc_cpu(srv: "Server") -> tuple:
+    """User and system CPU seconds of the server process and its worker children."""
     import psutil
 
-    return tuple(psutil.Process(srv.proc.pid).cpu_times()[:2])
+    p = psutil.Process(srv.proc.pid)
+    t = p.cpu_times()
+    user, system = t.user, t.system
+    for c in p.children(recursive=True):
+        with contextlib.suppress(psutil.Error):
+            ct = c.cpu_times()
+            user, system = user + ct.user, system + ct.system
+    return user, system
 
 
 def http_get_json(url: str) -> Any:
@@ -659,7 +667,9 @@ def bench_http(
             for k in range(runs):
                 order = (plan_ep, trivial) if k % 2 == 0 else (trivial, plan_ep)
                 for ep in order:
+                    cpu0 = sum(srv_proc_cpu(srv))
                     r = load.run(ep, conc, duration)
+                    r["server_cpu_us"] = (sum(srv_proc_cpu(srv)) - cpu0) / max(r["requests"], 1) * 1e6
                     errors += r["errors"]
                     (runs_plan if ep is plan_ep else runs_triv).append(r)
                     if ep is plan_ep:
@@ -670,6 +680,7 @@ def bench_http(
                     "rps": stat([r["rps"] for r in rs]),
                     "p50_ms": stat([r["p50_ms"] for r in rs]),
                     "p99_ms": stat([r["p99_ms"] for r in rs]),
+                    "server_cpu_us": stat([r["server_cpu_us"] for r in rs]),
                 }
             lv["rps_ratio"] = lv["plan"]["rps"]["median"] / lv["trivial"]["rps"]["median"]
             lv["p99_ratio"] = lv["plan"]["p99_ms"]["median"] / lv["trivial"]["p99_ms"]["median"]
@@ -709,14 +720,14 @@ def print_http(res: dict, rss_target: int) -> None:
         f"\n   /v1/plan bodies: the three requests in rotation; trivial: {res['trivial_endpoint']};"
         f" responses equal to in-process plan(): {res['responses_equal_inprocess']}; errors: {res['errors']}"
     )
-    print(f"{'conc':>4} {'endpoint':9} {'req/s':>24} {'p50 ms':>22} {'p99 ms':>24}   ratio plan/trivial")
+    print(f"{'conc':>4} {'endpoint':9} {'req/s':>24} {'p50 ms':>22} {'p99 ms':>24} {'server CPU us/req':>20}   ratio plan/trivial")
     for conc, lv in res["levels"].items():
         for label in ("plan", "trivial"):
             e = lv[label]
             ratio = f"req/s {lv['rps_ratio']:.2f}, p99 {lv['p99_ratio']:.2f}" if label == "plan" else ""
             print(
                 f"{conc:>4} {label:9} {fmt_stat(e['rps']):>24} {fmt_stat(e['p50_ms'], digits=2):>22} "
-                f"{fmt_stat(e['p99_ms'], digits=2):>24}   {ratio}"
+                f"{fmt_stat(e['p99_ms'], digits=2):>24} {fmt_stat(e['server_cpu_us']):>20}   {ratio}"
             )
     print_meter("the HTTP runs", res["machine"])
     r = res["rss"]

@@ -213,8 +213,9 @@ def req_to_token_extra(
 
 def pool_bytes(tensors: list[TensorSpec]) -> dict[str, int]:
     totals: dict[str, int] = {}
-    for t in tensors:
-        totals[t.pool] = totals.get(t.pool, 0) + t.nbytes
+    for t in tensors:  # t.nbytes, inlined (the plan's hot loop)
+        size = _INDEX_BYTES[t.dtype] if t.dtype in _INDEX_BYTES else DTYPE_BYTES[t.dtype]
+        totals[t.pool] = totals.get(t.pool, 0) + prod(t.shape) * size
     return totals
 
 

@@ -270,20 +270,25 @@ def _stage_inputs(req, layout: ModelLayout, launch: Launch, stage_ranges, state:
     )
     # The pool gets the ReplaySSM flag only for GDN / KDA models (kv_cache_configurator).
     replay = launch.replayssm_spec and layout.linear_kind in ("gdn", "kda")
-    return [
-        allocation.StageAllocationInputs(
-            state=state, local_mamba_layers=len(s.local(layout.mamba_layer_ids)),
-            local_full_layers=len(s.local(layout.full_attention_layer_ids)), kv=layout.kv,
-            kv_dtype=launch.kv_cache_dtype, attn_tp=launch.attn_tp_size, max_mamba_cache_size=K,
-            max_running_requests=N, max_total_num_tokens=T, page_size=launch.page_size,
-            context_len=launch.context_len, speculative=has_spec, num_draft_tokens=Dm,
-            eagle_topk=req.server_args.speculative_eagle_topk, replayssm_spec=replay,
-            replayssm_cache_len=launch.replayssm_cache_len, req_to_token_extra=r2t_extra,
-            device_kind=device_kind, extra_buffer=launch.extra_buffer,
-            overlap_schedule=not launch.disable_overlap_schedule,
-        )
-        for s in stage_ranges
-    ]
+    # Only the layer counts differ between stages: stages with equal counts share one (frozen) input.
+    built: dict[tuple[int, int], allocation.StageAllocationInputs] = {}
+    out = []
+    for s in stage_ranges:
+        counts = (len(s.local(layout.mamba_layer_ids)), len(s.local(layout.full_attention_layer_ids)))
+        if counts not in built:
+            built[counts] = allocation.StageAllocationInputs(
+                state=state, local_mamba_layers=counts[0],
+                local_full_layers=counts[1], kv=layout.kv,
+                kv_dtype=launch.kv_cache_dtype, attn_tp=launch.attn_tp_size, max_mamba_cache_size=K,
+                max_running_requests=N, max_total_num_tokens=T, page_size=launch.page_size,
+                context_len=launch.context_len, speculative=has_spec, num_draft_tokens=Dm,
+                eagle_topk=req.server_args.speculative_eagle_topk, replayssm_spec=replay,
+                replayssm_cache_len=launch.replayssm_cache_len, req_to_token_extra=r2t_extra,
+                device_kind=device_kind, extra_buffer=launch.extra_buffer,
+                overlap_schedule=not launch.disable_overlap_schedule,
+            )
+        out.append(built[counts])
+    return out
 
 
 def stage_allocation_inputs(request: Union[PlanRequest, dict, Any], result: Plan, device_kind: str = "cuda") -> list[allocation.StageAllocationInputs]:
@@ -307,12 +312,15 @@ def _assemble(req, layout: ModelLayout, launch: Launch, stage_ranges, state: Sta
     T = p.tokens
     inputs = _stage_inputs(req, layout, launch, stage_ranges, state, K, N, T) if None not in (K, N, T) else None
     out_stages = []
+    pools_of: dict[int, dict[str, int]] = {}  # stages sharing one input object share its pools: build once
     for i, s in enumerate(stage_ranges):
         local_m = s.local(layout.mamba_layer_ids)
         local_f = s.local(layout.full_attention_layer_ids)
         pools: dict[str, int] = {}
         if inputs is not None:
-            pools = allocation.pool_bytes(allocation.stage_tensors(inputs[i]))
+            pools = pools_of.get(id(inputs[i]))
+            if pools is None:
+                pools = pools_of[id(inputs[i])] = allocation.pool_bytes(allocation.stage_tensors(inputs[i]))
         charged = (p.split.charged_state_bytes + p.split.charged_intermediate_bytes) if p.split else 0
         cell = p.cells[i] if p.cells and i < len(p.cells) else 0
         idle = 0
