@@ -85,7 +85,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--budget-gib",
         type=_budget,
         metavar="X",
-        help="GPU memory budget in GiB, as `service.sglang_args` reads it (needed with --preset)",
+        help="GiB per GPU that SGLang hands to the mamba/KV split after weights and "
+        "activations (the request's budget.rest_gib; needed with --preset)",
     )
     p.add_argument("--require-max-running-requests", type=_positive_int, metavar="N")
     p.add_argument("--require-max-total-tokens", type=_positive_int, metavar="N")

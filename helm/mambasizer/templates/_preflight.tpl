@@ -63,7 +63,7 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace 
 {{- fail "mambasizer preflight: set exactly one of request (a PlanRequest) or preset (with budgetGiB and sglangArgs)" }}
 {{- end }}
 {{- if and $hasPreset (not $v.budgetGiB) }}
-{{- fail "mambasizer preflight: preset needs budgetGiB (GiB of GPU memory per rank)" }}
+{{- fail "mambasizer preflight: preset needs budgetGiB (budget.rest_gib: GiB per GPU left for the mamba/KV split)" }}
 {{- end }}
 {{- $extra := include "mambasizer-preflight.args" . | fromJsonArray -}}
 {{- $ctx := . }}
