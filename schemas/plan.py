@@ -66,6 +66,8 @@ class ResolvedArgs(Out):
     conv_dtype: str
     ssm_dtype: str
     draft_kv_layers: int
+    speculative_num_steps: Optional[int] = Field(None, description="Draft steps after SGLang's speculative defaults (NGRAM: num_draft_tokens // topk).")
+    speculative_eagle_topk: Optional[int] = Field(None, description="Draft tree width after SGLang's speculative defaults (NGRAM: --speculative-ngram-max-bfs-breadth, 10).")
 
 
 class Stage(Out):

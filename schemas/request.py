@@ -187,8 +187,19 @@ class ServerArgs(Strict):
     mem_fraction_static: Optional[Annotated[float, Field(gt=0, lt=1)]] = None
     pp_max_micro_batch_size: Optional[Annotated[int, Field(ge=1, le=MAX_TOKENS)]] = None
     chunked_prefill_size: Optional[int] = Field(None, ge=-1, le=MAX_TOKENS)
-    cuda_graph_max_bs: Optional[Annotated[int, Field(ge=1, le=1 << 16)]] = None
+    max_prefill_tokens: Annotated[int, Field(ge=1, le=MAX_TOKENS)] = 16384
+    cuda_graph_max_bs_decode: Optional[Annotated[int, Field(ge=1, le=1 << 16)]] = None
+    cuda_graph_max_bs_prefill: Optional[Annotated[int, Field(ge=1, le=MAX_TOKENS)]] = None
     disable_cuda_graph: bool = False
+    disable_prefill_cuda_graph: bool = False
+    disable_decode_cuda_graph: bool = False
+    attention_backend: Optional[Literal["fa3", "flashinfer", "triton"]] = Field(
+        None, description="Only the Hopper backends that leave the page size alone are modelled; unset means SGLang's default (fa3)."
+    )
+    mamba_track_interval: Annotated[int, Field(ge=1, le=1 << 20)] = 256
+    enable_linear_replayssm: bool = Field(
+        False, description="ReplaySSM decode ring: allocated but not budgeted by SGLang; only its launch checks are modelled."
+    )
 
     @field_validator("mem_fraction_static", "mamba_full_memory_ratio")
     @classmethod
@@ -211,6 +222,7 @@ class Env(Strict):
     SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK: bool = False
     SGLANG_MAMBA_SSM_DTYPE: Optional[Literal["float32", "bfloat16", "float16"]] = None
     SGLANG_MAMBA_CONV_DTYPE: Optional[Literal["float32", "bfloat16", "float16"]] = None
+    SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN: bool = False
 
 
 # --------------------------------------------------------------------------- budget

@@ -1,11 +1,33 @@
-"""Launch-flag resolution: the values SGLang 0.5.23 fixes while resolving ServerArgs,
-before sizing runs (arg_groups/: memory_hook, overrides, speculative_hook).
+"""Launch-flag resolution: the values SGLang 0.5.23 fixes while resolving ServerArgs
+(`ServerArgs.resolve_once` -> `arg_groups/pipeline.py`) and checks when the engine starts
+(`check_server_args`), for a CUDA Hopper GPU.
 
-Operators pass flags, not resolved values; this module turns the former into the latter:
-the `auto` radix strategy, PP turning overlap off (after the strategy resolved), the
-speculative defaults, the page size, the SSM/conv dtypes and the automatic
-mem_fraction_static from a GPU capacity. Flags SGLang refuses at launch become
-`rejections` (the plan is then not startable), never silently sized.
+Operators pass flags, not resolved values; this module turns the former into the latter,
+in the order SGLang's pipeline runs its hooks:
+
+  1. ModelConfig: context_length against the derived one;
+  2. CUDA-graph config: prefill graph breakable by default, off for PP > 1, KDA models and
+     multimodal models that are not allow-listed (`cuda_graph_hook`);
+  3. `handle_gpu_memory_settings`: chunked prefill / decode-graph defaults by GPU capacity,
+     then the automatic mem_fraction_static (with the VLM adjustment);
+  4. the mamba radix strategy (`auto` -> extra_buffer / no_buffer) and its validations;
+  5. ReplaySSM spec-verify checks (forces the SSM dtype to float32 when unset);
+  6. the page size default; attention-DP dividing the chunked prefill size;
+  7. PP turning overlap off (after the strategy resolved);
+  8. speculative defaults (48 running requests, (steps, topk, draft) = (3, 1, 4), NGRAM's 12);
+  9. `--mamba-ssm-dtype` exported as SGLANG_MAMBA_SSM_DTYPE;
+ 10. `check_server_args` at engine start.
+
+Flags SGLang refuses become `rejections` (the plan is then not startable), in the order
+SGLang would raise them, with SGLang's exception class and wording. Two input errors stay
+PlanInputErrors: attn_dp_size not dividing tp_size, and pp_size > 1 for a model class that
+asserts pp_size == 1 (Qwen3-Next, Falcon-H1, LFM2; SGLang fails at model construction).
+
+The machine is a CUDA Hopper GPU (SM90, CUDA >= 12.3, FlashInfer installed): the SM100
+branches of the model overrides and hooks (trtllm_mha / page 64 for Qwen3.5 and Nemotron-H
+with speculative decoding, Kimi's SM100 backend and bf16-SSM defaults) never apply.
+Conformance: tests/conformance/test_launch_resolution.py runs SGLang's own resolution on
+generated flag sets and compares every value below. Pure: no torch, no sglang.
 """
 
 from __future__ import annotations
@@ -19,14 +41,58 @@ from service.solver.layout import ModelLayout
 
 DEFAULT_MAMBA_FULL_MEMORY_RATIO = 0.9
 SPEC_DEFAULT_MAX_RUNNING_REQUESTS = 48
-# (num_steps, eagle_topk, num_draft_tokens) SGLang picks for these archs when unset.
+# (num_steps, eagle_topk, num_draft_tokens) `_auto_choose_speculative_params` picks for
+# every hybrid architecture (and for STANDALONE).
 SPEC_DEFAULT_PARAMS = (3, 1, 4)
+NGRAM_DEFAULT_DRAFT_TOKENS = 12
+NGRAM_DEFAULT_MAX_BFS_BREADTH = 10  # --speculative-ngram-max-bfs-breadth: NGRAM's topk
 EAGLE_FAMILY = {"EAGLE", "EAGLE3", "NEXTN"}
 KV_ITEMSIZE = {"bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "float32": 4, "fp8_e4m3": 1, "fp8_e5m2": 1}
+DEFAULT_MAX_PREFILL_TOKENS = 16384
+PP_PREFILL_GRAPH_MAX_TOKENS = 8192
+FLA_CHUNK_SIZE = 64
 
-# Archs that get the mamba radix-cache resolution, and those that support the extra buffer.
-RADIX_FAMILIES = {"qwen3_next", "qwen3_5", "kimi_linear", "nemotron_h", "falcon_h1", "granitemoehybrid", "lfm2"}
-EXTRA_BUFFER_FAMILIES = RADIX_FAMILIES - {"lfm2"}
+# Architectures that go through the mamba radix-cache resolution, and those whose model
+# supports the extra_buffer strategy (`overrides._MAMBA_RADIX_CACHE_ARCHS`,
+# `_MAMBA_EXTRA_BUFFER_ARCHS`; GraniteMoeHybrid is in the radix branch only when one of
+# its `layer_types` is "mamba").
+MAMBA_RADIX_CACHE_ARCHS = frozenset({
+    "KimiLinearForCausalLM", "KimiK3ForConditionalGeneration", "BailingMoeV2_5ForCausalLM",
+    "BailingMoeV3ForCausalLM", "BailingMoeV3VLForConditionalGeneration", "Qwen3NextForCausalLM",
+    "Qwen3_5MoeForConditionalGeneration", "InternS2PreviewForConditionalGeneration",
+    "InternS2MobiusForConditionalGeneration", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForCausalLM",
+    "Qwen3_5ForCausalLM", "Qwen4ExpForConditionalGeneration", "MiniCPMV4_6ForConditionalGeneration",
+    "MiniCPMV4_7ForConditionalGeneration", "NemotronHForCausalLM", "NemotronHPuzzleForCausalLM",
+    "NemotronH_Omni_Reasoning_V3", "FalconH1ForCausalLM", "JetNemotronForCausalLM",
+    "JetVLMForConditionalGeneration", "Lfm2ForCausalLM", "Lfm2MoeForCausalLM", "ZayaForCausalLM",
+    "Glm5NextForConditionalGeneration",
+})
+MAMBA_EXTRA_BUFFER_ARCHS = frozenset({
+    "KimiLinearForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+    "Qwen3_5MoeForCausalLM", "Qwen3_5ForCausalLM", "Qwen3NextForCausalLM", "Qwen4ExpForConditionalGeneration",
+    "InternS2PreviewForConditionalGeneration", "MiniCPMV4_6ForConditionalGeneration",
+    "MiniCPMV4_7ForConditionalGeneration", "BailingMoeV2_5ForCausalLM", "BailingMoeV3ForCausalLM",
+    "BailingMoeV3VLForConditionalGeneration", "FalconH1ForCausalLM", "GraniteMoeHybridForCausalLM",
+    "Glm5NextForConditionalGeneration", "NemotronHForCausalLM", "NemotronHPuzzleForCausalLM",
+    "NemotronH_Omni_Reasoning_V3", "KimiK3ForConditionalGeneration", "InklingForConditionalGeneration",
+    "InklingForConditionalGenerationMTP",
+})
+# Multimodal architectures allowed to keep the breakable prefill CUDA graph.
+MULTIMODAL_BREAKABLE_GRAPH_ARCHS = frozenset({
+    "MiniMaxM3SparseForConditionalGeneration", "Cohere2VisionForConditionalGeneration",
+    "Glm5NextForConditionalGeneration", "InternS2MobiusForConditionalGeneration",
+    "PaddleOCRVLForConditionalGeneration", "Qwen3_5ForConditionalGeneration",
+    "Qwen3_5MoeForConditionalGeneration", "Qwen4ExpForConditionalGeneration",
+    "MuseGlimmerForConditionalGeneration", "MuseSparkForConditionalGeneration",
+    "KimiK3ForConditionalGeneration", "KimiK25ForConditionalGeneration", "MiniMaxM3SparseForCausalLM",
+})
+# Vision-tower (num_hidden_layers, hidden_size) the multimodal fraction adjustment reads,
+# per vision config class: the attribute names and the class defaults. Qwen3.5's vision
+# config names its depth `depth`, so `num_hidden_layers` falls back to 24 (SIZING_SPEC §8.7).
+_VISION_TOWER = {
+    "kimi_k3": (("vt_num_hidden_layers", 27), ("vt_hidden_size", 1024)),
+    "qwen3_5": (("num_hidden_layers", 24), ("hidden_size", 1152)),
+}
 
 
 @dataclass(frozen=True)
@@ -68,6 +134,18 @@ class Launch:
     pp_max_micro_batch_size: Optional[int]
     rejections: list[Rejection] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    # Resolved values that do not feed the sizing directly (reported, and conformance-tested).
+    speculative_num_steps: Optional[int] = None
+    speculative_eagle_topk: Optional[int] = None
+    chunked_prefill_size: Optional[int] = None
+    decode_cuda_graph_max_bs: Optional[int] = None
+    prefill_cuda_graph: bool = True
+    # SGLANG_MAMBA_SSM_DTYPE as SGLang leaves it after resolution (None: unset).
+    env_mamba_ssm_dtype: Optional[str] = None
+
+    @property
+    def rejected(self) -> bool:
+        return bool(self.rejections)
 
 
 def _kv_dtype(args: ServerArgs, layout: ModelLayout) -> str:
@@ -76,64 +154,172 @@ def _kv_dtype(args: ServerArgs, layout: ModelLayout) -> str:
     return {"bf16": "bfloat16", "fp16": "float16"}.get(args.kv_cache_dtype, args.kv_cache_dtype)
 
 
-def auto_mem_fraction_static(layout: ModelLayout, args: ServerArgs, gpu_mib: int, page_size: int) -> float:
-    """`memory_hook.handle_gpu_memory_settings` for a CUDA Hopper GPU (SIZING_SPEC §2.1.1, §8.1)."""
-    tp, pp = args.tp_size, args.pp_size
-    if gpu_mib < 20 * 1024:
-        chunked, max_bs = 2048, 8
-    elif gpu_mib < 35 * 1024:
-        chunked, max_bs = 4096, (48 if tp < 4 else 160)
-    elif gpu_mib < 60 * 1024:
-        chunked, max_bs = 4096, (32 if tp < 4 else 160)
-    elif gpu_mib < 160 * 1024:
-        chunked, max_bs = 8192, (256 if tp < 4 else 512)
-    else:
-        chunked, max_bs = 16384, 512
-    if args.chunked_prefill_size is not None:
-        chunked = args.chunked_prefill_size
-    if args.cuda_graph_max_bs is not None:
-        max_bs = args.cuda_graph_max_bs
-    elif args.max_running_requests is not None and args.max_running_requests < max_bs:
-        max_bs = args.max_running_requests
-    is_mla = layout.kv.kind == "mla"
-    # The breakable prefill graph is off for PP > 1, KDA models and multimodal models.
-    prefill_graph = not (pp > 1 or layout.linear_kind == "kda" or layout.is_multimodal or args.disable_cuda_graph)
-    decode_graph = not args.disable_cuda_graph
-    activation_tokens = max(chunked, 2048) if chunked > 0 else 2048
-    graph_reserve = 0.0
-    if decode_graph:
-        graph_reserve += 2 * max_bs
-    if args.attn_dp_size > 1:
-        graph_reserve += 3 * max_bs * args.attn_dp_size
-        if max_bs > 300:
-            graph_reserve += 1.5 * max_bs * args.attn_dp_size
-    if prefill_graph:
-        if is_mla:
-            graph_reserve += 1536
-        else:
-            max_bs_prefill = chunked if not is_mla else min(8192, chunked)
-            if pp > 1:
-                max_bs_prefill = min(max_bs_prefill, 8192)
-            if args.max_total_tokens is not None:
-                max_bs_prefill = min(max_bs_prefill, args.max_total_tokens)
-            graph_reserve += 8 * len(_prefill_graph_sizes(max_bs_prefill))
-    reserved = 512 + 1.5 * activation_tokens + tp * pp / 8 * 1024 + graph_reserve
-    if gpu_mib > 60 * 1024:
-        reserved = max(reserved, 10240)
-    return round((gpu_mib - reserved) / gpu_mib, 3)
-
-
 def _prefill_graph_sizes(limit: int) -> list[int]:
+    """Token counts the breakable prefill graph captures, up to `limit`."""
     sizes = list(range(4, 33, 4)) + list(range(48, 257, 16)) + list(range(288, 513, 32))
     sizes += list(range(576, 1025, 64)) + list(range(1280, 4097, 256)) + list(range(4608, limit + 1, 512))
     return [s for s in sizes if s <= limit]
 
 
+def _capacity_defaults(gpu_mib: Optional[float], tp: int) -> tuple[int, int]:
+    """(chunked_prefill_size, decode CUDA-graph max batch size) by GPU capacity."""
+    if gpu_mib is None:
+        return 4096, 160
+    if gpu_mib < 20 * 1024:
+        return 2048, 8
+    if gpu_mib < 35 * 1024:
+        return 4096, 48 if tp < 4 else 160
+    if gpu_mib < 60 * 1024:
+        return 4096, 32 if tp < 4 else 160
+    if gpu_mib < 160 * 1024:
+        return 8192, 256 if tp < 4 else 512
+    return 16384, 512
+
+
+def uses_kda(layout: ModelLayout) -> bool:
+    return layout.linear_kind == "kda"
+
+
+def _vision_tower(layout: ModelLayout) -> Optional[tuple[int, int]]:
+    """(layers, hidden) of the vision tower as SGLang's config classes expose them, or None
+    when the model carries no vision config."""
+    wrapper = layout.hf_config or {}
+    model_type = str(wrapper.get("model_type", ""))
+    names = _VISION_TOWER.get("kimi_k3" if model_type == "kimi_k3" else "qwen3_5" if model_type.startswith("qwen3_5") else "")
+    if names is None:
+        return None
+    vc = wrapper.get("vision_config")
+    vc = vc if isinstance(vc, dict) else {}
+    (layers_key, layers_default), (hidden_key, hidden_default) = names
+    layers = vc.get(layers_key, layers_default)
+    hidden = vc.get(hidden_key, hidden_default)
+    return layers, hidden
+
+
+def adjust_mem_fraction_for_vlm(mfs: float, layout: ModelLayout) -> float:
+    """`memory_hook.adjust_mem_fraction_for_vlm` (no post-capture sizing)."""
+    tower = _vision_tower(layout)
+    if tower is None:
+        return mfs
+    layers, hidden = tower
+    ratio = layers * hidden**2 / (24 * 1024**2)
+    factor = max(0.8, min(1.05, 1.0 - 0.1 * (ratio - 1.0)))
+    return mfs * (0.95 * factor)
+
+
+@dataclass(frozen=True)
+class _Graphs:
+    decode_on: bool
+    prefill_on: bool
+    chunked: int
+    decode_max_bs: int
+    prefill_sizes: int
+
+
+def _cuda_graphs(layout: ModelLayout, args: ServerArgs, gpu_mib: Optional[float]) -> _Graphs:
+    """`handle_cuda_graph_config` + the graph half of `handle_gpu_memory_settings`."""
+    decode_on = not (args.disable_cuda_graph or args.disable_decode_cuda_graph)
+    prefill_locked = args.disable_cuda_graph or args.disable_prefill_cuda_graph
+    prefill_on = not prefill_locked
+    if prefill_on and (
+        args.pp_size > 1
+        or uses_kda(layout)
+        or (layout.is_multimodal and layout.architecture not in MULTIMODAL_BREAKABLE_GRAPH_ARCHS)
+    ):
+        prefill_on = False
+    chunked, max_bs = _capacity_defaults(gpu_mib, args.tp_size)
+    if args.chunked_prefill_size is not None:
+        chunked = args.chunked_prefill_size
+    if args.cuda_graph_max_bs_decode is not None:
+        max_bs = args.cuda_graph_max_bs_decode
+    elif args.max_running_requests is not None and max_bs > args.max_running_requests:
+        max_bs = args.max_running_requests
+    if args.cuda_graph_max_bs_prefill is not None:
+        prefill_max = args.cuda_graph_max_bs_prefill
+    else:
+        prefill_max = chunked if layout.kv.kind != "mla" else min(8192, chunked)
+        if args.pp_size > 1 and prefill_on and prefill_max > PP_PREFILL_GRAPH_MAX_TOKENS:
+            prefill_max = PP_PREFILL_GRAPH_MAX_TOKENS
+        if args.max_total_tokens is not None:
+            prefill_max = min(prefill_max, args.max_total_tokens)
+    return _Graphs(decode_on, prefill_on, chunked, max_bs, len(_prefill_graph_sizes(prefill_max)))
+
+
+def auto_mem_fraction_static(layout: ModelLayout, args: ServerArgs, gpu_mib: Optional[float], graphs: Optional[_Graphs] = None) -> float:
+    """`memory_hook.handle_gpu_memory_settings` for a CUDA Hopper GPU (SIZING_SPEC §2.1.1, §8.1)."""
+    g = graphs or _cuda_graphs(layout, args, gpu_mib)
+    tp, pp, dp = args.tp_size, args.pp_size, args.attn_dp_size
+    if g.chunked > 0:
+        activation_tokens = max(g.chunked, 2048)
+    else:
+        activation_tokens = max(args.max_prefill_tokens, 2048)
+    reserved = 512
+    reserved += activation_tokens * 1.5
+    reserved += tp * pp / 8 * 1024
+    graph = 0.0
+    if g.decode_on:
+        graph += g.decode_max_bs * 2
+    if dp > 1:
+        graph += g.decode_max_bs * dp * 3
+        if g.decode_max_bs > 300:
+            graph += g.decode_max_bs * dp * 1.5
+    if g.prefill_on:
+        graph += g.prefill_sizes * 8 if layout.kv.kind != "mla" else 1.5 * 1024
+    reserved += graph
+    if gpu_mib is not None and gpu_mib > 60 * 1024:
+        reserved = max(reserved, 10 * 1024)
+    mfs = round((gpu_mib - reserved) / gpu_mib, 3) if gpu_mib is not None else 0.95
+    if layout.is_multimodal:
+        mfs = adjust_mem_fraction_for_vlm(mfs, layout)
+    return mfs
+
+
+def default_attention_backend(layout: ModelLayout, args: ServerArgs) -> str:
+    """`get_default_attn_backend` on Hopper (CUDA >= 12.3, FlashInfer installed): FA3 for
+    MLA; for MHA FA3 unless the user asked for a speculative tree (topk > 1) or topk 1 with
+    a page size above 1, then FlashInfer. Read before the speculative defaults apply."""
+    if layout.kv.kind == "mla":
+        return "fa3"
+    topk = args.speculative_eagle_topk
+    if topk is None or (topk == 1 and args.page_size in (None, 1)):
+        return "fa3"
+    return "flashinfer"
+
+
+def _in_radix_branch(layout: ModelLayout) -> bool:
+    if layout.architecture == "GraniteMoeHybridForCausalLM":
+        # Only with a mamba layer among the config's (normalised) layer_types.
+        return bool(layout.mamba_layer_ids)
+    return layout.architecture in MAMBA_RADIX_CACHE_ARCHS
+
+
+def supports_extra_buffer(layout: ModelLayout) -> bool:
+    return layout.architecture in MAMBA_EXTRA_BUFFER_ARCHS
+
+
+def mamba_chunk_size(layout: ModelLayout) -> int:
+    """The model's mamba chunk size as `overrides.mamba_cache_chunk_size` reads it off the
+    (top-level) HF config: the config class default, else FLA's 64."""
+    cfg = layout.hf_config or {}
+    if cfg.get("mamba_chunk_size") is not None:
+        return int(cfg["mamba_chunk_size"])
+    if layout.family == "nemotron_h":
+        return int(cfg.get("chunk_size") or 256)
+    if layout.family in ("falcon_h1", "granitemoehybrid"):
+        return 256
+    return FLA_CHUNK_SIZE
+
+
 def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: Optional[int], draft_layers: Optional[int], needs_mfs: bool) -> Launch:
     rejections: list[Rejection] = []
     warnings: list[str] = []
+
+    def reject(exception: str, message: str) -> None:
+        rejections.append(Rejection(exception, message))
+
     tp, pp, dp = args.tp_size, args.pp_size, args.attn_dp_size
     if tp % dp != 0:
+        # SGLang asserts tp_size % attn_dp_size == 0 while resolving data parallelism.
         raise PlanInputError("server_args.attn_dp_size", f"must divide tp_size={tp} (attention TP = tp_size // attn_dp_size)")
     attn_tp = tp // dp
     if pp > 1 and not layout.pp_supported:
@@ -142,54 +328,28 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: Opt
             f"{layout.family} does not support pipeline parallelism in SGLang 0.5.23 (the model asserts pp_size == 1); use pp_size 1",
             allowed=["1"],
         )
-    page = args.page_size or 1
+    backend = args.attention_backend or default_attention_backend(layout, args)
+    kv_dtype = _kv_dtype(args, layout)
+    if backend == "fa3" and kv_dtype == "fp8_e5m2":
+        backend = "triton"  # FA3 only takes fp8_e4m3: SGLang switches to triton (no sizing effect)
 
-    # Radix strategy: resolved while overlap is still what the user asked for; PP turns
-    # overlap off only afterwards (SIZING_SPEC §2.1.2 ordering trap).
-    disable_overlap = args.disable_overlap_schedule
-    strategy = args.mamba_radix_cache_strategy
-    if layout.family in RADIX_FAMILIES and not args.disable_radix_cache:
-        supports_extra = layout.family in EXTRA_BUFFER_FAMILIES
-        if strategy == "auto":
-            strategy = "extra_buffer" if ((not disable_overlap or page > 1) and supports_extra) else "no_buffer"
-        if strategy in ("extra_buffer", "extra_buffer_lazy") and not supports_extra:
-            rejections.append(Rejection("AssertionError", f"extra_buffer is not supported for {layout.architecture}; use no_buffer."))
-        if strategy == "no_buffer":
-            disable_overlap = True
-            if page > 1:
-                rejections.append(Rejection("AssertionError", f"--mamba-radix-cache-strategy no_buffer requires --page-size 1 (got {page})"))
-    if pp > 1:
-        disable_overlap = True
-    extra_buffer = not args.disable_radix_cache and strategy in ("extra_buffer", "extra_buffer_lazy")
-    lazy = not args.disable_radix_cache and strategy == "extra_buffer_lazy"
-
-    spec = args.speculative_algorithm
-    mrr = args.max_running_requests
-    num_draft = args.speculative_num_draft_tokens
-    if spec is not None:
-        if mrr is None:
-            mrr = SPEC_DEFAULT_MAX_RUNNING_REQUESTS
-        if num_draft is None:
-            num_draft = SPEC_DEFAULT_PARAMS[2]
-    prices_draft = spec in EAGLE_FAMILY or spec == "STANDALONE"
-    draft_kv_layers = draft_layers if draft_layers is not None else layout.num_nextn_predict_layers
-
+    # 1. ModelConfig (built at the first model lookup, before any hook decides anything).
     context_len = layout.derived_context_len
     if args.context_length is not None:
-        if args.context_length > context_len:
-            rejections.append(Rejection(
+        if args.context_length > context_len and not env.SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN:
+            reject(
                 "ValueError",
-                f"User-specified context_length ({args.context_length}) is greater than the derived context_length ({context_len}). "
+                f"Warning: User-specified context_length ({args.context_length}) is greater than the derived context_length ({context_len}). "
+                "This may lead to incorrect model outputs or CUDA errors. Note that the derived context_length may differ from max_position_embeddings in the model's config. "
                 "To allow overriding this maximum, set the env var SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN=1",
-            ))
+            )
         else:
+            if args.context_length > context_len:
+                warnings.append(f"context_length {args.context_length} is above the derived {context_len} (allowed by SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN)")
             context_len = args.context_length
 
-    # --mamba-ssm-dtype sets SGLANG_MAMBA_SSM_DTYPE, which beats the config's own value.
-    ssm_dtype = args.mamba_ssm_dtype or env.SGLANG_MAMBA_SSM_DTYPE or layout.config_ssm_dtype or "float32"
-    conv_dtype = env.SGLANG_MAMBA_CONV_DTYPE or "bfloat16"
-
-    kv_dtype = _kv_dtype(args, layout)
+    # 2-3. CUDA graphs and the GPU memory settings.
+    graphs = _cuda_graphs(layout, args, gpu_memory_mib)
     mfs = args.mem_fraction_static
     if mfs is None and needs_mfs:
         if gpu_memory_mib is None:
@@ -197,10 +357,127 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: Opt
                 "budget.gpu_memory_mib",
                 "is needed to derive SGLang's automatic mem_fraction_static; give it, or set server_args.mem_fraction_static",
             )
-        mfs = auto_mem_fraction_static(layout, args, gpu_memory_mib, page)
+        mfs = auto_mem_fraction_static(layout, args, gpu_memory_mib, graphs)
 
-    if args.enable_linear_replayssm_spec and spec is None:
-        rejections.append(Rejection("ValueError", "--enable-linear-replayssm-spec requires --speculative-algorithm"))
+    # 4. Model-specific adjustments: the LFM2 attention check, then the mamba radix
+    #    strategy, with the page size as the user gave it (None: unset).
+    if layout.family == "lfm2" and args.attention_backend == "triton":
+        reject("AssertionError", f"{layout.architecture} does not support triton attention backend, as the first layer might not be an attention layer")
+    raw_page = args.page_size
+    disable_overlap = args.disable_overlap_schedule
+    strategy = args.mamba_radix_cache_strategy
+    if _in_radix_branch(layout) and not args.disable_radix_cache:
+        wants_overlap = not disable_overlap
+        wants_paging = raw_page is not None and raw_page > 1
+        if strategy == "auto":
+            if (wants_overlap or wants_paging) and supports_extra_buffer(layout):
+                strategy = "extra_buffer"
+            else:
+                strategy = "no_buffer"
+                disable_overlap = True
+        if strategy in ("extra_buffer", "extra_buffer_lazy"):
+            if not supports_extra_buffer(layout):
+                reject("AssertionError", f"extra_buffer is not supported for {layout.architecture}; use no_buffer.")
+            elif args.speculative_num_draft_tokens is not None and args.mamba_track_interval < args.speculative_num_draft_tokens:
+                reject("AssertionError", f"--mamba-track-interval ({args.mamba_track_interval}) must be >= --speculative-num-draft-tokens ({args.speculative_num_draft_tokens}) with the extra_buffer strategy")
+            elif raw_page is not None and args.mamba_track_interval % raw_page != 0:
+                reject("AssertionError", f"--mamba-track-interval ({args.mamba_track_interval}) must be a multiple of --page-size ({raw_page}) with the extra_buffer strategy")
+            elif raw_page is not None:
+                chunk = mamba_chunk_size(layout)
+                if max(chunk, raw_page) % min(chunk, raw_page) != 0:
+                    reject("AssertionError", f"For SSM models, either chunk_size or page_size must be divisible by the other, got chunk_size={chunk}, page_size={raw_page}")
+        else:  # no_buffer
+            if raw_page not in (1, None):
+                reject("AssertionError", "no_buffer only supports page_size=1.")
+            elif not disable_overlap:
+                reject("AssertionError", "no_buffer do not support overlap schedule. Try to set disable_overlap_schedule=True.")
+    extra_buffer = not args.disable_radix_cache and strategy in ("extra_buffer", "extra_buffer_lazy")
+    lazy = not args.disable_radix_cache and strategy == "extra_buffer_lazy"
+
+    # 5. ReplaySSM (linear-attention backend hook).
+    mamba_ssm_dtype = args.mamba_ssm_dtype
+    if args.enable_linear_replayssm and extra_buffer:
+        reject(
+            "ValueError",
+            "--enable-linear-replayssm requires --mamba-radix-cache-strategy no_buffer (the default); the extra_buffer ping-pong "
+            f"donation path is not yet supported (follow-up). Got --mamba-radix-cache-strategy={strategy!r}.",
+        )
+    if args.enable_linear_replayssm_spec:
+        if args.speculative_eagle_topk not in (None, 1):
+            reject(
+                "ValueError",
+                "--enable-linear-replayssm-spec requires a linear draft chain (--speculative-eagle-topk in {None, 1}); the chunked "
+                "verify kernel uses a strictly-lower causal mask and is invalid for EAGLE tree verify. Got "
+                f"--speculative-eagle-topk={args.speculative_eagle_topk!r}.",
+            )
+        elif args.enable_linear_replayssm:
+            reject(
+                "ValueError",
+                "--enable-linear-replayssm-spec and --enable-linear-replayssm are mutually exclusive: they share the ring storage "
+                "but drive it with incompatible cursor protocols (per-decode-forward vs per-verify-commit advance).",
+            )
+        elif mamba_ssm_dtype is None:
+            mamba_ssm_dtype = "float32"
+
+    # 6. Page size default; attention DP divides the chunked prefill size.
+    page = raw_page if raw_page is not None else 1
+    chunked = graphs.chunked
+    if dp > 1:
+        chunked = chunked // dp
+
+    # 7. PP turns overlap off, after the strategy resolved (SIZING_SPEC §2.1.2 ordering trap).
+    if pp > 1:
+        disable_overlap = True
+
+    # 8. Speculative decoding.
+    spec = args.speculative_algorithm
+    mrr = args.max_running_requests
+    steps, topk, num_draft = args.speculative_num_steps, args.speculative_eagle_topk, args.speculative_num_draft_tokens
+    resolved_spec = "EAGLE" if spec == "NEXTN" else spec
+    if spec in EAGLE_FAMILY or spec == "STANDALONE":
+        if spec == "STANDALONE" and dp > 1:
+            reject("ValueError", "Currently standalone speculative decoding does not support dp attention.")
+        else:
+            if mrr is None:
+                mrr = SPEC_DEFAULT_MAX_RUNNING_REQUESTS
+            if steps is None and (topk is not None or num_draft is not None):
+                reject("AssertionError", "--speculative-eagle-topk / --speculative-num-draft-tokens need --speculative-num-steps (SGLang asserts both are unset when it picks the defaults)")
+            else:
+                if steps is None:
+                    steps, topk, num_draft = SPEC_DEFAULT_PARAMS
+                if topk is None:
+                    reject("TypeError", "'>' not supported between instances of 'NoneType' and 'int' (SGLang compares --speculative-eagle-topk, unset, when only --speculative-num-steps is given)")
+                elif topk == 1 and num_draft != steps + 1:
+                    num_draft = steps + 1
+                # topk > 1 with page_size > 1 is accepted on fa3 / flashinfer / triton.
+    elif spec == "NGRAM":
+        if mrr is None:
+            mrr = SPEC_DEFAULT_MAX_RUNNING_REQUESTS
+        topk = NGRAM_DEFAULT_MAX_BFS_BREADTH
+        if num_draft is None:
+            num_draft = NGRAM_DEFAULT_DRAFT_TOKENS
+        if steps is None:
+            steps = num_draft // topk
+        if topk > 1 and page > 1 and backend != "flashinfer":
+            reject("ValueError", f"speculative_eagle_topk({topk}) > 1 with page_size({page}) > 1 is unstable and produces incorrect results for paged attention backends. This combination is only supported for the 'flashinfer' backend.")
+        elif dp > 1:
+            reject("ValueError", "Currently ngram speculative decoding does not support dp attention.")
+    prices_draft = spec in EAGLE_FAMILY or spec == "STANDALONE"
+    draft_kv_layers = draft_layers if draft_layers is not None else layout.num_nextn_predict_layers
+
+    # 9. --mamba-ssm-dtype is exported as SGLANG_MAMBA_SSM_DTYPE (beats the config's value).
+    env_ssm = mamba_ssm_dtype or env.SGLANG_MAMBA_SSM_DTYPE
+    ssm_dtype = env_ssm or layout.config_ssm_dtype or "float32"
+    conv_dtype = env.SGLANG_MAMBA_CONV_DTYPE or "bfloat16"
+
+    # 10. check_server_args at engine start.
+    if pp > 1 and resolved_spec is not None:
+        if resolved_spec != "EAGLE":
+            reject("AssertionError", "Pipeline parallelism currently only supports EAGLE (non-multi-layer) speculative decoding")
+        else:  # SGLANG_ENABLE_PP_SPEC (not modelled) is off
+            reject("AssertionError", "PP + speculative decoding (MTP) is only supported on prefill nodes (disaggregation-mode=prefill)")
+    if chunked > 0 and chunked % page != 0:
+        reject("AssertionError", "chunked_prefill_size must be divisible by page_size")
 
     return Launch(
         tp_size=tp, pp_size=pp, attn_dp_size=dp, attn_tp_size=attn_tp, page_size=page,
@@ -217,4 +494,7 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: Opt
         skip_decode_lock=env.SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK,
         pp_max_micro_batch_size=args.pp_max_micro_batch_size,
         rejections=rejections, warnings=warnings,
+        speculative_num_steps=steps, speculative_eagle_topk=topk, chunked_prefill_size=chunked,
+        decode_cuda_graph_max_bs=graphs.decode_max_bs, prefill_cuda_graph=graphs.prefill_on,
+        env_mamba_ssm_dtype=env_ssm,
     )

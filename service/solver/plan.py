@@ -265,7 +265,7 @@ def _stage_inputs(req, layout: ModelLayout, launch: Launch, stage_ranges, state:
     Dm = launch.num_draft_tokens or 0
     r2t_extra = allocation.req_to_token_extra(
         Dm, has_spec, launch.page_size,
-        req.server_args.speculative_num_steps or 3, req.server_args.speculative_eagle_topk or 1,
+        launch.speculative_num_steps or 3, launch.speculative_eagle_topk or 1,
         has_draft_kv=launch.speculative_algorithm != "NGRAM",
     )
     # The pool gets the ReplaySSM flag only for GDN / KDA models (kv_cache_configurator).
@@ -282,7 +282,7 @@ def _stage_inputs(req, layout: ModelLayout, launch: Launch, stage_ranges, state:
                 kv_dtype=launch.kv_cache_dtype, attn_tp=launch.attn_tp_size, max_mamba_cache_size=K,
                 max_running_requests=N, max_total_num_tokens=T, page_size=launch.page_size,
                 context_len=launch.context_len, speculative=has_spec, num_draft_tokens=Dm,
-                eagle_topk=req.server_args.speculative_eagle_topk, replayssm_spec=replay,
+                eagle_topk=launch.speculative_eagle_topk, replayssm_spec=replay,
                 replayssm_cache_len=launch.replayssm_cache_len, req_to_token_extra=r2t_extra,
                 device_kind=device_kind, extra_buffer=launch.extra_buffer,
                 overlap_schedule=not launch.disable_overlap_schedule,
@@ -356,6 +356,7 @@ def _assemble(req, layout: ModelLayout, launch: Launch, stage_ranges, state: Sta
         speculative_algorithm=launch.speculative_algorithm, speculative_num_draft_tokens=launch.num_draft_tokens,
         enable_linear_replayssm_spec=launch.replayssm_spec, context_length=launch.context_len,
         conv_dtype=launch.conv_dtype, ssm_dtype=launch.ssm_dtype, draft_kv_layers=launch.draft_kv_layers,
+        speculative_num_steps=launch.speculative_num_steps, speculative_eagle_topk=launch.speculative_eagle_topk,
     )
     feasible = error is None
     return Plan(

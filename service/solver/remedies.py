@@ -84,7 +84,7 @@ def remedies_for(req: PlanRequest, layout: ModelLayout, launch: Launch, plan: Pl
         return out
     if err.kind == "launch_rejected":
         msg = err.message
-        if "no_buffer requires --page-size 1" in msg:
+        if "no_buffer only supports page_size=1" in msg:
             out.append("use --page-size 1, or --mamba-radix-cache-strategy extra_buffer (not for LFM2), or --disable-radix-cache")
         elif "Lazy extra buffer" in msg:
             out.append("use --mamba-radix-cache-strategy extra_buffer: extra_buffer_lazy needs the overlap schedule, which pipeline parallelism turns off")

@@ -1,0 +1,497 @@
+"""SGLang 0.5.23 launch arguments, as operators write them, turned into a PlanRequest.
+
+    parse_sglang_args(["--tp", "4", "--mem-fraction-static=0.85", "--speculative-algorithm", "NEXTN"])
+    request_from_launch_args("qwen3-next-80b-a3b-instruct", 60.0, argv)
+
+The command line is read the way SGLang's own argparse parser reads it
+(`ServerArgs.add_cli_args`): the same flag names and aliases (`--tp-size` /
+`--tensor-parallel-size`, ...), `--flag value` and `--flag=value`, unique-prefix
+abbreviations (`--tp` for `--tp-size`), `--no-<flag>` for negatable booleans, the last
+occurrence winning, and SGLang's `human_readable_int` for token counts (`128k`, `1Mi`).
+The list of SGLang's flags (`sglang_flags_0_5_23.json`) is generated from the real parser
+and checked against it by tests/solver/test_sglang_args.py.
+
+Every SGLang flag falls in one of three groups:
+
+* modelled: it becomes a `server_args` field (same name as SGLang's);
+* ignored: it cannot change the mamba/KV sizing (networking, logging, tokenizer, parsers,
+  metrics, weight loading: weights are inside the measured budget), listed in `.ignored`;
+* not modelled: it can change the sizing or SGLang's launch checks in ways mambasizer does
+  not reproduce -> `PlanInputError(field="sglang_args")`, unless it is given SGLang's
+  default value (a no-op). Unknown flags are a `PlanInputError` too, with suggestions.
+
+Leading `NAME=value` words set environment variables (`SGLANG_MAMBA_SSM_DTYPE=bfloat16
+python -m sglang.launch_server ...`), and launcher words (`python`, `-m`,
+`sglang.launch_server`, `sglang serve`) are skipped.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+from service.solver.errors import PlanInputError
+
+FLAGS_FILE = Path(__file__).with_name("sglang_flags_0_5_23.json")
+FIELD = "sglang_args"
+
+
+@dataclass
+class ParsedArgs:
+    server_args: dict = field(default_factory=dict)
+    env: dict = field(default_factory=dict)
+    ignored: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    # --speculative-draft-model-path: its layer count cannot be read without the files.
+    draft_model_path: Optional[str] = None
+    model_path: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class _Flag:
+    dest: str
+    options: tuple[str, ...]
+    nargs: Any  # None: one value; 0: none; "+", "*", "?" as argparse
+    default: Any
+    negatable: bool
+
+
+@lru_cache(maxsize=1)
+def _flags() -> tuple[dict[str, _Flag], dict[str, _Flag]]:
+    """(option string -> flag, dest -> flag) for SGLang 0.5.23's launch parser."""
+    raw = json.loads(FLAGS_FILE.read_text())
+    by_option: dict[str, _Flag] = {}
+    by_dest: dict[str, _Flag] = {}
+    for entry in raw["flags"]:
+        flag = _Flag(entry["dest"], tuple(entry["options"]), entry["nargs"], entry["default"], entry["negatable"])
+        by_dest[flag.dest] = flag
+        for opt in flag.options:
+            by_option[opt] = flag
+    return by_option, by_dest
+
+
+# --------------------------------------------------------------------------- value parsers
+
+
+def human_readable_int(text: str) -> int:
+    """SGLang's token-count syntax: an int, or a number with an SI suffix (k, M, G, T;
+    decimals allowed) or an IEC suffix (Ki, Mi, Gi, Ti; integers only). Case-sensitive."""
+    value = text.strip()
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)(Ki|Mi|Gi|Ti|k|M|G|T)", value)
+    if match:
+        number, suffix = match.groups()
+        if suffix.endswith("i"):
+            if "." in number:
+                raise ValueError(f"decimals are not allowed with IEC suffixes like {suffix!r}")
+            return int(number) << {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40}[suffix]
+        return int(Decimal(number) * {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}[suffix])
+    return int(value)
+
+
+def _int(text: str) -> int:
+    return int(text)
+
+
+def _float(text: str) -> float:
+    return float(text)
+
+
+def _choice(*allowed: str, transform: Callable[[str], str] = lambda s: s) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        value = transform(text)
+        if value not in allowed:
+            raise ValueError(f"must be one of {', '.join(allowed)}")
+        return value
+
+    parse.allowed = allowed  # type: ignore[attr-defined]
+    return parse
+
+
+# Modelled flags: SGLang dest -> value parser (None: a store_true flag). The dest is also
+# our ServerArgs field name.
+MODELLED: dict[str, Optional[Callable[[str], Any]]] = {
+    "tp_size": _int,
+    "pp_size": _int,
+    "attn_dp_size": _int,
+    "page_size": _int,
+    "kv_cache_dtype": _choice("auto", "bfloat16", "bf16", "fp8_e4m3", "fp8_e5m2"),
+    "mamba_ssm_dtype": _choice("float32", "bfloat16", "float16"),
+    "mamba_full_memory_ratio": _float,
+    "max_mamba_cache_size": _int,
+    "max_running_requests": _int,
+    "max_total_tokens": human_readable_int,
+    "disable_radix_cache": None,
+    "mamba_radix_cache_strategy": _choice("auto", "no_buffer", "extra_buffer", "extra_buffer_lazy"),
+    "disable_overlap_schedule": None,
+    # SGLang upper-cases the algorithm; DFLASH / DSPARK / UNO / plugins are not modelled.
+    "speculative_algorithm": _choice("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", transform=str.upper),
+    "speculative_num_draft_tokens": _int,
+    "speculative_num_steps": _int,
+    "speculative_eagle_topk": _int,
+    "enable_linear_replayssm_spec": None,
+    "linear_replayssm_cache_len": _int,
+    "enable_linear_replayssm": None,
+    "context_length": human_readable_int,
+    "mem_fraction_static": _float,
+    "pp_max_micro_batch_size": _int,
+    "chunked_prefill_size": _int,
+    "max_prefill_tokens": human_readable_int,
+    "cuda_graph_max_bs_decode": _int,
+    "cuda_graph_max_bs_prefill": _int,
+    "disable_cuda_graph": None,
+    "disable_prefill_cuda_graph": None,
+    "disable_decode_cuda_graph": None,
+    # Hopper backends that leave the page size alone; others change it (trtllm/flashmla).
+    "attention_backend": _choice("fa3", "flashinfer", "triton"),
+    "mamba_track_interval": _int,
+}
+
+# Flags read for their meaning, not copied into server_args.
+SPECIAL = {
+    "dp_size", "enable_dp_attention", "speculative_draft_model_path", "enable_int8_mamba_checkpoint",
+    "int8_mamba_ckpt_size", "device", "config", "model_path",
+}
+
+# Flags that cannot change the sizing. Weight-related flags are here because weights are
+# inside the measured budget (free memory after load), not sized by mambasizer.
+IGNORED = frozenset("""
+    tokenizer_path tokenizer_mode tokenizer_backend tokenizer_worker_num detokenizer_worker_num
+    skip_tokenizer_init load_format model_loader_extra_config trust_remote_code revision
+    quantization quantization_param_path enable_fp32_lm_head modelopt_quant
+    modelopt_checkpoint_restore_path modelopt_checkpoint_save_path modelopt_export_path
+    quantize_and_serve rl_quant_profile enable_tf32_matmul max_queued_requests
+    prefill_decode_interval prefill_decode_interval_min_bs prefill_max_requests schedule_policy
+    enable_priority_scheduling disable_priority_preemption default_priority_value
+    abort_on_priority_when_disabled schedule_low_priority_values_first
+    priority_scheduling_preemption_threshold retraction_policy schedule_conservativeness
+    radix_eviction_policy radix_eviction_policy_config num_continuous_decode_steps
+    scheduler_recv_interval enable_mixed_chunk nccl_port dist_timeout dist_init_addr
+    gated_launch_port nnodes node_rank load_balance_method enable_p2p_check base_gpu_id
+    gpu_id_step random_seed watchdog_timeout soft_watchdog_timeout sleep_on_idle use_ray numa_node
+    gc_threshold host port fastapi_root_path smg_grpc_mode grpc_mode grpc_port sidecar sidecar_args
+    skip_server_warmup warmups enable_http2 http2_max_concurrent_streams
+    http2_initial_connection_window_size ssl_keyfile ssl_certfile ssl_ca_certs ssl_keyfile_password
+    enable_ssl_refresh api_key admin_api_key served_model_name weight_version chat_template
+    trust_request_chat_template hf_chat_template_name completion_template file_storage_path
+    enable_cache_report return_input_ids return_output_ids default_chat_template_kwargs
+    strip_thinking_cache enable_strict_thinking tool_server sampling_defaults asr_max_buffer_seconds
+    asr_max_concurrent_sessions preferred_sampling_params allow_auto_truncate stream_interval
+    batch_notify_size stream_response_default_include_usage incremental_streaming_output log_level
+    log_level_http log_requests log_requests_level log_requests_format log_requests_target
+    uvicorn_access_log_exclude_prefixes crash_dump_folder show_time_cost enable_metrics
+    smg_http_sidecar_port enable_mfu_metrics enable_metrics_for_all_schedulers
+    load_snapshot_publish_interval tokenizer_metrics_custom_labels_header
+    tokenizer_metrics_allowed_custom_labels extra_metric_labels bucket_time_to_first_token
+    bucket_inter_token_latency bucket_e2e_request_latency prompt_tokens_buckets
+    generation_tokens_buckets gc_warning_threshold_secs decode_log_interval
+    enable_request_time_stats_logging kv_events_config load_publish_endpoint
+    enable_forward_pass_metrics forward_pass_metrics_worker_id forward_pass_metrics_ipc_name
+    enable_trace trace_modules otlp_traces_endpoint otlp_service_name export_metrics_to_file
+    export_metrics_to_file_dir constrained_json_whitespace_pattern
+    constrained_json_disable_any_whitespace constrained_json_max_whitespace_cnt grammar_backend
+    fp8_gemm_runner_backend fp4_gemm_runner_backend bf16_gemm_backend disable_flashinfer_autotune
+    flashinfer_autotune_skip_ops mamba_backend enable_profile_cuda_graph enable_cudagraph_gc
+    enable_layerwise_nvtx_marker enable_nccl_nvls triton_attention_reduce_in_fp32
+    triton_attention_num_kv_splits triton_attention_split_tile_size enable_fused_qk_norm_rope
+    enable_precise_embedding_interpolation enable_fused_moe_sum_all_reduce disable_custom_all_reduce
+    enable_mscclpp enable_torch_symm_mem pre_warm_nccl enforce_disable_flashinfer_allreduce_fusion
+    flashinfer_allreduce_fusion_backend enable_flashinfer_allreduce_fusion enable_torch_compile
+    enable_torch_compile_debug_mode torch_compile_max_bs speculative_draft_model_revision
+    speculative_draft_load_format speculative_accept_threshold_single speculative_accept_threshold_acc
+    speculative_draft_model_quantization spec_trace_dir moe_runner_backend
+    flashinfer_mxfp4_moe_precision ep_size ep_num_redundant_experts ep_dispatch_algorithm
+    init_expert_location enable_eplb eplb_algorithm eplb_rebalance_num_iterations
+    eplb_rebalance_layers_per_chunk eplb_min_rebalancing_utilization_threshold
+    expert_distribution_recorder_mode expert_distribution_recorder_buffer_size
+    expert_balancedness_report_mode mamba_max_states_per_path hicache_host_memory_mode hicache_ratio
+    hicache_size hicache_write_policy hicache_io_backend hicache_mem_layout hicache_storage_backend
+    hicache_storage_prefetch_policy hicache_storage_backend_extra_config
+    hicache_storage_prefetch_retry_poll_interval hicache_storage_prefetch_retry_max_attempts
+    hicache_host_memory_fraction swa_full_tokens_ratio disable_hybrid_swa_memory
+    mm_processor_worker_num mm_io_worker_num allowed_media_domains media_url_max_file_size_mb
+    mm_preprocess_cache_size_mb trust_mm_content_hashes limit_mm_data_per_request
+    image_processor_backend disable_fast_image_processor cpu_offload_gb offload_group_size
+    offload_num_in_group offload_prefetch_step offload_mode startup_weight_load_mode
+    custom_weight_loader weight_loader_disable_mmap weight_loader_prefetch_checkpoints
+    weight_loader_prefetch_num_threads weight_loader_drop_cache_after_load
+    remote_instance_weight_loader_seed_instance_ip remote_instance_weight_loader_seed_instance_service_port
+    remote_instance_weight_loader_send_weights_group_ports remote_instance_weight_loader_backend
+    remote_instance_weight_loader_start_seed_via_transfer_engine engine_info_bootstrap_port
+    modelexpress_config download_dir model_checksum delete_ckpt_after_loading decrypted_config_file
+    decrypted_draft_config_file checkpoint_engine_wait_weights_before_ready enable_prefill_delayer
+    prefill_delayer_max_delay_passes prefill_delayer_token_usage_low_watermark
+    prefill_delayer_forward_passes_buckets prefill_delayer_wait_seconds_buckets
+    prefill_delayer_queue_min_ratio prefill_delayer_max_delay_ms kv_canary kv_canary_sweep_interval
+    kv_canary_real_data enable_dynamic_batch_tokenizer dynamic_batch_tokenizer_batch_size
+    dynamic_batch_tokenizer_batch_timeout enable_tokenizer_batch_encode disable_tokenizer_batch_decode
+    debug_tensor_dump_output_folder debug_tensor_dump_layers debug_tensor_dump_input_file
+    enable_memory_saver enable_weights_cpu_backup enable_draft_weights_cpu_backup
+    enable_custom_logit_processor enable_return_hidden_states return_hidden_states_mode
+    enable_return_routed_experts enable_return_indexer_topk sampling_mask_max_tokens
+    disable_outlines_disk_cache weight_cache_mode weight_cache_socket weight_cache_timeout
+    msprobe_dump_config enable_response_store enable_watermark watermark_config
+    grpc_response_timeout_secs enable_http_worker_reuseport sampling_backend reasoning_parser
+    tool_call_parser
+""".split())
+
+
+def _suggest(word: str, candidates) -> list[str]:
+    return difflib.get_close_matches(word, list(candidates), n=3, cutoff=0.6)
+
+
+def _not_modelled(option: str, why: str = "") -> PlanInputError:
+    return PlanInputError(
+        FIELD,
+        f"{option} changes SGLang 0.5.23's sizing or launch checks in a way mambasizer does not model"
+        + (f" ({why})" if why else "")
+        + "; drop it, or leave it at SGLang's default",
+        sorted(f"--{d.replace('_', '-')}" for d in MODELLED),
+    )
+
+
+def _lookup(option: str) -> tuple[_Flag, str]:
+    """argparse's lookup: the exact option, else a unique prefix of one (allow_abbrev).
+    Returns the flag and the option string it resolved to."""
+    by_option, _ = _flags()
+    flag = by_option.get(option)
+    if flag is not None:
+        return flag, option
+    matches = {opt: f for opt, f in by_option.items() if opt.startswith(option)}
+    if len(matches) == 1:
+        return next(iter(matches.values())), next(iter(matches))
+    if len(matches) > 1:
+        raise PlanInputError(FIELD, f"ambiguous option: {option} could match {', '.join(sorted(matches))}", sorted(matches))
+    raise PlanInputError(
+        FIELD,
+        f"unknown flag {option}: not an SGLang 0.5.23 launch argument",
+        _suggest(option, by_option) or None,
+    )
+
+
+def _is_default(flag: _Flag, value: Any) -> bool:
+    default = flag.default
+    if flag.nargs == 0:
+        return value == bool(default)
+    if default is None or isinstance(value, list):
+        return False
+    try:
+        if isinstance(default, bool):
+            return False
+        if isinstance(default, int):
+            return human_readable_int(value) == default
+        if isinstance(default, float):
+            return float(value) == default
+    except (ValueError, InvalidOperation):
+        return False
+    return str(value) == str(default)
+
+
+_LAUNCHERS = {"python", "python3", "-m", "sglang.launch_server", "sglang", "serve", "launch_server"}
+_ENV_WORD = re.compile(r"^([A-Z_][A-Z0-9_]*)=(.*)$")
+_ENV_KEYS = {
+    "SGLANG_PP_LAYER_PARTITION": str,
+    "SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK": "bool",
+    "SGLANG_MAMBA_SSM_DTYPE": str,
+    "SGLANG_MAMBA_CONV_DTYPE": str,
+    "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "bool",
+}
+# Env vars that change the sizing or launch checks and are not modelled.
+_UNMODELLED_ENV = {
+    "SGLANG_ENABLE_POST_CAPTURE_KV_SIZING", "SGLANG_ENABLE_PP_SPEC", "SGLANG_VLM_CACHE_SIZE_MB",
+    "SGLANG_MM_FEATURE_CACHE_MB", "SGLANG_RAGGED_VERIFY_MODE", "SGLANG_IS_IN_CI",
+}
+
+
+def _env_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError("must be a boolean (1/0, true/false)")
+
+
+def _tokens(argv: list[str], out: ParsedArgs) -> list[tuple[str, Optional[str], list[str]]]:
+    """Split argv into (option as written, `=value` or None, following value words)."""
+    i = 0
+    # Leading env assignments and launcher words.
+    while i < len(argv) and not argv[i].startswith("--"):
+        word = argv[i]
+        env = _ENV_WORD.match(word)
+        if env:
+            _set_env(env.group(1), env.group(2), out)
+        elif word not in _LAUNCHERS and not word.endswith(("/python", "/python3")):
+            raise PlanInputError(FIELD, f"unexpected word {word!r}: SGLang takes no positional arguments (flags start with --)")
+        i += 1
+    items: list[tuple[str, Optional[str], list[str]]] = []
+    while i < len(argv):
+        word = argv[i]
+        if not word.startswith("-") or word in ("-", "--"):
+            raise PlanInputError(FIELD, f"unexpected word {word!r}: SGLang takes no positional arguments (flags start with --)")
+        option, eq, inline = word.partition("=")
+        i += 1
+        following: list[str] = []
+        while i < len(argv) and not _looks_like_flag(argv[i]):
+            following.append(argv[i])
+            i += 1
+        items.append((option, inline if eq else None, following))
+    return items
+
+
+def _looks_like_flag(word: str) -> bool:
+    # argparse: a word starting with '-' is an option unless it looks like a negative number.
+    return word.startswith("-") and not re.fullmatch(r"-\d+(\.\d*)?", word)
+
+
+def _set_env(name: str, value: str, out: ParsedArgs) -> None:
+    if name in _ENV_KEYS:
+        try:
+            out.env[name] = _env_bool(value) if _ENV_KEYS[name] == "bool" else value
+        except ValueError as exc:
+            raise PlanInputError(f"env.{name}", str(exc)) from None
+    elif name in _UNMODELLED_ENV:
+        raise PlanInputError(FIELD, f"{name} changes SGLang 0.5.23's sizing in a way mambasizer does not model", sorted(_ENV_KEYS))
+    else:
+        out.ignored.append(f"{name}={value}")
+
+
+def parse_sglang_args(argv: list[str]) -> ParsedArgs:
+    """Read an SGLang 0.5.23 launch command line (see the module docstring)."""
+    if isinstance(argv, str):
+        raise PlanInputError(FIELD, "must be a list of words (split the command line first)")
+    out = ParsedArgs()
+    values: dict[str, tuple[str, Any]] = {}  # dest -> (option as written, value); last wins
+    for option, inline, following in _tokens([str(w) for w in argv], out):
+        flag, resolved = _lookup(option)
+        # BooleanOptionalAction registers `--no-<flag>` itself.
+        negated = flag.negatable and resolved.startswith("--no-")
+        if flag.nargs == 0:
+            if inline is not None:
+                raise PlanInputError(FIELD, f"{option} takes no value (got {option}={inline})")
+            value: Any = not negated
+            rest = following
+        elif flag.nargs in ("+", "*"):
+            value = ([inline] if inline is not None else []) + following
+            if flag.nargs == "+" and not value:
+                raise PlanInputError(FIELD, f"{option} expects at least one value")
+            rest = []
+        else:
+            if inline is not None:
+                value, rest = inline, following
+            elif following:
+                value, rest = following[0], following[1:]
+            elif flag.nargs == "?":
+                value, rest = None, []
+            else:
+                raise PlanInputError(FIELD, f"{option} expects a value")
+        if rest:
+            raise PlanInputError(FIELD, f"unexpected word {rest[0]!r} after {option}: SGLang takes no positional arguments")
+        values[flag.dest] = (option, value)
+
+    for dest, (option, value) in values.items():
+        _apply(dest, option, value, out)
+    _resolve_dp(values, out)
+    return out
+
+
+def _apply(dest: str, option: str, value: Any, out: ParsedArgs) -> None:
+    _, by_dest = _flags()
+    flag = by_dest[dest]
+    if dest in MODELLED:
+        parser = MODELLED[dest]
+        if parser is None:
+            out.server_args[dest] = bool(value)
+            return
+        try:
+            out.server_args[dest] = parser(value)
+        except (ValueError, InvalidOperation) as exc:
+            allowed = list(getattr(parser, "allowed", ())) or None
+            if allowed and dest in ("kv_cache_dtype", "speculative_algorithm", "attention_backend"):
+                raise _not_modelled(f"{option} {value}", f"mambasizer models {', '.join(allowed)}") from None
+            raise PlanInputError(FIELD, f"{option}: invalid value {value!r} ({exc})", allowed) from None
+        return
+    if dest in SPECIAL:
+        _special(dest, option, value, out)
+        return
+    if dest in IGNORED:
+        out.ignored.append(option)
+        return
+    if _is_default(flag, value):
+        out.ignored.append(option)
+        return
+    raise _not_modelled(option)
+
+
+def _special(dest: str, option: str, value: Any, out: ParsedArgs) -> None:
+    if dest == "model_path":
+        out.model_path = value
+        out.ignored.append(option)
+    elif dest == "speculative_draft_model_path":
+        out.draft_model_path = value
+        out.ignored.append(option)
+        out.warnings.append(
+            f"{option} {value}: the draft model's KV layers are priced by its layer count, which cannot be read "
+            "without its files; pass it as draft_model.num_layers (without it, SGLang prices the target's "
+            "num_nextn_predict_layers)"
+        )
+    elif dest in ("enable_int8_mamba_checkpoint", "int8_mamba_ckpt_size"):
+        out.ignored.append(option)
+        out.warnings.append(
+            f"{option}: SGLang 0.5.23 allocates the int8 mamba checkpoint pool on top of the budget it sizes "
+            "(not charged to mem_fraction_static); leave headroom for it"
+        )
+    elif dest == "device":
+        if value != "cuda":
+            raise _not_modelled(f"{option} {value}", "mambasizer sizes CUDA deployments")
+        out.ignored.append(option)
+    elif dest == "config":
+        raise PlanInputError(FIELD, f"{option} {value}: the YAML config file cannot be read here; pass its flags on the command line")
+    # dp_size / enable_dp_attention are resolved together in _resolve_dp.
+
+
+def _resolve_dp(values: dict, out: ParsedArgs) -> None:
+    """`--dp-size N --enable-dp-attention` is the deprecated spelling of `--attn-dp-size N`;
+    `--dp-size N` alone runs N independent replicas, each sized like one."""
+    dp_opt, dp_raw = values.get("dp_size", (None, "1"))
+    try:
+        dp = int(dp_raw)
+    except ValueError:
+        raise PlanInputError(FIELD, f"{dp_opt}: invalid int value {dp_raw!r}") from None
+    dp_attention = bool(values.get("enable_dp_attention", (None, False))[1])
+    attn_dp = out.server_args.get("attn_dp_size", 1)
+    if dp_attention:
+        if attn_dp == 1:
+            attn_dp = dp
+            dp = 1
+            if attn_dp != 1:
+                out.server_args["attn_dp_size"] = attn_dp
+        out.ignored.append("--enable-dp-attention")
+    if dp_opt is not None:
+        out.ignored.append(dp_opt)
+    if attn_dp < 1:
+        raise PlanInputError(FIELD, f"--attn-dp-size must be positive (got {attn_dp}).")
+    if attn_dp > 1 and dp > 1:
+        raise PlanInputError(
+            FIELD,
+            f"--dp-size {dp} with --attn-dp-size {attn_dp}: data-parallel replicas combined with attention data "
+            "parallelism are not supported.",
+        )
+    if dp > 1:
+        out.warnings.append(f"--dp-size {dp}: {dp} independent replicas; each is sized like this one")
+
+
+def request_from_launch_args(preset: str, budget_gib: float, argv: list[str]) -> dict:
+    """A PlanRequest dict for a shipped preset, a rest budget (GiB) and an SGLang command line."""
+    parsed = parse_sglang_args(argv)
+    return {
+        "model": {"preset": preset},
+        "server_args": parsed.server_args,
+        "env": parsed.env,
+        "budget": {"rest_gib": budget_gib},
+    }
