@@ -14,7 +14,6 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Mapping, Optional
 
-from service.solver.errors import PlanInputError
 
 
 @dataclass(frozen=True)
@@ -80,6 +79,9 @@ PRESETS: Mapping[str, Preset] = _load()
 
 
 def get_preset(name: str, allow_unverified: bool = False) -> Preset:
+    # Imported here: service.solver imports this module while it initialises.
+    from service.solver.errors import PlanInputError
+
     preset = PRESETS.get(name)
     if preset is None:
         raise PlanInputError("model.preset", f"unknown preset {name!r}", allowed=sorted(n for n, p in PRESETS.items() if p.sizable))

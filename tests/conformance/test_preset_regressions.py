@@ -1,0 +1,36 @@
+"""Named regression tests: every sizable shipped preset at a realistic H200 deployment.
+The pinned numbers (preset_regressions.json) were produced by SGLang 0.5.23's own sizing
+functions; our solver must reproduce them, and so must the wheel on every run."""
+
+import json
+import os
+
+import pytest
+
+import preset_cases
+from service.presets import PRESETS
+from service.solver import plan
+
+with open(os.path.join(os.path.dirname(__file__), "preset_regressions.json")) as f:
+    PINNED = json.load(f)
+
+SIZABLE = sorted(n for n, p in PRESETS.items() if p.sizable)
+
+
+def test_every_sizable_preset_is_pinned():
+    assert sorted(PINNED) == SIZABLE
+
+
+@pytest.mark.parametrize("name", SIZABLE)
+def test_ours_reproduces_sglang(name):
+    ours = plan(preset_cases.preset_request(name)).model_dump()
+    assert ours["feasible"], ours["error"]
+    assert {"deployment": list(preset_cases.DEPLOYMENTS[name]), **preset_cases.pinned_fields(ours)} == PINNED[name]
+
+
+@pytest.mark.parametrize("name", SIZABLE)
+def test_sglang_still_computes_the_pinned_numbers(name):
+    import sglang_ref
+
+    ref = sglang_ref.reference_plan(preset_cases.preset_request(name, hf_config=True))
+    assert {"deployment": list(preset_cases.DEPLOYMENTS[name]), **preset_cases.pinned_fields(ref)} == PINNED[name]
