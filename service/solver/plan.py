@@ -107,9 +107,23 @@ def parse_request(request: Union[PlanRequest, dict, Any]) -> PlanRequest:
         raise input_error_from_validation(exc) from None
 
 
+# Tagged unions put their tag into pydantic's error location ("model.layout.layout.kv.mha.
+# head_dim"); the field path a user must fix is the one in their JSON ("model.layout.kv.head_dim").
+_UNION_TAGS = {"model": {"hf_config", "preset", "layout"}, "kv": {"mha", "mla"}}
+
+
+def _without_union_tags(loc: tuple) -> list:
+    out: list = []
+    for i, part in enumerate(loc):
+        if i > 0 and part in _UNION_TAGS.get(loc[i - 1], ()) and (loc[i - 1] != "model" or i == 1):
+            continue
+        out.append(part)
+    return out
+
+
 def input_error_from_validation(exc: ValidationError) -> PlanInputError:
     err = exc.errors(include_url=False)[0]
-    loc = ".".join(str(p) for p in err["loc"]) or "request"
+    loc = ".".join(str(p) for p in _without_union_tags(err["loc"])) or "request"
     msg = err["msg"]
     if err["type"] == "extra_forbidden":
         msg = "unknown field (not part of the PlanRequest contract)"

@@ -126,3 +126,26 @@ def test_a_one_token_pool_serves_no_request():
 def test_a_one_token_context_fails_the_worker_validation():
     p = plan(req(tp_size=4, context_length=1))
     assert p.error.exception == "AssertionError" and p.error.message == "Memory pool size is too small"
+
+
+LAYOUT = {
+    "num_hidden_layers": 2, "mamba_layer_ids": [0], "full_attention_layer_ids": [1],
+    "state": {"conv_shapes": [[8, 3]], "temporal_shape": [1, 2, 3]},
+    "kv": {"type": "mha", "num_kv_heads": 1, "head_dim": 4}, "context_length": 10,
+}
+
+
+@pytest.mark.parametrize(
+    "model, field",
+    [
+        ({"preset": "kimi-k3", "foo": 1}, "model.foo"),
+        ({"layout": {**LAYOUT, "kv": {"type": "mha", "num_kv_heads": 1, "head_dim": 0}}}, "model.layout.kv.head_dim"),
+        ({"layout": {**LAYOUT, "kv": {"type": "mla", "kv_lora_rank": 0, "qk_rope_head_dim": 1}}}, "model.layout.kv.kv_lora_rank"),
+        ({"layout": {**LAYOUT, "bogus": 1}}, "model.layout.bogus"),
+        ({"hf_config": "x"}, "model.hf_config"),
+    ],
+)
+def test_field_paths_are_the_json_paths_without_union_tags(model, field):
+    with pytest.raises(PlanInputError) as exc:
+        plan({"model": model, "budget": {"rest_gib": 1}})
+    assert exc.value.field == field
