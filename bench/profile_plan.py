@@ -2,7 +2,7 @@
 """Profile one benchmark request with pyinstrument (in the `test` extra).
 
     python bench/profile_plan.py                       # our solver, every request in bench/requests/
-    python bench/profile_plan.py --sglang              # SGLang 0.5.23's own sizing path (the oracle)
+    python bench/profile_plan.py --sglang              # SGLang 0.5.23's own sizing path (oracle, probe off)
     python bench/profile_plan.py --request qwen3-next-tp4-eagle.json --iters 20000 --form preset
 
 Prints pyinstrument's call tree (wall time over `--iters` calls, after one warm call).
@@ -11,6 +11,7 @@ Prints pyinstrument's call tree (wall time over `--iters` calls, after one warm 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -19,7 +20,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.run import REQUEST_FILES, expand_preset, load_requests  # noqa: E402
+from bench.run import REQUEST_FILES, expand_preset, load_oracle, load_requests, oracle_probe_off  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -33,8 +34,7 @@ def main(argv=None) -> int:
     from pyinstrument import Profiler
 
     if args.sglang:
-        from tests.conformance.sglang_ref import reference_plan as fn
-
+        fn = load_oracle()
         iters = args.iters or 30
     else:
         from service.solver import plan as fn
@@ -43,11 +43,13 @@ def main(argv=None) -> int:
     for name, req in load_requests(args.request).items():
         arg = req if (args.form == "preset" and not args.sglang) else expand_preset(req)
         fn(arg)
-        prof = Profiler(interval=args.interval)
-        prof.start()
-        for _ in range(iters):
-            fn(arg)
-        prof.stop()
+        # The oracle's own locals probe is a profile hook too: off while pyinstrument samples.
+        with oracle_probe_off() if args.sglang else contextlib.nullcontext():
+            prof = Profiler(interval=args.interval)
+            prof.start()
+            for _ in range(iters):
+                fn(arg)
+            prof.stop()
         print(f"===== {name} ({REQUEST_FILES[name]}), {'SGLang oracle' if args.sglang else 'ours, ' + args.form}, {iters} calls")
         print(prof.output_text(unicode=False, color=False))
     return 0
