@@ -203,13 +203,15 @@ def _plan_input_error() -> type:
 def _wire():
     """`service.api.wire`: the request decoding `mambasizer plan` and `POST /v1/plan` share
     (JSON rules, `sglang_args` in place of `server_args`). None in a build without it."""
+    import importlib
+    import importlib.util
+
     try:
-        from service.api import wire
-    except ModuleNotFoundError as exc:
-        if exc.name in ("service.api", "service.api.wire"):
+        if importlib.util.find_spec("service.api.wire") is None:
             return None
-        raise
-    return wire
+    except ImportError:  # no service.api package at all
+        return None
+    return importlib.import_module("service.api.wire")
 
 
 def _read_request(source: str) -> dict:
