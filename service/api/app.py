@@ -1,0 +1,133 @@
+"""The FastAPI app factory.
+
+    from service.api.app import create_app
+    app = create_app(deployments_path="deployments.yaml")   # what `mambasizer serve` runs
+
+Everything a request needs is built here, once: the metrics registry (one per app), the
+deployments snapshot (planned at load, re-planned on SIGHUP), the encoded preset
+answers. The request path does no imports and no file reads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import signal
+from contextlib import asynccontextmanager
+from typing import Any, Awaitable, Callable, Optional
+
+from fastapi import FastAPI
+
+from service import __version__
+from service.api import compare, health, metrics, openapi, plan, presets, problems
+from service.api.deployments import DeploymentsFileError, DeploymentStore
+from service.api.metrics import Metrics
+from service.api.middleware import ObservabilityMiddleware
+from service.api import wire
+from service.api.wire import MAX_BODY_BYTES
+from service.presets import PRESETS
+from service.solver import PlanInputError
+from service.solver import plan as solve
+
+log = logging.getLogger("mambasizer.api")
+
+TrialHook = Callable[[Any, Any, dict], Awaitable[Optional[dict]]]
+
+DESCRIPTION = """\
+How SGLang 0.5.23 splits GPU memory between the mamba-state pool and the KV pool for a
+hybrid model, per pipeline stage, before anything is deployed.
+
+`POST /v1/plan` answers 200 for every computed plan: `feasible: false` carries SGLang's
+own error and the remedies. Input that cannot be sized is a 422 `application/problem+json`
+naming the failing `field` and, when known, the `allowed` values.
+"""
+
+__all__ = ["create_app", "DeploymentsFileError"]
+
+
+def _trial_hook(worker: Any) -> Optional[TrialHook]:
+    if worker is None:
+        return None
+    hook = getattr(worker, "run_trial", worker)
+    if not callable(hook):
+        raise TypeError("worker must be an async callable (plan, request, trial_options) or have a run_trial method")
+    return hook
+
+
+def _warm_up() -> None:
+    """Plan every sizable preset once and read SGLang's flag table once, so the solver's
+    preset layouts are built, no request reads a file, and the first real request is as
+    fast as the others."""
+    if wire.parse_sglang_args is not None:
+        wire.parse_sglang_args(["--tp-size", "1"])
+    for preset in PRESETS.values():
+        if preset.sizable:
+            try:
+                solve({"model": {"preset": preset.name}, "budget": {"rest_gib": 40.0}})
+            except PlanInputError:  # pragma: no cover - a preset the solver cannot size
+                log.warning("preset cannot be sized", extra={"fields": {"event": "preset_unsizable", "preset": preset.name}})
+
+
+def create_app(deployments_path: Optional[str] = None, worker: Any = None) -> FastAPI:
+    """Build the app. Raises DeploymentsFileError when the deployments file cannot be
+    used at start-up (a later SIGHUP reload with a broken file keeps the old one)."""
+    _warm_up()
+    store = DeploymentStore(deployments_path)
+    store.load()
+    app_metrics = Metrics(store)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        loop = asyncio.get_running_loop()
+        hup = False
+        if store.configured and hasattr(signal, "SIGHUP"):
+            try:
+                loop.add_signal_handler(signal.SIGHUP, lambda: loop.run_in_executor(None, store.reload))
+                hup = True
+            except (NotImplementedError, RuntimeError, ValueError):
+                # Not the main thread (e.g. an in-process test client): reload() still works.
+                log.info("SIGHUP reload not installed (not on the main thread)", extra={"fields": {"event": "sighup_unavailable"}})
+        app.state.ready = True
+        log.info("mambasizer API ready", extra={"fields": {"event": "ready", "version": __version__, "deployments": len(store.snapshot.deployments)}})
+        try:
+            yield
+        finally:
+            app.state.ready = False
+            if hup:
+                loop.remove_signal_handler(signal.SIGHUP)
+            closer = getattr(worker, "aclose", None) or getattr(worker, "close", None)
+            if closer is not None:
+                try:
+                    result = closer()
+                    if inspect.isawaitable(result):
+                        await result
+                except Exception:
+                    log.exception("trial worker did not close cleanly")
+            log.info("mambasizer API stopped", extra={"fields": {"event": "shutdown"}})
+
+    app = FastAPI(
+        title="mambasizer",
+        version=__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        docs_url="/docs",
+        redoc_url=None,
+        openapi_tags=[
+            {"name": "plan", "description": "Sizing questions."},
+            {"name": "presets", "description": "The shipped model layouts."},
+            {"name": "operations", "description": "Probes and metrics."},
+        ],
+    )
+    app.state.ready = False
+    app.state.deployments = store
+    app.state.metrics = app_metrics
+    app.state.worker = worker
+    app.state.trial_hook = _trial_hook(worker)
+
+    problems.install(app)
+    for module in (plan, compare, presets, health, metrics):
+        app.include_router(module.router)
+    openapi.install(app)
+    app.add_middleware(ObservabilityMiddleware, metrics=app_metrics, max_body_bytes=MAX_BODY_BYTES)
+    return app

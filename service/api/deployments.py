@@ -1,0 +1,169 @@
+"""The `--deployments` watch file: deployment name -> PlanRequest, written as YAML.
+
+    qwen3-next-tp4:
+      model: {preset: qwen3-next-80b-a3b-instruct}
+      server_args: {tp_size: 4}
+      budget: {rest_gib: 40}
+    nemotron-pp4:
+      model: {preset: nemotron-h-56b-base-8k}
+      sglang_args: ["--tp-size", "2", "--pp-size", "4"]
+      budget: {free_gib_before_load: 139.6, free_gib_after_load: 100.0, gpu_memory_mib: 143771}
+
+Each entry is what `POST /v1/plan` takes (without `trial`). Every deployment is planned
+when the file is loaded, never at scrape time, and exported as `mambasizer_plan_*`
+gauges (see service.api.metrics). The file is re-read on SIGHUP: a file that cannot be
+read or parsed keeps the previous deployments (and says so in the log and in
+`mambasizer_deployments_last_reload_success`); an entry that cannot be sized is reported
+(`mambasizer_deployment_input_valid` = 0, the log, `/readyz`) without affecting the others.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Optional
+
+import yaml
+
+from schemas import Plan
+from service.api import wire
+from service.solver import PlanInputError, plan
+
+log = logging.getLogger("mambasizer.deployments")
+
+MAX_FILE_BYTES = 16 << 20
+MAX_DEPLOYMENTS = 1000
+# A deployment name becomes a label value: keep it bounded and readable (as the Helm chart does).
+NAME_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,126}[A-Za-z0-9])?$")
+
+
+class DeploymentsFileError(Exception):
+    """The file as a whole cannot be used (unreadable, not YAML, not a mapping of names)."""
+
+
+@dataclass(frozen=True)
+class Deployment:
+    name: str
+    plan: Optional[Plan]
+    error: Optional[dict] = None  # {"field", "message", "allowed"} when the entry cannot be sized
+    ignored_sglang_args: Optional[list[str]] = None
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    deployments: tuple[Deployment, ...] = ()
+    loaded_at: float = 0.0
+    path: Optional[str] = None
+
+    def summary(self) -> dict:
+        return {
+            "count": len(self.deployments),
+            "invalid": {d.name: d.error for d in self.deployments if d.error is not None},
+            "infeasible": [d.name for d in self.deployments if d.plan is not None and not d.plan.feasible],
+        }
+
+
+@dataclass
+class DeploymentStore:
+    path: Optional[str] = None
+    snapshot: Snapshot = field(default_factory=Snapshot)
+    reloads_ok: int = 0
+    reloads_failed: int = 0
+    last_error: Optional[str] = None
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def configured(self) -> bool:
+        return self.path is not None
+
+    def load(self) -> Snapshot:
+        """Read, plan and swap in the file; raise DeploymentsFileError (keeping the
+        previous snapshot) when the file cannot be used."""
+        with self._lock:
+            try:
+                snap = build_snapshot(self.path) if self.path else Snapshot()
+            except DeploymentsFileError as exc:
+                self.reloads_failed += 1
+                self.last_error = str(exc)
+                raise
+            self.snapshot = snap  # one reference swap: scrapes see the old or the new set
+            self.reloads_ok += 1
+            self.last_error = None
+        for d in snap.deployments:
+            if d.error is not None:
+                log.warning(
+                    "deployment cannot be sized",
+                    extra={"fields": {"event": "deployment_invalid", "deployment": d.name, **d.error}},
+                )
+        if self.path is None:
+            return snap
+        log.info(
+            "deployments loaded",
+            extra={"fields": {"event": "deployments_loaded", "path": self.path, "count": len(snap.deployments), "invalid": sum(d.error is not None for d in snap.deployments)}},
+        )
+        return snap
+
+    def reload(self) -> bool:
+        """SIGHUP: load again; on failure keep serving the previous deployments."""
+        try:
+            self.load()
+            return True
+        except DeploymentsFileError as exc:
+            log.error(
+                "deployments reload failed; keeping the previous deployments",
+                extra={"fields": {"event": "deployments_reload_failed", "path": self.path, "error": str(exc)}},
+            )
+            return False
+        except Exception:  # never let a signal handler kill the server
+            log.exception("deployments reload failed unexpectedly; keeping the previous deployments")
+            with self._lock:
+                self.reloads_failed += 1
+                self.last_error = "internal error while reloading"
+            return False
+
+
+def build_snapshot(path: str) -> Snapshot:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_FILE_BYTES + 1)
+    except OSError as exc:
+        raise DeploymentsFileError(f"cannot read the deployments file: {exc.strerror or type(exc).__name__}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise DeploymentsFileError(f"the deployments file is larger than {MAX_FILE_BYTES} bytes")
+    try:
+        doc = yaml.safe_load(data)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        raise DeploymentsFileError(f"the deployments file is not valid YAML{where}") from None
+    if doc is None:
+        doc = {}
+    if not isinstance(doc, dict):
+        raise DeploymentsFileError(f"the deployments file must map deployment names to requests, not hold a {type(doc).__name__}")
+    if len(doc) > MAX_DEPLOYMENTS:
+        raise DeploymentsFileError(f"the deployments file has {len(doc)} deployments; at most {MAX_DEPLOYMENTS}")
+    deployments = []
+    for name, entry in doc.items():
+        if not isinstance(name, str) or not NAME_RE.match(name):
+            raise DeploymentsFileError(
+                f"deployment name {str(name)[:200]!r} must be 1-128 letters, digits, '.', '_' or '-', "
+                "starting and ending with a letter or digit"
+            )
+        deployments.append(_plan_entry(name, entry))
+    return Snapshot(tuple(deployments), time.time(), path)
+
+
+def _plan_entry(name: str, entry: object) -> Deployment:
+    try:
+        if not isinstance(entry, dict):
+            raise PlanInputError("request", "must be a mapping (a PlanRequest)")
+        prepared = wire.prepare(entry, allow_trial=False)
+        return Deployment(name, plan(prepared.request), None, prepared.ignored_sglang_args)
+    except PlanInputError as exc:
+        error = {"field": exc.field, "message": exc.message}
+        if exc.allowed:
+            error["allowed"] = [str(a) for a in exc.allowed]
+        return Deployment(name, None, error)

@@ -1,0 +1,172 @@
+"""Prometheus metrics: one CollectorRegistry per app, and `GET /metrics`.
+
+Names follow Prometheus conventions (base units, `_total` counters, bounded labels):
+
+* `mambasizer_http_requests_total{route,method,status}` and
+  `mambasizer_http_request_duration_seconds{route,method}`: `route` is the route
+  template (`/v1/presets/{name}`), or `unmatched`; `method` is one of the standard
+  methods, or `other`.
+* `mambasizer_build_info{version,sglang_version}` = 1.
+* For each deployment in the `--deployments` file, per pipeline stage:
+  `mambasizer_plan_{max_running_requests,max_total_num_tokens,max_mamba_cache_size,
+  mamba_pool_bytes,kv_pool_bytes,feasible}{deployment,model_name,pp_rank}`, so they
+  join SGLang's own `sglang:max_total_num_tokens{model_name,pp_rank}`.
+* `mambasizer_trial_{measured,predicted}_bytes{deployment,pp_rank,pool}`: declared here,
+  set by the trial worker integration.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Iterator
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from schemas.plan import REFERENCE
+from service import __version__
+
+if TYPE_CHECKING:  # pragma: no cover
+    from service.api.deployments import DeploymentStore
+
+SGLANG_VERSION = REFERENCE.split("==", 1)[1]
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+UNMATCHED = "unmatched"
+# Plans cost ~0.1 ms, remedy searches a few ms, trials seconds.
+DURATION_BUCKETS = (0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+PLAN_LABELS = ("deployment", "model_name", "pp_rank")
+PLAN_GAUGES = {
+    "mambasizer_plan_max_running_requests": "max_running_requests SGLang 0.5.23 would start with (per attention-DP worker).",
+    "mambasizer_plan_max_total_num_tokens": "max_total_num_tokens SGLang 0.5.23 would start with (KV-pool tokens, synced across PP stages).",
+    "mambasizer_plan_max_mamba_cache_size": "max_mamba_cache_size (mamba-state slots) SGLang 0.5.23 would start with.",
+    "mambasizer_plan_mamba_pool_bytes": "Bytes the mamba pool allocates on this PP stage (conv + SSM state, speculative intermediate, ReplaySSM ring).",
+    "mambasizer_plan_kv_pool_bytes": "Bytes the KV pool allocates on this PP stage.",
+    "mambasizer_plan_feasible": "1 when SGLang 0.5.23 would start with this deployment's plan, 0 when it would refuse.",
+}
+
+
+class DeploymentsCollector(Collector):
+    """Reads the store's current snapshot at scrape time: a reload swaps the whole
+    label set at once, and a removed deployment leaves no stale series behind."""
+
+    def __init__(self, store: "DeploymentStore") -> None:
+        self.store = store
+
+    def describe(self) -> list:
+        return []  # names are checked at collect time; registering must not plan anything
+
+    def collect(self) -> Iterator:
+        snap = self.store.snapshot
+        fams = {name: GaugeMetricFamily(name, doc, labels=PLAN_LABELS) for name, doc in PLAN_GAUGES.items()}
+        valid = GaugeMetricFamily(
+            "mambasizer_deployment_input_valid",
+            "1 when the deployment's request can be sized, 0 when it is invalid input (see the log).",
+            labels=("deployment",),
+        )
+        for d in snap.deployments:
+            valid.add_metric((d.name,), 0.0 if d.plan is None else 1.0)
+            p = d.plan
+            if p is None:
+                continue
+            for st in p.stages:
+                labels = (d.name, p.model_name, str(st.pp_rank))
+                fams["mambasizer_plan_feasible"].add_metric(labels, 1.0 if p.feasible else 0.0)
+                for field in ("max_running_requests", "max_total_num_tokens", "max_mamba_cache_size"):
+                    value = getattr(p, field)
+                    if value is not None:
+                        fams[f"mambasizer_plan_{field}"].add_metric(labels, float(value))
+                if p.feasible:
+                    mamba = st.conv_state_bytes + st.ssm_state_bytes + st.intermediate_state_bytes + st.replayssm_ring_bytes
+                    fams["mambasizer_plan_mamba_pool_bytes"].add_metric(labels, float(mamba))
+                    fams["mambasizer_plan_kv_pool_bytes"].add_metric(labels, float(st.kv_pool_bytes))
+        yield from fams.values()
+        yield valid
+        reloads = CounterMetricFamily(
+            "mambasizer_deployments_reloads",
+            "Loads of the deployments file, by result.",
+            labels=("result",),
+        )
+        reloads.add_metric(("success",), float(self.store.reloads_ok))
+        reloads.add_metric(("failure",), float(self.store.reloads_failed))
+        yield reloads
+        yield GaugeMetricFamily(
+            "mambasizer_deployments_last_reload_success",
+            "1 when the last load of the deployments file succeeded (a failed reload keeps the previous deployments).",
+            value=1.0 if self.store.last_error is None else 0.0,
+        )
+        yield GaugeMetricFamily(
+            "mambasizer_deployments_last_reload_timestamp_seconds",
+            "Unix time of the last successful load of the deployments file.",
+            value=snap.loaded_at,
+        )
+
+
+class Metrics:
+    """Every collector of one app, in the app's own registry."""
+
+    def __init__(self, store: "DeploymentStore") -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        self.requests = Counter(
+            "mambasizer_http_requests_total",
+            "HTTP requests answered, by route template, method and status code.",
+            ("route", "method", "status"),
+            registry=r,
+        )
+        self.duration = Histogram(
+            "mambasizer_http_request_duration_seconds",
+            "Time from request start to the last response byte, by route template and method.",
+            ("route", "method"),
+            buckets=DURATION_BUCKETS,
+            registry=r,
+        )
+        self.build_info = Gauge(
+            "mambasizer_build_info",
+            "Always 1; the labels name the mambasizer version and the SGLang version it reproduces.",
+            ("version", "sglang_version"),
+            registry=r,
+        )
+        self.build_info.labels(__version__, SGLANG_VERSION).set(1)
+        self.trial_measured = Gauge(
+            "mambasizer_trial_measured_bytes",
+            "Bytes a trial allocation measured, by deployment, PP stage and pool.",
+            ("deployment", "pp_rank", "pool"),
+            registry=r,
+        )
+        self.trial_predicted = Gauge(
+            "mambasizer_trial_predicted_bytes",
+            "Bytes the plan predicted for the same trial allocation, by deployment, PP stage and pool.",
+            ("deployment", "pp_rank", "pool"),
+            registry=r,
+        )
+        r.register(DeploymentsCollector(store))
+        self._children: dict = {}
+
+    def observe(self, route: str, method: str, status: int, seconds: float) -> None:
+        key = (route, method, status)
+        children = self._children.get(key)
+        if children is None:
+            children = (self.requests.labels(route, method, str(status)), self.duration.labels(route, method))
+            self._children[key] = children
+        children[0].inc()
+        children[1].observe(seconds)
+
+    def exposition(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+router = APIRouter(tags=["operations"])
+
+
+@router.get(
+    "/metrics",
+    operation_id="metrics",
+    summary="Prometheus metrics",
+    response_class=Response,
+    responses={200: {"description": "Prometheus text exposition format.", "content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}}}},
+)
+async def get_metrics(request: Request) -> Response:
+    return Response(request.app.state.metrics.exposition(), media_type=CONTENT_TYPE_LATEST)

@@ -1,0 +1,95 @@
+"""One pure-ASGI middleware for the whole request path: body limit, metrics, access log.
+
+* Body limit: a declared Content-Length over the limit is refused (413) before any of
+  the body is read; a streamed (chunked) body is counted as it is read and refused the
+  moment it passes the limit (BodyTooLarge, answered 413 by service.api.problems).
+* Metrics: `mambasizer_http_requests_total` / `_duration_seconds` by route template.
+* Access log: one JSON line per request on `mambasizer.access` (method, route, path,
+  status, duration_ms).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from service.api.metrics import METHODS, UNMATCHED, Metrics
+from service.api.problems import BodyTooLarge
+
+access_log = logging.getLogger("mambasizer.access")
+
+
+def _route_of(scope: Scope) -> str:
+    path = getattr(scope.get("route"), "path", None)
+    return path if isinstance(path, str) else UNMATCHED
+
+
+class ObservabilityMiddleware:
+    def __init__(self, app: ASGIApp, metrics: Metrics, max_body_bytes: int) -> None:
+        self.app = app
+        self.metrics = metrics
+        self.max_body = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = 0  # 0 until the response starts
+        limit = self.max_body
+
+        declared = None
+        for key, value in scope["headers"]:
+            if key == b"content-length":
+                try:
+                    declared = int(value)
+                except ValueError:
+                    declared = None
+                break
+
+        async def send_wrapper(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        received = 0
+
+        async def receive_limited() -> Message:
+            # Refuse a declared oversize body before reading any of it, and a streamed
+            # one as soon as it passes the limit; routes that read no body never trip it.
+            nonlocal received
+            if declared is not None and declared > limit:
+                raise BodyTooLarge()
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise BodyTooLarge()
+            return message
+
+        try:
+            await self.app(scope, receive_limited, send_wrapper)
+        except BaseException:
+            if status == 0:  # the server answers 500 (or the client went away)
+                status = 500
+            raise
+        finally:
+            elapsed = time.perf_counter() - start
+            method = scope["method"] if scope["method"] in METHODS else "other"
+            route = _route_of(scope)
+            self.metrics.observe(route, method, status, elapsed)
+            if access_log.isEnabledFor(logging.INFO):
+                access_log.info(
+                    "request",
+                    extra={
+                        "fields": {
+                            "method": scope["method"][:16],
+                            "route": route,
+                            "path": scope.get("path", "")[:512],
+                            "status": status,
+                            "duration_ms": round(elapsed * 1000.0, 3),
+                        }
+                    },
+                )

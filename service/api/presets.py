@@ -1,0 +1,104 @@
+"""`GET /v1/presets` and `GET /v1/presets/{name}`: the shipped model layouts and their sources.
+
+Both answers are encoded once, when the app is built: the request path reads no file and
+re-validates nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Optional
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+from pydantic import BaseModel, Field
+
+from service.api.problems import problem_doc, problem_response
+from service.presets import PRESETS
+from service.solver import PlanInputError, plan
+
+
+class PresetSummary(BaseModel):
+    name: str
+    model_id: str
+    verified: bool = Field(description="Every value checked against the published config.json.")
+    supported_by_sglang: bool = Field(description="SGLang 0.5.23 sizes this family through its mamba path.")
+    sizable: bool = Field(description="Sized by default (supported and verified); others need model.allow_unverified or are not sized at all.")
+    reason: Optional[str] = Field(description="Why the preset is not sized by default; null when it is.")
+    source: str = Field(description="Where the config values come from (see service/presets/models/SOURCES.md).")
+
+
+class PresetList(BaseModel):
+    presets: list[PresetSummary]
+
+
+class PresetDetail(PresetSummary):
+    sglang_support: str = Field(description="How SGLang 0.5.23 handles this family.")
+    notes: str
+    hf_config: dict[str, Any] = Field(description="The config.json subset the solver reads; usable as model.hf_config.")
+    example_request: Optional[dict[str, Any]] = Field(
+        description="A PlanRequest for this preset, ready to POST to /v1/plan; null when the preset cannot be sized."
+    )
+    sizing_error: Optional[dict[str, Any]] = Field(
+        description="Why the preset cannot be sized even with allow_unverified (`field`, `message`); null when it can."
+    )
+
+
+def _detail(p) -> dict:
+    """Built once per preset when the app is imported (the example is planned here, to
+    offer it only when it plans)."""
+    model: dict[str, Any] = {"preset": p.name}
+    if p.supported and not p.verified:
+        model["allow_unverified"] = True
+    example: Optional[dict] = {"model": model, "budget": {"rest_gib": 40.0}}
+    error = None
+    try:
+        plan(example)
+    except PlanInputError as exc:
+        example, error = None, {"field": exc.field, "message": exc.message}
+    return {
+        **p.summary(),
+        "sglang_support": p.sglang_support,
+        "notes": p.notes,
+        "hf_config": dict(p.hf_config),
+        "example_request": example,
+        "sizing_error": error,
+    }
+
+
+def _encode(obj: Any) -> bytes:
+    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+LIST_BODY = _encode({"presets": [p.summary() for p in PRESETS.values()]})
+DETAIL_BODIES = {name: _encode(_detail(p)) for name, p in PRESETS.items()}
+NAMES = sorted(PRESETS)
+
+router = APIRouter(tags=["presets"])
+
+
+@router.get("/v1/presets", operation_id="list_presets", summary="The shipped presets, sizable or not, with the reason", response_model=PresetList)
+async def list_presets() -> Response:
+    return Response(LIST_BODY, media_type="application/json")
+
+
+@router.get(
+    "/v1/presets/{name}",
+    operation_id="get_preset",
+    summary="One preset: its config, its source and a ready-to-post request",
+    response_model=PresetDetail,
+    responses={404: problem_doc("No preset of that name; `allowed` lists the names.")},
+    # The name is read from the path as is (any string is a valid question; unknown ones
+    # are a 404), so it is declared here rather than validated by FastAPI.
+    openapi_extra={
+        "parameters": [
+            {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}, "description": "A preset name from GET /v1/presets.", "example": "qwen3-next-80b-a3b-instruct"}
+        ]
+    },
+)
+async def get_preset(request: Request) -> Response:
+    name = request.path_params["name"]
+    body = DETAIL_BODIES.get(name)
+    if body is None:
+        return problem_response(404, f"unknown preset {name[:128]!r}", instance=request.url.path, field="name", allowed=NAMES)
+    return Response(body, media_type="application/json")

@@ -1,0 +1,179 @@
+"""RFC 9457 problem details (`application/problem+json`) for every error the API returns.
+
+Members: `type`, `title`, `status`, `detail`, `instance` (the request path), plus
+`field` (the failing field's path, null when no single field is to blame) and `allowed`
+(the accepted values, present only when known). Never a stack trace or a file path.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, Optional
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import Response
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from service.api.wire import MAX_BODY_BYTES, InvalidRequest, MalformedRequest
+from service.solver import PlanInputError
+
+PROBLEM_JSON = "application/problem+json"
+TYPE_PREFIX = "urn:mambasizer:problem:"
+
+INVALID_INPUT = TYPE_PREFIX + "invalid-input"
+MALFORMED_JSON = TYPE_PREFIX + "malformed-json"
+BODY_TOO_LARGE = TYPE_PREFIX + "body-too-large"
+
+log = logging.getLogger("mambasizer.api")
+
+_TITLES = {
+    400: "Bad Request",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    413: "Content Too Large",
+    415: "Unsupported Media Type",
+    422: "Unprocessable Content",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+    503: "Service Unavailable",
+}
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details."""
+
+    type: str = Field(description="A URI naming the problem class; `about:blank` for plain HTTP errors.")
+    title: str
+    status: int
+    detail: str
+    instance: Optional[str] = Field(None, description="The request path.")
+    field: Optional[str] = Field(None, description="Path of the failing field, e.g. `server_args.pp_size`.")
+    allowed: Optional[list[str]] = Field(None, description="The accepted values, when known.")
+    errors: Optional[list[dict[str, str]]] = Field(None, description="Every failing field (schema errors only).")
+
+
+class BodyTooLarge(Exception):
+    """Raised by the body-limit wrapper while a streamed body is being read."""
+
+
+def problem_bytes(
+    status: int,
+    detail: str,
+    *,
+    type_: str = "about:blank",
+    title: Optional[str] = None,
+    instance: Optional[str] = None,
+    field: Optional[str] = None,
+    allowed: Optional[list] = None,
+    errors: Optional[list] = None,
+) -> bytes:
+    body: dict[str, Any] = {
+        "type": type_,
+        "title": title or _TITLES.get(status, "Error"),
+        "status": status,
+        "detail": detail,
+    }
+    if instance is not None:
+        body["instance"] = instance
+    body["field"] = field
+    if allowed is not None:
+        body["allowed"] = [str(a) for a in allowed]
+    if errors:
+        body["errors"] = errors
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def problem_response(status: int, detail: str, headers: Optional[dict] = None, **kw: Any) -> Response:
+    return Response(problem_bytes(status, detail, **kw), status_code=status, media_type=PROBLEM_JSON, headers=headers)
+
+
+def input_problem(exc: PlanInputError, instance: Optional[str] = None) -> Response:
+    if isinstance(exc, MalformedRequest):
+        return problem_response(
+            422, exc.message, type_=MALFORMED_JSON, title="Malformed request body", instance=instance, field=exc.field
+        )
+    return problem_response(
+        422,
+        exc.message,
+        type_=INVALID_INPUT,
+        title="The request cannot be sized",
+        instance=instance,
+        field=exc.field,
+        allowed=exc.allowed,
+        errors=exc.errors if isinstance(exc, InvalidRequest) else None,
+    )
+
+
+def too_large_bytes(instance: Optional[str] = None) -> bytes:
+    return problem_bytes(
+        413,
+        f"request bodies are limited to {MAX_BODY_BYTES} bytes (1 MiB)",
+        type_=BODY_TOO_LARGE,
+        instance=instance,
+    )
+
+
+# --------------------------------------------------------------------------- handlers
+
+
+async def _plan_input_error(request: Request, exc: PlanInputError) -> Response:
+    return input_problem(exc, request.url.path)
+
+
+async def _request_validation(request: Request, exc: RequestValidationError) -> Response:
+    errs = exc.errors()
+    first = errs[0] if errs else {}
+    loc = [str(p) for p in first.get("loc", ()) if p not in ("body", "path", "query")]
+    return problem_response(
+        422,
+        str(first.get("msg", "invalid request")),
+        type_=INVALID_INPUT,
+        title="The request cannot be sized",
+        instance=request.url.path,
+        field=".".join(loc) or "request",
+    )
+
+
+async def _http_exception(request: Request, exc: StarletteHTTPException) -> Response:
+    status = exc.status_code
+    if status == 404:
+        detail = f"no route {request.url.path}" if exc.detail in (None, "Not Found") else str(exc.detail)
+    elif status == 405:
+        allow = (exc.headers or {}).get("Allow", "")
+        detail = f"{request.method} is not allowed on {request.url.path}" + (f"; allowed: {allow}" if allow else "")
+    else:
+        detail = str(exc.detail) if exc.detail else _TITLES.get(status, "Error")
+    allowed = None
+    if status == 405 and exc.headers and exc.headers.get("Allow"):
+        allowed = [m.strip() for m in exc.headers["Allow"].split(",") if m.strip()]
+    return problem_response(status, detail, headers=exc.headers, instance=request.url.path, allowed=allowed)
+
+
+async def _body_too_large(request: Request, exc: BodyTooLarge) -> Response:
+    return Response(too_large_bytes(request.url.path), status_code=413, media_type=PROBLEM_JSON, headers={"Connection": "close"})
+
+
+async def _internal(request: Request, exc: Exception) -> Response:
+    # The traceback goes to the server log only; the client learns nothing internal.
+    log.error("internal error on %s %s: %s", request.method, request.url.path, type(exc).__name__, exc_info=exc)
+    return problem_response(500, "internal error; it has been logged", instance=request.url.path)
+
+
+def install(app: FastAPI) -> None:
+    app.add_exception_handler(PlanInputError, _plan_input_error)
+    app.add_exception_handler(RequestValidationError, _request_validation)
+    app.add_exception_handler(StarletteHTTPException, _http_exception)
+    app.add_exception_handler(BodyTooLarge, _body_too_large)
+    app.add_exception_handler(Exception, _internal)
+
+
+def problem_doc(description: str) -> dict:
+    """An OpenAPI `responses` entry for a problem+json answer (Problem is added to the
+    components by `service.api.openapi`)."""
+    return {
+        "description": description,
+        "content": {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}},
+    }

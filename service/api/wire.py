@@ -1,0 +1,228 @@
+"""Request decoding and Plan encoding shared by the HTTP API and `mambasizer plan`.
+
+No web framework here: `mambasizer plan` imports this module without paying for FastAPI.
+Both front ends decode the same bytes the same way and encode a Plan with the same
+serializer, so `POST /v1/plan` answers byte for byte what `mambasizer plan --json` prints.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from dataclasses import dataclass
+from typing import Annotated, Any, Optional
+
+from pydantic import Field, ValidationError
+
+from service.solver import PlanInputError
+from service.solver.plan import input_error_from_validation
+from schemas import Plan, PlanRequest
+
+try:  # written alongside this module; absent in a build without launch-argument parsing
+    from service.sglang_args import parse_sglang_args
+except ModuleNotFoundError as _exc:  # pragma: no cover - depends on the build
+    if _exc.name != "service.sglang_args":
+        raise
+    parse_sglang_args = None
+
+MAX_BODY_BYTES = 1 << 20  # 1 MiB: far above any config.json, far below anything harmful
+MAX_SGLANG_ARGS = 1024
+MAX_SGLANG_ARG_CHARS = 8192
+MAX_LISTED_ERRORS = 20
+
+
+class ApiPlanRequest(PlanRequest):
+    """The body of `POST /v1/plan`: a PlanRequest, optionally with SGLang launch arguments
+    in place of `server_args`, and optionally a trial allocation on the GPU worker."""
+
+    sglang_args: Optional[
+        Annotated[
+            list[Annotated[str, Field(max_length=MAX_SGLANG_ARG_CHARS)]],
+            Field(max_length=MAX_SGLANG_ARGS),
+        ]
+    ] = Field(
+        None,
+        description="SGLang 0.5.23 launch arguments exactly as passed to `sglang.launch_server` "
+        "(flag names and aliases as SGLang spells them), in place of `server_args`. Flags that do "
+        "not change sizing are ignored and listed in the response's `ignored_sglang_args`; a flag "
+        "that changes sizing but is not modelled is refused (422) by name.",
+    )
+    trial: Optional[dict[str, Any]] = Field(
+        None,
+        description="Run a trial allocation of this plan on the trial worker and return it under "
+        "`trial` in the response. Without a worker the plan still comes back, with "
+        '`trial: {"status": "unavailable"}`.',
+    )
+
+
+class PlanResponse(Plan):
+    """The Plan, exactly as `mambasizer plan --json` prints it; `ignored_sglang_args` is
+    present only when the request used `sglang_args`, `trial` only when it asked for one."""
+
+    ignored_sglang_args: Optional[list[str]] = Field(
+        None, description="Launch arguments that do not change sizing and were ignored (only with `sglang_args`)."
+    )
+    sglang_args_warnings: Optional[list[str]] = Field(
+        None, description="What the launch arguments imply beyond the plan (only with `sglang_args`, when there is any)."
+    )
+    trial: Optional[dict[str, Any]] = Field(
+        None, description='The trial result (only with `trial`); `{"status": "unavailable"}` without a worker.'
+    )
+
+
+class MalformedRequest(PlanInputError):
+    """The body is not a JSON object at all (no field to blame beyond `request`)."""
+
+
+class InvalidRequest(PlanInputError):
+    """A PlanRequest that fails validation; `errors` lists every failing field."""
+
+    def __init__(self, field: str, message: str, allowed=None, errors: Optional[list[dict]] = None):
+        super().__init__(field, message, allowed)
+        self.errors = errors or []
+
+
+@dataclass(frozen=True)
+class Prepared:
+    request: PlanRequest
+    ignored_sglang_args: Optional[list[str]]  # None when the request did not use sglang_args
+    trial: Optional[dict]  # None when no trial was asked for
+    sglang_args_warnings: tuple[str, ...] = ()
+
+    def extra_fields(self) -> dict:
+        """The fields a response adds to the Plan for this request's sglang_args."""
+        out: dict = {}
+        if self.ignored_sglang_args is not None:
+            out["ignored_sglang_args"] = self.ignored_sglang_args
+        if self.sglang_args_warnings:
+            out["sglang_args_warnings"] = list(self.sglang_args_warnings)
+        return out
+
+
+def _no_constants(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON (JSON numbers are finite)")
+
+
+def decode_json(data: bytes | str, label: str = "request body") -> dict:
+    """The body as a JSON object, or MalformedRequest naming what is wrong with it."""
+    try:
+        obj = json.loads(data, parse_constant=_no_constants)
+    except json.JSONDecodeError as exc:
+        raise MalformedRequest("request", f"{label} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
+    except RecursionError:
+        raise MalformedRequest("request", f"{label} is nested too deeply") from None
+    except ValueError as exc:  # bad UTF-8, NaN/Infinity, an integer with too many digits
+        raise MalformedRequest("request", f"{label} is not valid JSON: {exc}") from None
+    if not isinstance(obj, dict):
+        raise MalformedRequest("request", f"{label} must be a JSON object (a PlanRequest), not {_json_type(obj)}")
+    return obj
+
+
+def _json_type(obj: Any) -> str:
+    if obj is None:
+        return "null"
+    if isinstance(obj, bool):
+        return "a boolean"
+    if isinstance(obj, (int, float)):
+        return "a number"
+    if isinstance(obj, str):
+        return "a string"
+    if isinstance(obj, list):
+        return "an array"
+    return type(obj).__name__
+
+
+# The solver's own path rule (pydantic's union tags dropped), so `errors` agree with `field`.
+_json_path = getattr(importlib.import_module("service.solver.plan"), "_without_union_tags", list)
+
+
+def _loc(loc: tuple) -> str:
+    return ".".join(str(p) for p in _json_path(loc)) or "request"
+
+
+def validation_error(exc: ValidationError, from_sglang_args: bool = False) -> InvalidRequest:
+    """The solver's own mapping for the first error, plus every error listed."""
+    first = input_error_from_validation(exc)
+    errors = []
+    for err in exc.errors(include_url=False)[:MAX_LISTED_ERRORS]:
+        msg = err["msg"] if err["type"] != "extra_forbidden" else "unknown field (not part of the PlanRequest contract)"
+        errors.append({"field": _loc(err["loc"]), "message": msg})
+    message = first.message
+    if from_sglang_args and first.field.startswith(("server_args.", "env.")):
+        message = f"{message} (the value came from sglang_args)"
+    return InvalidRequest(first.field, message, first.allowed, errors)
+
+
+def _take_sglang_args(raw: dict, value: Any) -> tuple[dict, Any]:
+    if not isinstance(value, list) or not all(isinstance(a, str) for a in value):
+        raise PlanInputError("sglang_args", "must be a list of strings, as a shell would pass them (e.g. [\"--tp-size\", \"8\"])")
+    if len(value) > MAX_SGLANG_ARGS:
+        raise PlanInputError("sglang_args", f"has {len(value)} entries; at most {MAX_SGLANG_ARGS} are accepted")
+    for i, arg in enumerate(value):
+        if len(arg) > MAX_SGLANG_ARG_CHARS:
+            raise PlanInputError(f"sglang_args.{i}", f"is longer than {MAX_SGLANG_ARG_CHARS} characters")
+    if "server_args" in raw:
+        raise PlanInputError("sglang_args", "give either server_args or sglang_args, not both")
+    if parse_sglang_args is None:
+        raise PlanInputError("sglang_args", "is not supported by this build (service.sglang_args is missing); use server_args")
+    parsed = parse_sglang_args(list(value))
+    env = raw.get("env")
+    if env is None:
+        env = {}
+    elif not isinstance(env, dict):
+        raise PlanInputError("env", "must be a JSON object")
+    merged = dict(env)
+    for key, val in (parsed.env or {}).items():
+        if key in merged and merged[key] != val:
+            raise PlanInputError(f"env.{key}", f"is {merged[key]!r} in env but sglang_args set it to {val!r}")
+        merged[key] = val
+    raw["server_args"] = dict(parsed.server_args)
+    if merged or "env" in raw:
+        raw["env"] = merged
+    return raw, parsed
+
+
+def prepare(raw: dict, allow_trial: bool = True) -> Prepared:
+    """A decoded body -> the PlanRequest to size, the ignored launch flags and the trial
+    options. Raises PlanInputError (InvalidRequest for schema errors) for input that
+    cannot be sized."""
+    raw = dict(raw)
+    trial = raw.pop("trial", None)
+    if trial is not None:
+        if not allow_trial:
+            raise PlanInputError("trial", "is only accepted by POST /v1/plan")
+        if not isinstance(trial, dict):
+            raise PlanInputError("trial", "must be a JSON object (the trial options; {} for the defaults)")
+    parsed = None
+    if "sglang_args" in raw:
+        value = raw.pop("sglang_args")
+        if value is not None:
+            raw, parsed = _take_sglang_args(raw, value)
+    try:
+        request = PlanRequest.model_validate(raw)
+    except ValidationError as exc:
+        raise validation_error(exc, from_sglang_args=parsed is not None) from None
+    if parsed is None:
+        return Prepared(request, None, trial)
+    return Prepared(request, list(parsed.ignored or []), trial, tuple(parsed.warnings or ()))
+
+
+def plan_json(plan: Plan) -> bytes:
+    """THE encoding of a Plan: the API body and `mambasizer plan --json` both use it."""
+    return plan.model_dump_json().encode()
+
+
+def with_fields(body: bytes, fields: dict) -> bytes:
+    """Append top-level fields to an encoded JSON object, leaving its bytes untouched."""
+    if not fields:
+        return body
+    extra = json.dumps(fields, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    return body[:-1] + b"," + extra[1:]
+
+
+def input_error_line(exc: PlanInputError) -> str:
+    """`<field>: <message> (allowed: ...)`, on one line."""
+    text = f"{exc.field}: {exc.message}" if exc.field else str(exc.message)
+    if exc.allowed:
+        text += f" (allowed: {', '.join(str(a) for a in exc.allowed)})"
+    return " ".join(text.split())

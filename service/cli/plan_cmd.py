@@ -1,0 +1,148 @@
+"""`mambasizer plan`: what SGLang 0.5.23 would decide at start-up for one request.
+
+    mambasizer plan REQUEST.json          # a readable per-stage table
+    mambasizer plan --json REQUEST.json   # the Plan JSON, byte for byte what POST /v1/plan answers
+    mambasizer plan - < REQUEST.json      # `-` reads stdin
+
+Exit codes: 0 SGLang would start; 1 it would not (its error and the remedies are
+printed); 2 the request cannot be sized (one line: `mambasizer: error: <field>: <message>`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, Optional, Sequence
+
+from service.cli import EXIT_INVALID, EXIT_OK, EXIT_WOULD_NOT_START
+
+GIB = float(1 << 30)
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "plan",
+        help="size one request: per-stage table, or --json for the Plan (exit 0 starts, 1 would not, 2 invalid)",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="exit codes: 0 SGLang would start, 1 it would not (error + remedies printed), 2 invalid input",
+    )
+    p.add_argument("request", metavar="REQUEST.json", help="a PlanRequest JSON file, or `-` for stdin")
+    p.add_argument("--json", action="store_true", help="print the Plan JSON exactly as POST /v1/plan returns it")
+    p.set_defaults(run=run)
+    return p
+
+
+def _error(line: str) -> int:
+    print(f"mambasizer: error: {' '.join(line.split())}", file=sys.stderr)
+    return EXIT_INVALID
+
+
+def _read(source: str) -> bytes:
+    if source == "-":
+        return sys.stdin.buffer.read()
+    with open(source, "rb") as fh:
+        return fh.read()
+
+
+def _gib(n: Optional[int]) -> str:
+    return "-" if n is None else f"{n / GIB:.2f} GiB"
+
+
+def _num(n: Any) -> str:
+    if n is None:
+        return "-"
+    return f"{n:,}" if isinstance(n, int) else str(n)
+
+
+def render(plan: Any, ignored: Optional[list[str]] = None, arg_warnings: Sequence[str] = ()) -> str:
+    """The readable table for a Plan."""
+    r = plan.resolved
+    out = []
+    verdict = "SGLang 0.5.23 would start" if plan.feasible else "SGLang 0.5.23 would NOT start"
+    out.append(f"{plan.model_name} ({plan.family}), {plan.accounting} accounting: {verdict}")
+    mfs = "-" if r.mem_fraction_static is None else f"{r.mem_fraction_static:g}"
+    out.append(
+        f"  tp {r.tp_size}, pp {r.pp_size}, attention dp {r.attn_dp_size}, page {r.page_size}, "
+        f"kv {r.kv_cache_dtype}, mem_fraction_static {mfs}, context {r.context_length:,}, "
+        f"radix {('off' if r.disable_radix_cache else r.mamba_radix_cache_strategy)}, "
+        f"conv/ssm {r.conv_dtype}/{r.ssm_dtype}"
+        + (f", spec {r.speculative_algorithm}" if r.speculative_algorithm else "")
+    )
+    rest = "-" if plan.rest_gib is None else f"{plan.rest_gib:.4f} GiB"
+    out.append(f"  rest for the mamba split {rest}, {plan.mamba_ratio} mamba slots per request, "
+               f"{_num(plan.mamba_cache_per_req_bytes)} state bytes per request")
+    out.append("")
+    binding = f"   (binding: {plan.binding_limit})" if plan.binding_limit else ""
+    rows = [
+        ("max_running_requests", _num(plan.max_running_requests) + binding),
+        ("max_total_num_tokens", _num(plan.max_total_num_tokens)),
+        ("max_mamba_cache_size", _num(plan.max_mamba_cache_size)),
+        ("pp_max_micro_batch_size", _num(plan.pp_max_micro_batch_size)),
+        ("kv budget per stage", _gib(plan.kv_budget_bytes)),
+    ]
+    width = max(len(k) for k, _ in rows)
+    out += [f"  {k:<{width}}  {v}" for k, v in rows]
+    out.append("")
+    header = ("pp_rank", "layers", "mamba", "attn", "mamba pool", "KV pool", "KV tokens", "req_to_token", "idle")
+    table = [header]
+    for s in plan.stages:
+        mamba = s.conv_state_bytes + s.ssm_state_bytes + s.intermediate_state_bytes + s.replayssm_ring_bytes
+        table.append((
+            str(s.pp_rank), f"{s.start_layer}-{s.end_layer - 1}", str(s.mamba_layers), str(s.full_attention_layers),
+            _gib(mamba) if plan.feasible else "-", _gib(s.kv_pool_bytes) if plan.feasible else "-",
+            _num(s.kv_tokens), _gib(s.req_to_token_bytes) if plan.feasible else "-",
+            _gib(s.idle_bytes) if plan.feasible else "-",
+        ))
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    for row in table:
+        out.append("  " + "  ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))).rstrip())
+    if plan.error is not None:
+        out.append("")
+        out.append(f"error ({plan.error.kind}): {plan.error.exception}: {plan.error.message}")
+        if plan.error.remedies:
+            out.append("remedies:")
+            out += [f"  - {rem}" for rem in plan.error.remedies]
+    if plan.warnings:
+        out.append("")
+        out.append("warnings:")
+        out += [f"  - {w}" for w in plan.warnings]
+    if ignored:
+        out.append("")
+        out.append("ignored sglang_args (no effect on sizing): " + " ".join(ignored))
+    if arg_warnings:
+        out.append("sglang_args warnings:")
+        out += [f"  - {w}" for w in arg_warnings]
+    return "\n".join(out)
+
+
+def run(args: argparse.Namespace) -> int:
+    # Imported here, not at module level: `mambasizer --help` stays fast.
+    from service.api import wire
+    from service.solver import PlanInputError, plan
+
+    label = "stdin" if args.request == "-" else args.request
+    try:
+        data = _read(args.request)
+    except OSError as exc:
+        return _error(f"{label}: cannot read: {exc.strerror or exc}")
+    try:
+        prepared = wire.prepare(wire.decode_json(data, label=label), allow_trial=False)
+        result = plan(prepared.request)
+    except PlanInputError as exc:
+        if exc.field == "trial":
+            return _error("trial: is only run by the HTTP API (POST /v1/plan); remove it to plan from the command line")
+        return _error(wire.input_error_line(exc))
+
+    if args.json:
+        body = wire.plan_json(result)
+        body = wire.with_fields(body, prepared.extra_fields())
+        sys.stdout.write(body.decode() + "\n")
+        if not result.feasible and result.error is not None:
+            print(f"mambasizer: SGLang 0.5.23 would not start {result.model_name}: {result.error.message}", file=sys.stderr)
+            for rem in result.error.remedies:
+                print(f"  remedy: {rem}", file=sys.stderr)
+    else:
+        print(render(result, prepared.ignored_sglang_args, prepared.sglang_args_warnings))
+    sys.stdout.flush()
+    return EXIT_OK if result.feasible else EXIT_WOULD_NOT_START

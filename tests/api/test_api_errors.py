@@ -1,0 +1,260 @@
+"""Every error class: status, `application/problem+json`, the failing field's path, the
+allowed values where known, and nothing internal."""
+
+from __future__ import annotations
+
+import pytest
+
+from api_helpers import assert_problem, dumps, preset_request
+from service.api.problems import BODY_TOO_LARGE, INVALID_INPUT, MALFORMED_JSON
+from service.presets import PRESETS
+
+SIZABLE = sorted(p.name for p in PRESETS.values() if p.sizable)
+B = {"rest_gib": 30.0}
+LAYOUT = {
+    "num_hidden_layers": 8,
+    "mamba_layer_ids": [0, 1, 2, 4, 5, 6],
+    "full_attention_layer_ids": [3, 7],
+    "state": {"conv_shapes": [[10240, 3]], "temporal_shape": [128, 64, 128]},
+    "kv": {"type": "mha", "num_kv_heads": 8, "head_dim": 128},
+    "context_length": 32768,
+}
+
+
+@pytest.mark.parametrize(
+    "body, detail_part",
+    [
+        (b"{not json", "not valid JSON"),
+        (b"", "not valid JSON"),
+        (b'{"model": {"preset": "x"}', "not valid JSON"),
+        (b"\xff\xfe\x00garbage", "not valid JSON"),
+        (b'{"budget": {"rest_gib": NaN}}', "NaN"),
+        (b'{"budget": {"rest_gib": Infinity}}', "Infinity"),
+        (b"[" * 100000 + b"]" * 100000, "nested too deeply"),
+        (b"[]", "must be a JSON object"),
+        (b'"a string"', "must be a JSON object"),
+        (b"null", "must be a JSON object"),
+    ],
+)
+def test_malformed_json(client, body, detail_part):
+    resp = client.post("/v1/plan", content=body)
+    problem = assert_problem(resp, 422, field="request", type_=MALFORMED_JSON)
+    assert detail_part in problem["detail"]
+
+
+@pytest.mark.parametrize(
+    "req, field",
+    [
+        ({**preset_request(), "extra": 1}, "extra"),
+        (preset_request(tp=4), "server_args.tp"),
+        ({**preset_request(), "env": {"SGLANG_UNKNOWN": "1"}}, "env.SGLANG_UNKNOWN"),
+        ({"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "budget": {"rest_gib": 1, "gib": 2}}, "budget.gib"),
+    ],
+)
+def test_unknown_fields_are_named(client, req, field):
+    problem = assert_problem(client.post("/v1/plan", json=req), 422, field=field, type_=INVALID_INPUT)
+    assert "unknown field" in problem["detail"]
+    assert {"field": field, "message": problem["detail"]} in problem["errors"]
+
+
+# Field paths are JSON paths: pydantic's union tags (`model.layout.layout...`) never show.
+def test_unknown_field_inside_the_model_form(client):
+    req = {"model": {"preset": "qwen3-next-80b-a3b-instruct", "revision": "main"}, "budget": B}
+    problem = assert_problem(client.post("/v1/plan", json=req), 422, field="model.revision")
+    assert problem["errors"] == [{"field": "model.revision", "message": problem["detail"]}]
+
+
+def test_layout_field_path(client):
+    layout = dict(LAYOUT, num_hidden_layers=5000, kv={"type": "mha", "num_kv_heads": 8, "head_dim": 0})
+    problem = assert_problem(client.post("/v1/plan", json={"model": {"layout": layout}, "budget": B}), 422, field="model.layout.num_hidden_layers")
+    assert {e["field"] for e in problem["errors"]} == {"model.layout.num_hidden_layers", "model.layout.kv.head_dim"}
+
+
+def test_unknown_preset_lists_the_sizable_ones(client):
+    problem = assert_problem(client.post("/v1/plan", json=preset_request("no-such-model")), 422, field="model.preset")
+    assert "no-such-model" in problem["detail"]
+    assert problem["allowed"] == SIZABLE
+
+
+def test_unverified_preset_needs_the_opt_in(client):
+    name = next(p.name for p in PRESETS.values() if p.supported and not p.verified)
+    problem = assert_problem(client.post("/v1/plan", json=preset_request(name)), 422, field="model.preset")
+    assert "allow_unverified" in problem["detail"]
+    assert problem["allowed"] == SIZABLE
+    ok = client.post("/v1/plan", json={"model": {"preset": name, "allow_unverified": True}, "budget": B})
+    assert ok.status_code == 200
+
+
+def test_unsupported_preset_is_refused(client):
+    name = next(p.name for p in PRESETS.values() if not p.supported)
+    req = {"model": {"preset": name, "allow_unverified": True}, "budget": B}
+    assert_problem(client.post("/v1/plan", json=req), 422, field="model.preset")
+
+
+def test_unsupported_architecture_lists_the_supported_families(client):
+    req = {"model": {"hf_config": {"architectures": ["LlamaForCausalLM"], "model_type": "llama"}}, "budget": B}
+    problem = assert_problem(client.post("/v1/plan", json=req), 422, field="model.hf_config.model_type")
+    assert "llama" in problem["detail"]
+    for model_type in ("qwen3_next", "nemotron_h", "kimi_linear"):
+        assert model_type in problem["detail"]
+
+
+def test_pp_size_the_family_forbids(client):
+    problem = assert_problem(client.post("/v1/plan", json=preset_request(pp_size=2)), 422, field="server_args.pp_size")
+    assert problem["allowed"] == ["1"]
+
+
+@pytest.mark.parametrize("partition", ["10,10", "13,14,0", "a,b", "27"])
+def test_layer_partition_that_does_not_match(client, partition):
+    req = preset_request("kimi-linear-48b-a3b-instruct", pp_size=2)
+    req["env"] = {"SGLANG_PP_LAYER_PARTITION": partition}
+    assert_problem(client.post("/v1/plan", json=req), 422, field="env.SGLANG_PP_LAYER_PARTITION")
+
+
+def test_layer_partition_that_matches_is_used(client):
+    req = preset_request("kimi-linear-48b-a3b-instruct", pp_size=2)
+    req["env"] = {"SGLANG_PP_LAYER_PARTITION": "14,13"}
+    body = client.post("/v1/plan", json=req).json()
+    assert [(s["start_layer"], s["end_layer"]) for s in body["stages"]] == [(0, 14), (14, 27)]
+
+
+@pytest.mark.parametrize(
+    "raw, field",
+    [
+        (b'{"model":{"preset":"qwen3-next-80b-a3b-instruct"},"budget":{"rest_gib":1e999}}', "budget.rest_gib"),
+        (b'{"model":{"preset":"qwen3-next-80b-a3b-instruct"},"budget":{"rest_gib":-1e999}}', "budget.rest_gib"),
+        (b'{"model":{"preset":"qwen3-next-80b-a3b-instruct"},"budget":{"free_gib_before_load":1e999,"free_gib_after_load":1,"gpu_memory_mib":143771}}', "budget.free_gib_before_load"),
+        (b'{"model":{"preset":"qwen3-next-80b-a3b-instruct"},"budget":{"free_gib_before_load":100,"free_gib_after_load":-1,"gpu_memory_mib":143771}}', "budget.free_gib_after_load"),
+        (b'{"model":{"preset":"qwen3-next-80b-a3b-instruct"},"budget":{"free_gib_before_load":-5,"free_gib_after_load":1,"gpu_memory_mib":143771}}', "budget.free_gib_before_load"),
+        (b'{"model":{"preset":"qwen3-next-80b-a3b-instruct"},"budget":{"rest_gib":1e300}}', "budget.rest_gib"),
+        (b'{"model":{"preset":"qwen3-next-80b-a3b-instruct"},"budget":{"rest_gib":"lots"}}', "budget.rest_gib"),
+        (b'{"model":{"preset":"qwen3-next-80b-a3b-instruct"},"budget":{"free_gib_before_load":100,"free_gib_after_load":90,"gpu_memory_mib":0}}', "budget.gpu_memory_mib"),
+        (b'{"model":{"preset":"qwen3-next-80b-a3b-instruct"},"server_args":{"mem_fraction_static":1.5},"budget":{"rest_gib":1}}', "server_args.mem_fraction_static"),
+    ],
+)
+def test_non_finite_negative_or_out_of_range_budgets(client, raw, field):
+    assert_problem(client.post("/v1/plan", content=raw), 422, field=field, type_=INVALID_INPUT)
+
+
+def test_budget_needs_a_form(client):
+    assert_problem(client.post("/v1/plan", json=preset_request(budget={})), 422, field="budget")
+    assert_problem(client.post("/v1/plan", json={"model": {"preset": "qwen3-next-80b-a3b-instruct"}}), 422, field="budget")
+
+
+@pytest.mark.parametrize(
+    "server_args, field",
+    [
+        ({"tp_size": 3}, "server_args.tp_size"),  # the GDN conv dimension is not divisible by 3
+        ({"tp_size": 4, "attn_dp_size": 3}, "server_args.attn_dp_size"),
+        ({"tp_size": 0}, "server_args.tp_size"),
+        ({"tp_size": 100000}, "server_args.tp_size"),
+        ({"pp_size": 0}, "server_args.pp_size"),
+    ],
+)
+def test_parallel_sizes(client, server_args, field):
+    assert_problem(client.post("/v1/plan", json=preset_request(**server_args)), 422, field=field)
+
+
+def test_literal_fields_list_the_allowed_values(client):
+    problem = assert_problem(client.post("/v1/plan", json=preset_request(kv_cache_dtype="fp4")), 422, field="server_args.kv_cache_dtype")
+    assert problem["allowed"] == ["auto", "bfloat16", "bf16", "fp8_e4m3", "fp8_e5m2"]
+
+
+def test_model_needs_exactly_one_form(client):
+    req = {"model": {"preset": "qwen3-next-80b-a3b-instruct", "layout": {}}, "budget": B}
+    assert_problem(client.post("/v1/plan", json=req), 422, field="model")
+    assert_problem(client.post("/v1/plan", json={"budget": B}), 422, field="model")
+
+
+@pytest.mark.parametrize(
+    "change, leaf",
+    [
+        ({"num_hidden_layers": 5000}, "num_hidden_layers"),
+        ({"mamba_layer_ids": [0, 9]}, None),  # outside num_hidden_layers
+        ({"mamba_layer_ids": []}, None),
+        ({"context_length": 0}, "context_length"),
+        ({"kv": {"type": "mha", "num_kv_heads": 0, "head_dim": 128}}, "num_kv_heads"),
+    ],
+)
+def test_layout_bounds(client, change, leaf):
+    layout = dict(LAYOUT, **change)
+    problem = assert_problem(client.post("/v1/plan", json={"model": {"layout": layout}, "budget": B}), 422)
+    assert problem["field"].startswith("model.layout")
+    if leaf:
+        assert problem["field"].endswith(leaf)
+
+
+def test_all_failing_fields_are_listed(client):
+    req = {"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "server_args": {"tp_size": 0, "pp_size": 0}, "budget": B, "x": 1}
+    problem = assert_problem(client.post("/v1/plan", json=req), 422)
+    fields = {e["field"] for e in problem["errors"]}
+    assert {"server_args.tp_size", "server_args.pp_size", "x"} <= fields
+
+
+# --------------------------------------------------------------------------- size limits
+
+
+def test_declared_body_over_1_mib_is_413(client):
+    resp = client.post("/v1/plan", content=b" " * ((1 << 20) + 1))
+    assert_problem(resp, 413, field=None, type_=BODY_TOO_LARGE)
+    assert resp.headers.get("connection") == "close"
+
+
+def test_streamed_body_over_1_mib_is_413(client):
+    def chunks():  # no Content-Length: chunked transfer
+        for _ in range(20):
+            yield b" " * 65536
+
+    assert_problem(client.post("/v1/plan", content=chunks()), 413, type_=BODY_TOO_LARGE)
+
+
+def test_body_of_exactly_1_mib_is_read(client):
+    body = dumps(preset_request())
+    body += b" " * ((1 << 20) - len(body))
+    assert len(body) == 1 << 20
+    assert client.post("/v1/plan", content=body).status_code == 200
+
+
+def test_compare_has_the_same_limit(client):
+    assert_problem(client.post("/v1/plan/compare", content=b" " * (2 << 20)), 413)
+
+
+# --------------------------------------------------------------------------- HTTP errors
+
+
+@pytest.mark.parametrize("path", ["/nope", "/v1/plans", "/v2/plan", "/v1/presets/x/y"])
+def test_404_is_a_problem(client, path):
+    problem = assert_problem(client.get(path), 404, field=None, type_="about:blank")
+    assert problem["instance"] == path
+
+
+@pytest.mark.parametrize(
+    "method, path, allow",
+    [("GET", "/v1/plan", "POST"), ("PUT", "/plan", "POST"), ("DELETE", "/v1/plan/compare", "POST"), ("POST", "/v1/presets", "GET"), ("POST", "/livez", "GET")],
+)
+def test_405_is_a_problem_with_allow(client, method, path, allow):
+    resp = client.request(method, path)
+    problem = assert_problem(resp, 405, field=None)
+    assert resp.headers["allow"] == allow
+    assert problem["allowed"] == [allow]
+
+
+def test_internal_error_is_a_bare_500_problem(monkeypatch, client):
+    import service.api.plan as plan_route
+
+    def boom(request):
+        raise RuntimeError("secret detail at /work/main/service/solver/plan.py line 1")
+
+    monkeypatch.setattr(plan_route, "plan", boom)
+    resp = client.post("/v1/plan", json=preset_request())
+    problem = assert_problem(resp, 500, field=None)
+    assert "secret" not in resp.text
+    assert problem["title"] == "Internal Server Error"
+
+
+def test_errors_are_counted_by_status(client):
+    client.post("/v1/plan", content=b"{")
+    client.get("/nope")
+    text = client.get("/metrics").text
+    assert 'mambasizer_http_requests_total{method="POST",route="/v1/plan",status="422"} 1.0' in text
+    assert 'mambasizer_http_requests_total{method="GET",route="unmatched",status="404"} 1.0' in text
