@@ -5,9 +5,10 @@
 #   docker build --target api    -t mambasizer/api:0.1.0    .   # HTTP API, CPU only, no torch
 #   docker build --target worker -t mambasizer/worker:0.1.0 .   # GPU trial worker, CUDA torch
 #
-# The install steps here are executed verbatim by tests/deploy/test_dockerfile.py (the
-# `*-build` RUN lines, /opt/venv pointed at a scratch venv), so an image whose install
-# breaks fails CI even though CI has no Docker engine.
+# CI has no Docker engine, so tests/deploy/test_deploy_dockerfile.py runs the api-build
+# stage's RUN lines verbatim (on the context .dockerignore lets through, /opt/venv pointed
+# at a scratch venv) and checks the worker stage's torch pin against pyproject.toml: an
+# image whose install breaks fails CI.
 
 # ----------------------------------------------------------------------------- api
 
