@@ -114,8 +114,37 @@ def test_api_target():
     (hc,) = api.all("HEALTHCHECK")
     cmd = json_form(hc[hc.index("CMD") + 3:].strip())
     assert cmd[0] == "python" and "http://127.0.0.1:8000/livez" in cmd[-1]
-    # the health probe itself works: it is valid Python that exits non-zero with no server
-    result = subprocess.run([sys.executable, *cmd[1:]], capture_output=True, text=True, timeout=30)
+    # the probe itself works: 0 when /livez answers 200, non-zero when nothing listens
+    # (run against a port of our own; something else may hold 8000 on this machine)
+    import socket
+    import threading
+    from http.server import BaseHTTPRequestHandler, HTTPServer
+
+    class Livez(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            self.send_response(200 if self.path == "/livez" else 404)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, *args):
+            pass
+
+    def probe(port: int) -> subprocess.CompletedProcess:
+        code = cmd[-1].replace("127.0.0.1:8000", f"127.0.0.1:{port}")
+        return subprocess.run([sys.executable, *cmd[1:-1], code], capture_output=True, text=True, timeout=30)
+
+    server = HTTPServer(("127.0.0.1", 0), Livez)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        assert probe(server.server_port).returncode == 0
+    finally:
+        server.shutdown()
+        server.server_close()
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        free = sock.getsockname()[1]
+    result = probe(free)
     assert result.returncode != 0 and "SyntaxError" not in result.stderr
 
 
