@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
+from schemas.request import MAX_CONTEXT, MAX_DIM, MAX_LAYERS
 from service.solver.errors import PlanInputError
 from service.solver.layout import ModelLayout
 from service.solver.specs import KVSpec, StateSpec
@@ -95,8 +96,10 @@ def kda_state(tp: int, *, num_heads: int, head_dim: int, conv_kernel: int, conv_
 
 
 class _Cfg:
-    """A config dict read with a config class's defaults; a key SGLang requires but the
-    file lacks is a PlanInputError naming it."""
+    """A config dict read with a config class's defaults. Every value the adapters use goes
+    through a typed, bounded accessor: a config.json is untrusted input, and one absurd
+    value (1e9 layers, inf, a string) must be a clear error naming the key, never a hang
+    or a crash."""
 
     def __init__(self, raw: dict, defaults: dict, path: str):
         self.raw = raw
@@ -110,17 +113,16 @@ class _Cfg:
             return self.defaults[key]
         return self.raw.get(key)
 
-    def has(self, key: str) -> bool:
-        return self.get(key) is not None
-
-    def need(self, key: str, kind: type = int) -> Any:
+    def opt_int(self, key: str, minimum: int = 0, maximum: Optional[int] = None) -> Optional[int]:
         value = self.get(key)
         if value is None:
-            raise PlanInputError(f"{self.path}.{key}", f"is required by SGLang's config for this family but missing")
-        if kind is int and (isinstance(value, bool) or not isinstance(value, int)):
-            raise PlanInputError(f"{self.path}.{key}", f"must be an integer, got {value!r}")
-        if kind is int and value < 0:
-            raise PlanInputError(f"{self.path}.{key}", f"must be >= 0, got {value}")
+            return None
+        return _check_int(value, f"{self.path}.{key}", minimum, maximum or _limit(key))
+
+    def need(self, key: str) -> int:
+        value = self.opt_int(key)
+        if value is None:
+            raise PlanInputError(f"{self.path}.{key}", "is required by SGLang's config for this family but missing")
         return value
 
     def pos(self, key: str) -> int:
@@ -128,6 +130,30 @@ class _Cfg:
         if value <= 0:
             raise PlanInputError(f"{self.path}.{key}", f"must be > 0, got {value}")
         return value
+
+
+def _limit(key: str) -> int:
+    return MAX_LAYERS if "layers" in key or key.endswith("interval") else MAX_DIM
+
+
+def _check_int(value: Any, path: str, minimum: int = 0, maximum: int = MAX_DIM) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise PlanInputError(path, f"must be an integer, got {value!r}"[:200])
+    if not minimum <= value <= maximum:
+        raise PlanInputError(path, f"must be between {minimum} and {maximum}, got {value}")
+    return value
+
+
+def _int_list(value: Any, path: str, maximum: int = MAX_LAYERS) -> list[int]:
+    if not isinstance(value, list) or len(value) > maximum:
+        raise PlanInputError(path, f"must be a list of at most {maximum} layer numbers")
+    return [_check_int(v, f"{path}[{i}]", 0, maximum) for i, v in enumerate(value)]
+
+
+def _str_list(value: Any, path: str) -> list[str]:
+    if not isinstance(value, list) or len(value) > MAX_LAYERS or not all(isinstance(v, str) for v in value):
+        raise PlanInputError(path, f"must be a list of at most {MAX_LAYERS} layer-type strings")
+    return value
 
 
 def _context_length(cfg: _Cfg) -> int:
@@ -139,12 +165,17 @@ def _context_length(cfg: _Cfg) -> int:
         factor = rope.get("factor", 1)
         if "original_max_position_embeddings" in rope or rope.get("rope_type") == "llama3":
             factor = 1
+        if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1024:
+            raise PlanInputError(f"{cfg.path}.rope_scaling.factor", f"must be a number in (0, 1024], got {factor!r}"[:200])
     for key in CONTEXT_LENGTH_KEYS:
         value = cfg.get(key)
         if value is not None:
-            if not isinstance(value, (int, float)) or isinstance(value, bool):
-                raise PlanInputError(f"{cfg.path}.{key}", f"must be a number, got {value!r}")
-            return int(factor * value)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not 1 <= value <= MAX_CONTEXT:
+                raise PlanInputError(f"{cfg.path}.{key}", f"must be a number between 1 and {MAX_CONTEXT}, got {value!r}"[:200])
+            context = int(factor * value)
+            if not 1 <= context <= MAX_CONTEXT:
+                raise PlanInputError(f"{cfg.path}.{key}", f"with the rope scaling factor gives a context length of {context}, outside [1, {MAX_CONTEXT}]")
+            return context
     return 2048
 
 
@@ -156,13 +187,15 @@ def _config_ssm_dtype(cfg: _Cfg, wrapper: Optional[dict]) -> Optional[str]:
         value = wrapper["text_config"]["mamba_ssm_dtype"]
     elif "mamba_ssm_dtype" in cfg.raw:
         value = cfg.raw["mamba_ssm_dtype"]
-    return value if value in DTYPES else None
+    return value if isinstance(value, str) and value in DTYPES else None
 
 
 def _model_dtype(raw: dict, wrapper: Optional[dict]) -> str:
     value = raw.get("dtype") or raw.get("torch_dtype")
     if value is None and wrapper is not None:
         value = wrapper.get("dtype") or wrapper.get("torch_dtype")
+    if not isinstance(value, str):
+        value = None
     # kv_cache_dtype=auto uses the model dtype; float32 (or none) is downcast to float16.
     return value if value in ("bfloat16", "float16") else "float16"
 
@@ -170,18 +203,20 @@ def _model_dtype(raw: dict, wrapper: Optional[dict]) -> str:
 def _mha(cfg: _Cfg, *, kv_default: Optional[int] = None) -> KVSpec:
     heads = None
     for key in ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num", "num_attention_groups"):
-        if cfg.get(key) is not None:
-            heads = cfg.get(key)
+        heads = cfg.opt_int(key, minimum=1)
+        if heads is not None:
             break
     if heads is None:
-        heads = kv_default if kv_default is not None else cfg.get("num_attention_heads")
+        heads = kv_default if kv_default is not None else cfg.opt_int("num_attention_heads", minimum=1)
     if heads is None:
         raise PlanInputError(f"{cfg.path}.num_key_value_heads", "is missing and there is no num_attention_heads to fall back on")
-    head_dim = cfg.get("head_dim")
+    head_dim = cfg.opt_int("head_dim", minimum=1)
     if head_dim is None:
         head_dim = cfg.pos("hidden_size") // cfg.pos("num_attention_heads")
-    v_head_dim = cfg.get("v_head_dim") or head_dim
-    return KVSpec(kind="mha", total_kv_heads=int(heads), head_dim=int(head_dim), v_head_dim=int(v_head_dim))
+        if head_dim <= 0:
+            raise PlanInputError(f"{cfg.path}.hidden_size", "hidden_size // num_attention_heads must be >= 1 (the derived head_dim)")
+    v_head_dim = cfg.opt_int("v_head_dim") or head_dim
+    return KVSpec(kind="mha", total_kv_heads=heads, head_dim=head_dim, v_head_dim=v_head_dim)
 
 
 @dataclass(frozen=True)
@@ -227,7 +262,7 @@ def _qwen_gdn(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> Model
         linear_kind="gdn", state_at=state_at, state_tp="linear_attn_tp",
         config_ssm_dtype=_config_ssm_dtype(cfg, wrapper),
         # Qwen configs carry no num_nextn_predict_layers (SIZING_SPEC §8.5).
-        num_nextn_predict_layers=int(raw.get("num_nextn_predict_layers") or 0),
+        num_nextn_predict_layers=cfg.opt_int("num_nextn_predict_layers") or 0,
         pp_supported=raw.get("model_type") != "qwen3_next",
         hf_text_config=raw, hf_config=wrapper or raw,
     )
@@ -244,17 +279,17 @@ def _kimi(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> ModelLayo
     if not isinstance(lac, dict):
         raise PlanInputError(f"{path}.linear_attn_config", "is required for a Kimi-Linear model (kda_layers, full_attn_layers, num_heads, head_dim, short_conv_kernel_size)")
     lcfg = _Cfg(lac, {"short_conv_kernel_size": None}, f"{path}.linear_attn_config")
-    kda_layers = lac.get("kda_layers")
-    if not isinstance(kda_layers, list) or lac.get("full_attn_layers") is None:
+    if lac.get("kda_layers") is None or lac.get("full_attn_layers") is None:
         raise PlanInputError(f"{path}.linear_attn_config.kda_layers", "kda_layers and full_attn_layers must both be lists (1-based layer numbers)")
+    kda_layers = _int_list(lac["kda_layers"], f"{path}.linear_attn_config.kda_layers")
     n = cfg.pos("num_hidden_layers")
     kda_set = set(kda_layers)
     # kda_layers are 1-based; every layer that is not KDA is full (MLA) attention.
     linear = tuple(i for i in range(n) if (i + 1) in kda_set)
     full = tuple(i for i in range(n) if (i + 1) not in kda_set)
     heads, hd, ck = lcfg.pos("num_heads"), lcfg.pos("head_dim"), lcfg.pos("short_conv_kernel_size")
-    rank = cfg.get("kv_lora_rank")
-    rope = cfg.get("qk_rope_head_dim")
+    rank = cfg.opt_int("kv_lora_rank", minimum=1)
+    rope = cfg.opt_int("qk_rope_head_dim")
     if rank is None or rope is None:
         raise PlanInputError(f"{path}.kv_lora_rank", "Kimi-Linear's full-attention layers are MLA: kv_lora_rank and qk_rope_head_dim are required")
 
@@ -268,7 +303,7 @@ def _kimi(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> ModelLayo
         derived_context_len=_context_length(cfg), model_dtype=_model_dtype(raw, wrapper),
         linear_kind="kda", state_at=state_at, state_tp="attn_tp",
         config_ssm_dtype=None,  # KimiLinearCacheParams never passes its config
-        num_nextn_predict_layers=int(cfg.get("num_nextn_predict_layers") or 0),
+        num_nextn_predict_layers=cfg.opt_int("num_nextn_predict_layers") or 0,
         hf_text_config=raw, hf_config=wrapper or raw,
     )
 
@@ -288,19 +323,17 @@ def _nemotron_h(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> Mod
     blocks = raw.get("layers_block_type")
     if blocks is None:
         pattern = cfg.get("hybrid_override_pattern")
-        if not isinstance(pattern, str) or any(c not in _NEMOTRON_BLOCK for c in pattern):
+        if not isinstance(pattern, str) or len(pattern) > MAX_LAYERS or any(c not in _NEMOTRON_BLOCK for c in pattern):
             raise PlanInputError(f"{path}.hybrid_override_pattern", "must only contain the characters 'M', '*', '-' or 'E'")
         blocks = [_NEMOTRON_BLOCK[c] for c in pattern]
-    if not isinstance(blocks, list) or not all(isinstance(b, str) for b in blocks):
-        raise PlanInputError(f"{path}.layers_block_type", "must be a list of 'mamba' / 'attention' / 'mlp' / 'moe'")
+    blocks = _str_list(blocks, f"{path}.layers_block_type")
     n = len(blocks)  # num_hidden_layers is derived from the block list
     linear = tuple(i for i, b in enumerate(blocks) if b == "mamba")
     full = tuple(i for i, b in enumerate(blocks) if b == "attention")
     heads, hd, ss = cfg.pos("mamba_num_heads"), cfg.pos("mamba_head_dim"), cfg.need("ssm_state_size")
     groups = cfg.pos("n_groups")
-    ck = raw.get("conv_kernel") if raw.get("conv_kernel") is not None else raw.get("mamba_d_conv", 4)
-    if not isinstance(ck, int) or ck < 1:
-        raise PlanInputError(f"{path}.conv_kernel", f"must be a positive integer, got {ck!r}")
+    # config.json's conv_kernel overrides the class's mamba_d_conv (default 4).
+    ck = cfg.opt_int("conv_kernel", minimum=1) or cfg.opt_int("mamba_d_conv", minimum=1) or 4
 
     def state_at(tp: int, conv_dtype: str, ssm_dtype: str) -> StateSpec:
         return mamba2_state(
@@ -313,7 +346,7 @@ def _nemotron_h(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> Mod
         mamba_layer_ids=linear, full_attention_layer_ids=full, kv=_mha(cfg),
         derived_context_len=_context_length(cfg), model_dtype=_model_dtype(raw, wrapper),
         linear_kind="mamba2", state_at=state_at, config_ssm_dtype=_config_ssm_dtype(cfg, wrapper),
-        num_nextn_predict_layers=int(raw.get("num_nextn_predict_layers") or 0),
+        num_nextn_predict_layers=cfg.opt_int("num_nextn_predict_layers") or 0,
         hf_text_config=raw, hf_config=wrapper or raw,
     )
 
@@ -331,7 +364,7 @@ def _falcon_h1(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> Mode
     cfg = _Cfg(raw, _FALCON_DEFAULTS, path)
     n = cfg.pos("num_hidden_layers")
     # mamba_d_ssm defaults to 1024 in the config class; only an explicit null uses expand*hidden.
-    d_ssm = raw["mamba_d_ssm"] if "mamba_d_ssm" in raw else 1024
+    d_ssm = _check_int(raw["mamba_d_ssm"], f"{path}.mamba_d_ssm", 1) if raw.get("mamba_d_ssm") is not None else (None if "mamba_d_ssm" in raw else 1024)
     intermediate = cfg.pos("mamba_expand") * cfg.pos("hidden_size") if d_ssm is None else d_ssm
     heads = cfg.pos("mamba_n_heads")
     if intermediate % heads != 0:
@@ -339,6 +372,7 @@ def _falcon_h1(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> Mode
     d_head = raw.get("mamba_d_head", "auto")
     if d_head == "auto" or d_head is None:
         d_head = intermediate // heads
+    d_head = _check_int(d_head, f"{path}.mamba_d_head", 1)
     if d_head * heads != intermediate:
         raise PlanInputError(f"{path}.mamba_d_head", "mamba_d_head * mamba_n_heads must equal the mamba intermediate size")
     groups, ss, ck = cfg.pos("mamba_n_groups"), cfg.pos("mamba_d_state"), cfg.pos("mamba_d_conv")
@@ -346,6 +380,7 @@ def _falcon_h1(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> Mode
     kv_heads = raw["num_key_value_heads"] if "num_key_value_heads" in raw else 8
     if kv_heads is None:
         kv_heads = cfg.pos("num_attention_heads")
+    kv_heads = _check_int(kv_heads, f"{path}.num_key_value_heads", 1)
     kv = _mha(_Cfg({**raw, "num_key_value_heads": kv_heads}, _FALCON_DEFAULTS, path))
 
     def state_at(tp: int, conv_dtype: str, ssm_dtype: str) -> StateSpec:
@@ -380,7 +415,8 @@ def _granite(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> ModelL
     types = raw.get("layer_types")
     if types is None:
         types = ["attention" if (i + 1) % 6 == 0 else "mamba" for i in range(n)]
-    if not isinstance(types, list) or len(types) != n:
+    types = _str_list(types, f"{path}.layer_types")
+    if len(types) != n:
         raise PlanInputError(f"{path}.layer_types", f"must be a list of length num_hidden_layers ({n})")
     types = [_GRANITE_ALIASES.get(t, t) for t in types]
     if any(t not in ("mamba", "attention") for t in types):
@@ -425,16 +461,14 @@ def _lfm2(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> ModelLayo
     types = raw.get("layer_types")
     if types is None:
         full_idxs = raw.get("full_attn_idxs")
-        if full_idxs is None:
-            full_idxs = list(range(n))
-        types = ["full_attention" if i in set(full_idxs) else "conv" for i in range(n)]
-    if not isinstance(types, list):
-        raise PlanInputError(f"{path}.layer_types", "must be a list of 'conv' / 'full_attention'")
+        full_set = set(range(n)) if full_idxs is None else set(_int_list(full_idxs, f"{path}.full_attn_idxs"))
+        types = ["full_attention" if i in full_set else "conv" for i in range(n)]
+    types = _str_list(types, f"{path}.layer_types")
     linear = tuple(i for i, t in enumerate(types) if t in ("conv", "short_conv"))
     full = tuple(i for i, t in enumerate(types) if t == "full_attention")
     if not linear:
         raise PlanInputError(f"{path}.layer_types", "has no conv layer: SGLang does not size it through the hybrid path")
-    hidden, ck = cfg.pos("hidden_size"), int(cfg.pos("conv_L_cache"))
+    hidden, ck = cfg.pos("hidden_size"), cfg.pos("conv_L_cache")
     honours = raw.get("model_type", "lfm2") == "lfm2"
 
     def state_at(tp: int, conv_dtype: str, ssm_dtype: str) -> StateSpec:
@@ -501,6 +535,7 @@ def layout_from_hf_config(hf_config: dict, name: str = "", path: str = "model.hf
             f"{path}.model_type",
             f"{got} is not a hybrid family SGLang 0.5.23 sizes through its mamba path; supported: "
             + "; ".join(supported_families()),
+            allowed=sorted(_BY_MODEL_TYPE),
         )
     wrapper = None
     raw = hf_config

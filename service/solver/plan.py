@@ -57,7 +57,11 @@ def model_layout(request: PlanRequest) -> ModelLayout:
         preset = get_preset(m.preset, m.allow_unverified)
         layout = _PRESET_LAYOUTS.get(preset.name)
         if layout is None:
-            layout = layout_from_hf_config(dict(preset.hf_config), name=preset.name, path=f"preset[{preset.name}]")
+            try:
+                layout = layout_from_hf_config(dict(preset.hf_config), name=preset.name, path="config")
+            except PlanInputError as exc:
+                # Only unverified presets can get here (allow_unverified): their file is incomplete.
+                raise PlanInputError("model.preset", f"preset {preset.name!r} cannot be sized: its {exc.field}: {exc.message}") from None
             _PRESET_LAYOUTS[preset.name] = layout
         return layout
     if isinstance(m, HFConfigModel):
