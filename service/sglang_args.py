@@ -51,6 +51,12 @@ class ParsedArgs:
     # --speculative-draft-model-path: its layer count cannot be read without the files.
     draft_model_path: Optional[str] = None
     model_path: Optional[str] = None
+    served_model_name: Optional[str] = None
+
+    @property
+    def metrics_model_name(self) -> Optional[str]:
+        """SGLang's `model_name` metric label: --served-model-name, else --model-path."""
+        return self.served_model_name or self.model_path
 
 
 @dataclass(frozen=True)
@@ -155,7 +161,7 @@ MODELLED: dict[str, Optional[Callable[[str], Any]]] = {
 # Flags read for their meaning, not copied into server_args.
 SPECIAL = {
     "dp_size", "enable_dp_attention", "speculative_draft_model_path", "enable_int8_mamba_checkpoint",
-    "int8_mamba_ckpt_size", "device", "config", "model_path",
+    "int8_mamba_ckpt_size", "device", "config", "model_path", "served_model_name",
 }
 
 # Flags that cannot change the sizing. Weight-related flags are here because weights are
@@ -431,6 +437,9 @@ def _apply(dest: str, option: str, value: Any, out: ParsedArgs) -> None:
 def _special(dest: str, option: str, value: Any, out: ParsedArgs) -> None:
     if dest == "model_path":
         out.model_path = value
+        out.ignored.append(option)
+    elif dest == "served_model_name":
+        out.served_model_name = value
         out.ignored.append(option)
     elif dest == "speculative_draft_model_path":
         out.draft_model_path = value

@@ -50,6 +50,13 @@ class Deployment:
     plan: Optional[Plan]
     error: Optional[dict] = None  # {"field", "message", "allowed"} when the entry cannot be sized
     ignored_sglang_args: Optional[list[str]] = None
+    # SGLang's model_name label (--served-model-name, else --model-path, from sglang_args),
+    # so planned gauges join sglang:max_total_num_tokens; the plan's model name otherwise.
+    metrics_model_name: Optional[str] = None
+
+    @property
+    def model_name(self) -> Optional[str]:
+        return self.metrics_model_name or (self.plan.model_name if self.plan else None)
 
 
 @dataclass(frozen=True)
@@ -161,7 +168,7 @@ def _plan_entry(name: str, entry: object) -> Deployment:
         if not isinstance(entry, dict):
             raise PlanInputError("request", "must be a mapping (a PlanRequest)")
         prepared = wire.prepare(entry, allow_trial=False)
-        return Deployment(name, plan(prepared.request), None, prepared.ignored_sglang_args)
+        return Deployment(name, plan(prepared.request), None, prepared.ignored_sglang_args, prepared.metrics_model_name)
     except PlanInputError as exc:
         error = {"field": exc.field, "message": exc.message}
         if exc.allowed:

@@ -88,6 +88,8 @@ class Prepared:
     ignored_sglang_args: Optional[list[str]]  # None when the request did not use sglang_args
     trial: Optional[dict]  # None when no trial was asked for
     sglang_args_warnings: tuple[str, ...] = ()
+    # The model_name SGLang's own metrics carry (from sglang_args), so gauges can join them.
+    metrics_model_name: Optional[str] = None
 
     def extra_fields(self) -> dict:
         """The fields a response adds to the Plan for this request's sglang_args."""
@@ -204,7 +206,7 @@ def prepare(raw: dict, allow_trial: bool = True) -> Prepared:
         raise validation_error(exc, from_sglang_args=parsed is not None) from None
     if parsed is None:
         return Prepared(request, None, trial)
-    return Prepared(request, list(parsed.ignored or []), trial, tuple(parsed.warnings or ()))
+    return Prepared(request, list(parsed.ignored or []), trial, tuple(parsed.warnings or ()), parsed.metrics_model_name)
 
 
 def plan_json(plan: Plan) -> bytes:

@@ -303,3 +303,27 @@ def test_every_openapi_example_is_answered(route, examples):
         for name, ex in examples.items():
             resp = c.post(route, json=ex["value"])
             assert resp.status_code == 200, (name, resp.text)
+
+
+def test_plan_gauges_carry_sglangs_model_name_label(tmp_path):
+    """The gauges join sglang:max_total_num_tokens{model_name,pp_rank}: SGLang labels its
+    metrics with --served-model-name, else --model-path, and so do we."""
+    path = tmp_path / "deployments.yaml"
+    path.write_text(textwrap.dedent("""\
+        served:
+          model: {preset: qwen3-next-80b-a3b-instruct}
+          sglang_args: ["--model-path", "Qwen/Qwen3-Next-80B-A3B-Instruct", "--served-model-name", "qwen-next", "--tp-size", "4"]
+          budget: {rest_gib: 30}
+        by-path:
+          model: {preset: qwen3-next-80b-a3b-instruct}
+          sglang_args: ["--model-path", "Qwen/Qwen3-Next-80B-A3B-Instruct", "--tp-size", "4"]
+          budget: {rest_gib: 30}
+        plain:
+          model: {preset: qwen3-next-80b-a3b-instruct}
+          server_args: {tp_size: 4}
+          budget: {rest_gib: 30}
+        """))
+    with TestClient(create_app(deployments_path=str(path))) as client:
+        fams = scrape(client)
+    names = {dict(k)["deployment"]: dict(k)["model_name"] for k in samples(fams, "mambasizer_plan_max_total_num_tokens")}
+    assert names == {"served": "qwen-next", "by-path": "Qwen/Qwen3-Next-80B-A3B-Instruct", "plain": "qwen3-next-80b-a3b-instruct"}
