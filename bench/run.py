@@ -33,6 +33,7 @@ import asyncio
 import contextlib
 import copy
 import datetime
+import gc
 import json
 import math
 import os
@@ -200,7 +201,9 @@ def load_oracle() -> Callable[[dict], dict]:
 
 
 def rate(fn: Callable[[Any], Any], arg: Any, min_time: float, min_iters: int) -> float:
-    """Calls per second of fn(arg), timed over at least min_time s and min_iters calls."""
+    """Calls per second of fn(arg), timed over at least min_time s and min_iters calls,
+    from a collected heap (so neither side pays for the other's garbage)."""
+    gc.collect()
     n = 0
     t0 = time.perf_counter()
     while True:
@@ -247,6 +250,72 @@ def oracle_probe_off():
         mod.sys = real
 
 
+class SGLangFunctionTimer:
+    """Times only SGLang's own sizing functions inside `reference_plan`, and only the calls
+    a launch makes on each rank: `KVCacheConfigurator.__post_init__`,
+    `_profile_available_bytes` (profile + mamba split), `config_from_budget` (pool
+    configurator + token constraints), `resolve_max_num_reqs`, and the layer / dtype /
+    PP-range helpers. Left out: the oracle's harness (fake runtime context, import fakes,
+    warning capture, its own reads of SGLang's config objects) and the oracle's extra calls
+    (a second pool configurator per stage for the per-stage capacity, and under PP a first
+    `config_from_budget` pass that records what the all-reduce takes the MIN of, which is
+    why `config_from_budget` counts half when pp_size > 1). Nested calls count once."""
+
+    NAMES = ("__post_init__", "_profile_available_bytes", "config_from_budget", "resolve_max_num_reqs")
+
+    def __init__(self) -> None:
+        self.per: dict[str, float] = {}
+        self._depth = 0
+        self._saved: list = []
+
+    def _wrap(self, name: str, fn: Callable) -> Callable:
+        timer = self
+
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            if timer._depth:
+                return fn(*args, **kwargs)
+            timer._depth = 1
+            t0 = time.perf_counter()
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                timer.per[name] = timer.per.get(name, 0.0) + time.perf_counter() - t0
+                timer._depth = 0
+
+        return timed
+
+    def __enter__(self) -> "SGLangFunctionTimer":
+        sg = sys.modules["sglang_ref"]._load()
+        targets = [(sg.kvcm.KVCacheConfigurator, n) for n in self.NAMES]
+        targets += [(sg.kvdt, "configure_kv_cache_dtype"), (sg.kvcm, "get_pp_indices"), (sg, "resolve_layer_indices")]
+        for obj, name in targets:
+            original = obj.__dict__[name] if isinstance(obj, type) else getattr(obj, name)
+            self._saved.append((obj, name, original))
+            setattr(obj, name, self._wrap(name, original))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        for obj, name, original in reversed(self._saved):
+            setattr(obj, name, original)
+        self._saved.clear()
+
+    def launch_seconds(self, pp_size: int) -> float:
+        total = sum(self.per.values())
+        if pp_size > 1:
+            total -= self.per.get("config_from_budget", 0.0) / 2
+        return total
+
+
+def sglang_functions_ms(reference_plan: Callable[[dict], dict], request: dict, calls: int) -> float:
+    """ms per plan spent in SGLang's launch-path sizing functions (probe off), over `calls` calls."""
+    pp = int((request.get("server_args") or {}).get("pp_size", 1))
+    with oracle_probe_off(), SGLangFunctionTimer() as timer:
+        gc.collect()
+        for _ in range(calls):
+            reference_plan(request)
+    return timer.launch_seconds(pp) / calls * 1e3
+
+
 def bench_inprocess(
     requests: dict[str, dict],
     *,
@@ -272,7 +341,7 @@ def bench_inprocess(
         row: dict = {}
         ours = plan(explicit)  # warm
         plan(req)
-        ours_r, preset_r, ref_r, bare_r = [], [], [], []
+        ours_r, preset_r, ref_r, bare_r, fn_ms = [], [], [], [], []
         if reference_plan is not None:
             t0 = time.perf_counter()
             ref = reference_plan(explicit)  # warm: imports the wheel once, caches ModelConfig
@@ -293,6 +362,7 @@ def bench_inprocess(
                 ref_r.append(rate(reference_plan, explicit, min_time_ref, min_iters_ref))
                 with oracle_probe_off():
                     bare_r.append(rate(reference_plan, explicit, min_time_ref, min_iters_ref))
+                fn_ms.append(sglang_functions_ms(reference_plan, explicit, min_iters_ref))
         row["ours_plans_per_s"] = stat(ours_r)
         row["ours_preset_form_plans_per_s"] = stat(preset_r)
         row["ours_us_per_plan"] = 1e6 / row["ours_plans_per_s"]["median"]
@@ -304,12 +374,15 @@ def bench_inprocess(
             row["sglang_ms_per_plan"] = 1e3 / fastest
             row["speedup"] = row["ours_plans_per_s"]["median"] / fastest
             row["speedup_vs_oracle_as_called"] = row["ours_plans_per_s"]["median"] / row["sglang_oracle_plans_per_s"]["median"]
+            row["sglang_functions_ms"] = stat(fn_ms)
+            row["speedup_vs_functions_only"] = row["sglang_functions_ms"]["median"] * 1e3 / row["ours_us_per_plan"]
         results[name] = row
     out: dict = {"requests": results}
     speedups = [r["speedup"] for r in results.values() if "speedup" in r]
     if speedups:
         out["plan_speedup_vs_sglang"] = min(speedups)
         out["plan_speedup_geomean"] = math.exp(sum(math.log(x) for x in speedups) / len(speedups))
+        out["plan_speedup_vs_sglang_functions_only"] = min(r["speedup_vs_functions_only"] for r in results.values())
         out["plan_speedup_total_time"] = sum(r["sglang_ms_per_plan"] * 1e3 for r in results.values()) / sum(
             r["ours_us_per_plan"] for r in results.values()
         )
@@ -325,7 +398,7 @@ def print_inprocess(res: dict) -> None:
     )
     print(
         f"{'request':26} {'stg':>3} {'ours plans/s':>24} {'us':>5} {'SGLang bare plans/s':>20} "
-        f"{'SGLang as called':>20} {'ms':>6} {'speedup':>8}  {'ours, preset form':>24}"
+        f"{'SGLang as called':>20} {'ms':>6} {'speedup':>8}  {'ours, preset form':>24}  {'SGLang fn-only ms':>20} {'speedup':>8}"
     )
     for name, r in res["requests"].items():
         bare = fmt_stat(r["sglang_plans_per_s"], digits=1) if "sglang_plans_per_s" in r else "-"
@@ -334,7 +407,8 @@ def print_inprocess(res: dict) -> None:
         sp = f"{r['speedup']:.0f}x" if "speedup" in r else "-"
         print(
             f"{name:26} {r['stages']:>3} {fmt_stat(r['ours_plans_per_s']):>24} {r['ours_us_per_plan']:>5.0f} "
-            f"{bare:>20} {called:>20} {ms:>6} {sp:>8}  {fmt_stat(r['ours_preset_form_plans_per_s']):>24}"
+            f"{bare:>20} {called:>20} {ms:>6} {sp:>8}  {fmt_stat(r['ours_preset_form_plans_per_s']):>24}  "
+            + (f"{fmt_stat(r['sglang_functions_ms'], digits=2):>20} {r['speedup_vs_functions_only']:>7.0f}x" if "sglang_functions_ms" in r else "")
         )
         if r.get("outputs_differ"):
             print(f"   ! outputs differ from SGLang's: {r['outputs_differ']}")
@@ -344,6 +418,9 @@ def print_inprocess(res: dict) -> None:
             f"speedup vs SGLang's own path: smallest {res['plan_speedup_vs_sglang']:.0f}x (the headline), "
             f"geomean {res['plan_speedup_geomean']:.0f}x, over the total time of the requests "
             f"{res['plan_speedup_total_time']:.0f}x; K, T, N and the micro-batch equal SGLang's on {n_eq}/{len(res['requests'])} requests"
+            f"\n'fn-only' = time inside SGLang's own launch-path sizing functions alone (the oracle's harness and extra calls left out):"
+            f" smallest speedup against it "
+            f"{res['plan_speedup_vs_sglang_functions_only']:.0f}x"
         )
 
 
@@ -761,6 +838,7 @@ def headline(out: dict) -> dict:
         head["ours_us_per_plan"] = {n: round(r["ours_us_per_plan"], 1) for n, r in ip["requests"].items()}
         if "plan_speedup_total_time" in ip:
             head["plan_speedup_total_time"] = round(ip["plan_speedup_total_time"], 1)
+            head["plan_speedup_vs_sglang_functions_only"] = round(ip["plan_speedup_vs_sglang_functions_only"], 1)
     if h:
         head["rss_requests"] = h["rss"]["plan_requests_after_warmup"]
         head["loadgen"] = h["loadgen"]
