@@ -13,6 +13,7 @@ uvicorn's "standard" extra); the project does not depend on them.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -20,7 +21,27 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-LOG_LEVEL = "info"
+LOG_LEVEL = os.environ.get("MAMBASIZER_BENCH_LOG_LEVEL", "info")
+MEMO_SOLVER = os.environ.get("MAMBASIZER_BENCH_MEMO_SOLVER") == "1"
+
+
+def _memoize_solver() -> None:
+    """EXPERIMENT ONLY: answer a request seen before with its stored Plan, so the solver's
+    cost drops out and what remains is the API and the stack (what /v1/plan would cost with
+    a free solver). Never a setting of the service."""
+    import service.api.plan as api_plan
+
+    solve = api_plan.plan
+    memo: dict = {}
+
+    def memo_plan(request):
+        key = request.model_dump_json()
+        found = memo.get(key)
+        if found is None:
+            found = memo[key] = solve(request)
+        return found
+
+    api_plan.plan = memo_plan
 
 
 def app_factory():
@@ -29,11 +50,13 @@ def app_factory():
     from service.api.app import create_app
 
     logs.configure(LOG_LEVEL)
+    if MEMO_SOLVER:
+        _memoize_solver()
     return create_app()
 
 
 def main(argv=None) -> int:
-    global LOG_LEVEL
+    global LOG_LEVEL, MEMO_SOLVER
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=8000)
@@ -41,8 +64,12 @@ def main(argv=None) -> int:
     ap.add_argument("--http", default="h11", choices=("h11", "httptools"))
     ap.add_argument("--loop", default="asyncio", choices=("asyncio", "uvloop"))
     ap.add_argument("--log-level", default="info", choices=("info", "warning"), help="warning: no access lines")
+    ap.add_argument("--memoize-solver", action="store_true", help="experiment: take the solver's cost out (see _memoize_solver)")
     args = ap.parse_args(argv)
     LOG_LEVEL = args.log_level
+    if args.memoize_solver:
+        MEMO_SOLVER = True
+        os.environ["MAMBASIZER_BENCH_MEMO_SOLVER"] = "1"
     import uvicorn
 
     opts = dict(
@@ -50,8 +77,7 @@ def main(argv=None) -> int:
         log_level=args.log_level, access_log=False, server_header=False, lifespan="on",
     )
     if args.workers > 1:
-        import os
-
+        os.environ["MAMBASIZER_BENCH_LOG_LEVEL"] = args.log_level
         os.environ["PYTHONPATH"] = str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")
         from service.api import logs
 

@@ -48,6 +48,7 @@ def test_inprocess_headline_line(bench, capsys):
     if _has_sglang():
         assert head["plan_speedup_vs_sglang"] > 0
         assert head["plan_speedup_total_time"] > 0
+        assert head["plan_speedup_vs_sglang_functions_only"] > 0
 
 
 @pytest.mark.skipif(not _has_sglang(), reason="needs the sglang==0.5.23 wheel (scripts/test.sh installs it)")
@@ -57,6 +58,7 @@ def test_inprocess_figures_positive(bench):
     row = res["requests"]["kimi-k3 tp8 pp8"]
     for key in ("ours_plans_per_s", "ours_preset_form_plans_per_s", "sglang_plans_per_s", "sglang_oracle_plans_per_s"):
         assert row[key]["median"] > 0 and row[key]["min"] > 0 and row[key]["runs"] == 2
+    assert row["sglang_functions_ms"]["median"] > 0  # SGLang's launch-path functions, timed alone
     assert row["stages"] == 8
     assert row["outputs_differ"] == {}  # the benchmark times two sides that agree
     assert res["plan_speedup_vs_sglang"] > 0
