@@ -36,3 +36,9 @@ class ModelLayout:
     # Raw text config, for the launch-flag resolution rules that read more keys.
     hf_text_config: dict = field(default_factory=dict, repr=False, compare=False)
     hf_config: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        # Stage slicing (StageRange.local) relies on ascending, duplicate-free id tuples.
+        for name in ("mamba_layer_ids", "full_attention_layer_ids"):
+            object.__setattr__(self, name, tuple(sorted(set(getattr(self, name)))))
+
