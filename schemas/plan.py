@@ -98,6 +98,11 @@ class Plan(Out):
     feasible: bool
     error: Optional[PlanError] = None
     warnings: list[str] = Field(default_factory=list)
+    advice: list[str] = Field(
+        default_factory=list,
+        description="mambasizer's own suggestions for a startable plan that misses what was asked "
+        "(e.g. the --max-mamba-cache-size that reaches the requested max_running_requests), each re-planned and verified.",
+    )
     model_name: str
     family: str
     resolved: ResolvedArgs

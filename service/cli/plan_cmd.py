@@ -107,6 +107,10 @@ def render(plan: Any, ignored: Optional[list[str]] = None, arg_warnings: Sequenc
         out.append("")
         out.append("warnings:")
         out += [f"  - {w}" for w in plan.warnings]
+    if plan.advice:
+        out.append("")
+        out.append("advice:")
+        out += [f"  - {a}" for a in plan.advice]
     if ignored:
         out.append("")
         out.append("ignored sglang_args (no effect on sizing): " + " ".join(ignored))

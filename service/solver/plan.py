@@ -149,6 +149,10 @@ def plan(request: Union[PlanRequest, dict, Any]) -> Plan:
         from service.solver.remedies import remedies_for
 
         result = result.model_copy(update={"error": result.error.model_copy(update={"remedies": remedies_for(req, layout, launch, result)})})
+    elif result.binding_limit == "mamba_slots" and launch.user_set_max_running_requests:
+        from service.solver.remedies import advice_for_target_concurrency
+
+        result = result.model_copy(update={"advice": advice_for_target_concurrency(req, layout, launch, result)})
     return result
 
 

@@ -13,7 +13,7 @@ from typing import Callable, Optional
 from schemas.plan import Plan
 from schemas.request import PlanRequest
 from service.solver import mamba
-from service.solver.errors import SGLangStartupError
+from service.solver.errors import PlanInputError, SGLangStartupError
 from service.solver.launch import Launch, resolve
 from service.solver.layout import ModelLayout
 
@@ -127,3 +127,50 @@ def remedies_for(req: PlanRequest, layout: ModelLayout, launch: Launch, plan: Pl
         if _starts(_with(req, server_args={"mamba_ssm_dtype": "bfloat16"}), layout):
             out.append("--mamba-ssm-dtype bfloat16 halves the SSM state and starts")
     return out
+
+
+def advice_for_target_concurrency(req: PlanRequest, layout: ModelLayout, launch: Launch, plan: Plan) -> list[str]:
+    """--max-running-requests R was asked for but the mamba slots cap it: the
+    --max-mamba-cache-size that reaches R (ratio x R per DP worker) and what it costs the KV
+    pool, or, when that does not start, the largest size that does and what it reaches."""
+    from service.solver.plan import run_pipeline
+
+    def replan(size: int) -> Optional[Plan]:
+        trial = _with(req, server_args={"max_mamba_cache_size": size})
+        try:
+            launched = resolve(layout, trial.server_args, trial.env, trial.budget.gpu_memory_mib,
+                               trial.draft_model.num_layers if trial.draft_model else None, trial.budget.rest_gib is None)
+            return run_pipeline(trial, layout, launched)
+        except PlanInputError:
+            return None
+
+    wanted = max(1, launch.max_running_requests // launch.attn_dp_size)
+    ratio = plan.mamba_ratio or _ratio_or_1(launch)
+    target = wanted * ratio * launch.attn_dp_size
+    if launch.max_mamba_cache_size is not None and target <= launch.max_mamba_cache_size:
+        return []
+    p = replan(target)
+    if p is not None and p.feasible:
+        return [
+            f"--max-mamba-cache-size {target} reaches the requested max_running_requests {wanted} "
+            f"(got {p.max_running_requests}); max_total_num_tokens then {p.max_total_num_tokens:,} "
+            f"instead of {plan.max_total_num_tokens:,}"
+        ]
+    # Past the point where U // ratio meets max_total_num_tokens // 2 the KV cache binds
+    # instead; and a pool that cannot hold one request at full context is no answer. So:
+    # the largest size still mamba-bound whose KV pool holds the context length.
+    floor = ratio * launch.attn_dp_size
+
+    def useful(v: int) -> bool:
+        q = replan(v)
+        return bool(q and q.feasible and q.binding_limit == "mamba_slots" and q.max_total_num_tokens >= launch.context_len)
+
+    best = _largest_int(floor, target, useful)
+    if best is None or best <= (plan.max_mamba_cache_size or 0) * launch.attn_dp_size:
+        return []
+    p = replan(best)
+    return [
+        f"--max-mamba-cache-size {best} gives the most running requests this budget allows while the KV cache "
+        f"still holds one full {launch.context_len:,}-token context: max_running_requests {p.max_running_requests} "
+        f"(of the {wanted} requested), max_total_num_tokens {p.max_total_num_tokens:,}"
+    ]

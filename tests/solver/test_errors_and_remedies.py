@@ -149,3 +149,28 @@ def test_field_paths_are_the_json_paths_without_union_tags(model, field):
     with pytest.raises(PlanInputError) as exc:
         plan({"model": model, "budget": {"rest_gib": 1}})
     assert exc.value.field == field
+
+
+QWEN_H200 = {"model": QWEN, "budget": {"free_gib_before_load": 139.6, "free_gib_after_load": 101.3, "gpu_memory_mib": 143771}}
+
+
+def test_advice_names_the_mamba_cache_size_that_reaches_the_requested_concurrency():
+    p = plan({**QWEN_H200, "server_args": {"tp_size": 4, "max_running_requests": 600}})
+    assert p.feasible and p.max_running_requests == 457 and p.binding_limit == "mamba_slots"
+    assert p.advice == ["--max-mamba-cache-size 3000 reaches the requested max_running_requests 600 (got 600); max_total_num_tokens then 2,877,718 instead of 3,998,554"]
+    fixed = plan({**QWEN_H200, "server_args": {"tp_size": 4, "max_running_requests": 600, "max_mamba_cache_size": 3000}})
+    assert fixed.max_running_requests == 600 and fixed.max_total_num_tokens == 2_877_718 and fixed.advice == []
+
+
+def test_advice_when_the_target_cannot_fit_keeps_a_full_context_in_the_kv_cache():
+    p = plan({**QWEN_H200, "server_args": {"tp_size": 4, "max_running_requests": 1024}})
+    (advice,) = p.advice
+    size = int(advice.split()[1])
+    best = plan({**QWEN_H200, "server_args": {"tp_size": 4, "max_running_requests": 1024, "max_mamba_cache_size": size}})
+    assert best.max_total_num_tokens >= 262_144 and best.max_running_requests == size // 5
+    over = plan({**QWEN_H200, "server_args": {"tp_size": 4, "max_running_requests": 1024, "max_mamba_cache_size": size + 5}})
+    assert over.max_total_num_tokens < 262_144
+
+
+def test_no_advice_without_a_requested_concurrency():
+    assert plan({**QWEN_H200, "server_args": {"tp_size": 4}}).advice == []
