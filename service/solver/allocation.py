@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from math import prod
-from typing import Literal, Optional
+from typing import Literal, NamedTuple, Optional
 
 from service.solver.specs import DTYPE_BYTES, KVSpec, StateSpec
 
@@ -27,8 +27,9 @@ Pool = Literal[
 _INDEX_BYTES = {"int32": 4, "int64": 8, "int8": 1}
 
 
-@dataclass(frozen=True)
-class TensorSpec:
+class TensorSpec(NamedTuple):
+    # A NamedTuple, not a frozen dataclass: a plan builds one per tensor, and a frozen
+    # dataclass's __init__ costs several times more (it is on every plan's hot path).
     pool: Pool
     name: str
     shape: tuple[int, ...]

@@ -32,6 +32,7 @@ generated flag sets and compares every value below. Pure: no torch, no sglang.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -154,11 +155,12 @@ def _kv_dtype(args: ServerArgs, layout: ModelLayout) -> str:
     return {"bf16": "bfloat16", "fp16": "float16"}.get(args.kv_cache_dtype, args.kv_cache_dtype)
 
 
-def _prefill_graph_sizes(limit: int) -> list[int]:
+@lru_cache(maxsize=64)  # a pure table, rebuilt on every plan otherwise
+def _prefill_graph_sizes(limit: int) -> tuple[int, ...]:
     """Token counts the breakable prefill graph captures, up to `limit`."""
     sizes = list(range(4, 33, 4)) + list(range(48, 257, 16)) + list(range(288, 513, 32))
     sizes += list(range(576, 1025, 64)) + list(range(1280, 4097, 256)) + list(range(4608, limit + 1, 512))
-    return [s for s in sizes if s <= limit]
+    return tuple(s for s in sizes if s <= limit)
 
 
 def _capacity_defaults(gpu_mib: Optional[float], tp: int) -> tuple[int, int]:

@@ -176,7 +176,7 @@ def run_pipeline(req: PlanRequest, layout: ModelLayout, launch: Launch) -> Plan:
 def _run(req: PlanRequest, layout: ModelLayout, launch: Launch) -> Plan:
     whole_model = req.accounting == "whole-model"
     partition = stages.parse_partition(req.env.SGLANG_PP_LAYER_PARTITION, launch.pp_size, layout.num_hidden_layers)
-    stage_ranges = stages.pp_stages(layout.num_hidden_layers, launch.pp_size, partition)
+    stage_ranges = stages.pp_stages(layout.num_hidden_layers, launch.pp_size, partition, layout.mamba_layer_ids, layout.full_attention_layer_ids)
     state_tp = launch.tp_size if layout.state_tp == "tp" else launch.attn_tp_size
     state = layout.state_at(state_tp, launch.conv_dtype, launch.ssm_dtype)
     warnings = list(launch.warnings)
@@ -244,7 +244,7 @@ def _pipeline(req, layout, launch: Launch, stage_ranges, state: StateSpec, whole
     p.cells, p.stage_tokens = [], []
     raw_tokens = []
     for s in stage_ranges:
-        n_full = len(s.local(layout.full_attention_layer_ids))
+        n_full = len(s.full_attention_layer_ids)
         cell = kv.stage_cell_bytes(
             layout.kv, local_full_layers=n_full, itemsize=launch.kv_itemsize, attn_tp=launch.attn_tp_size,
             draft_layers=launch.draft_kv_layers, prices_draft_kv=launch.prices_draft_kv,
@@ -296,7 +296,7 @@ def _stage_inputs(req, layout: ModelLayout, launch: Launch, stage_ranges, state:
     built: dict[tuple[int, int], allocation.StageAllocationInputs] = {}
     out = []
     for s in stage_ranges:
-        counts = (len(s.local(layout.mamba_layer_ids)), len(s.local(layout.full_attention_layer_ids)))
+        counts = (len(s.mamba_layer_ids), len(s.full_attention_layer_ids))
         if counts not in built:
             built[counts] = allocation.StageAllocationInputs(
                 state=state, local_mamba_layers=counts[0],
@@ -322,7 +322,7 @@ def stage_allocation_inputs(request: Union[PlanRequest, dict, Any], result: Plan
     layout = model_layout(req)
     launch = _resolve(req, layout)
     partition = stages.parse_partition(req.env.SGLANG_PP_LAYER_PARTITION, launch.pp_size, layout.num_hidden_layers)
-    stage_ranges = stages.pp_stages(layout.num_hidden_layers, launch.pp_size, partition)
+    stage_ranges = stages.pp_stages(layout.num_hidden_layers, launch.pp_size, partition, layout.mamba_layer_ids, layout.full_attention_layer_ids)
     state_tp = launch.tp_size if layout.state_tp == "tp" else launch.attn_tp_size
     state = layout.state_at(state_tp, launch.conv_dtype, launch.ssm_dtype)
     return _stage_inputs(req, layout, launch, stage_ranges, state, K, N, T, device_kind)
@@ -336,8 +336,8 @@ def _assemble(req, layout: ModelLayout, launch: Launch, stage_ranges, state: Sta
     out_stages = []
     pools_of: dict[int, dict[str, int]] = {}  # stages sharing one input object share its pools: build once
     for i, s in enumerate(stage_ranges):
-        local_m = s.local(layout.mamba_layer_ids)
-        local_f = s.local(layout.full_attention_layer_ids)
+        local_m = list(s.mamba_layer_ids)
+        local_f = list(s.full_attention_layer_ids)
         pools: dict[str, int] = {}
         if inputs is not None:
             pools = pools_of.get(id(inputs[i]))

@@ -18,6 +18,9 @@ class StageRange:
     pp_rank: int
     start: int
     end: int
+    # This stage's own layers, sliced once when the stages are built (see pp_stages).
+    mamba_layer_ids: tuple[int, ...] = ()
+    full_attention_layer_ids: tuple[int, ...] = ()
 
     def local(self, layer_ids: Sequence[int]) -> list[int]:
         """The ids in [start, end). Layout id tuples are ascending (ModelLayout guarantees
@@ -41,7 +44,14 @@ def parse_partition(text: Optional[str], pp_size: int, num_hidden_layers: int) -
     return parts
 
 
-def pp_stages(num_hidden_layers: int, pp_size: int, partition: Optional[list[int]] = None) -> list[StageRange]:
+def pp_stages(
+    num_hidden_layers: int,
+    pp_size: int,
+    partition: Optional[list[int]] = None,
+    mamba_layer_ids: Sequence[int] = (),
+    full_attention_layer_ids: Sequence[int] = (),
+) -> list[StageRange]:
+    """The stages' layer ranges, each with its own share of the given (ascending) ids."""
     stages = []
     for rank in range(pp_size):
         if partition is not None:
@@ -56,7 +66,8 @@ def pp_stages(num_hidden_layers: int, pp_size: int, partition: Optional[list[int
             else:
                 start = rank * base
                 end = start + base
-        stages.append(StageRange(rank, start, end))
+        rng = StageRange(rank, start, end)
+        stages.append(StageRange(rank, start, end, tuple(rng.local(mamba_layer_ids)), tuple(rng.local(full_attention_layer_ids))))
     return stages
 
 
