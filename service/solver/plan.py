@@ -168,9 +168,10 @@ def _resolve(req: PlanRequest, layout: ModelLayout) -> Launch:
     )
 
 
-def run_pipeline(req: PlanRequest, layout: ModelLayout, launch: Launch) -> Plan:
-    """The pipeline alone (no remedies): what the remedy search calls repeatedly."""
-    return _run(req, layout, launch)
+def replan(req: PlanRequest, layout: ModelLayout) -> Plan:
+    """Resolve and run the pipeline alone (no remedies): what the remedy search repeats.
+    Raises PlanInputError like plan()."""
+    return _run(req, layout, _resolve(req, layout))
 
 
 def _run(req: PlanRequest, layout: ModelLayout, launch: Launch) -> Plan:

@@ -14,22 +14,22 @@ from schemas.plan import Plan
 from schemas.request import PlanRequest
 from service.solver import mamba
 from service.solver.errors import PlanInputError, SGLangStartupError
-from service.solver.launch import Launch, resolve
+from service.solver.launch import Launch
 from service.solver.layout import ModelLayout
 
 
-def _starts(req: PlanRequest, layout: ModelLayout) -> bool:
-    from service.solver.plan import run_pipeline
-    from service.solver.errors import PlanInputError
+def _replan(req: PlanRequest, layout: ModelLayout) -> Optional[Plan]:
+    from service.solver.plan import replan  # plan.py imports this module
 
     try:
-        launch = resolve(
-            layout, req.server_args, req.env, req.budget.gpu_memory_mib,
-            req.draft_model.num_layers if req.draft_model else None, req.budget.rest_gib is None,
-        )
-        return run_pipeline(req, layout, launch).feasible
+        return replan(req, layout)
     except PlanInputError:
-        return False
+        return None
+
+
+def _starts(req: PlanRequest, layout: ModelLayout) -> bool:
+    p = _replan(req, layout)
+    return bool(p and p.feasible)
 
 
 def _with(req: PlanRequest, *, budget: Optional[dict] = None, server_args: Optional[dict] = None) -> PlanRequest:
@@ -133,16 +133,8 @@ def advice_for_target_concurrency(req: PlanRequest, layout: ModelLayout, launch:
     """--max-running-requests R was asked for but the mamba slots cap it: the
     --max-mamba-cache-size that reaches R (ratio x R per DP worker) and what it costs the KV
     pool, or, when that does not start, the largest size that does and what it reaches."""
-    from service.solver.plan import run_pipeline
-
     def replan(size: int) -> Optional[Plan]:
-        trial = _with(req, server_args={"max_mamba_cache_size": size})
-        try:
-            launched = resolve(layout, trial.server_args, trial.env, trial.budget.gpu_memory_mib,
-                               trial.draft_model.num_layers if trial.draft_model else None, trial.budget.rest_gib is None)
-            return run_pipeline(trial, layout, launched)
-        except PlanInputError:
-            return None
+        return _replan(_with(req, server_args={"max_mamba_cache_size": size}), layout)
 
     wanted = max(1, launch.max_running_requests // launch.attn_dp_size)
     ratio = plan.mamba_ratio or _ratio_or_1(launch)
