@@ -14,12 +14,15 @@ Family detection follows the config class SGLang instantiates, i.e. the top-leve
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from schemas.request import MAX_CONTEXT, MAX_DIM, MAX_LAYERS
 from service.solver.errors import PlanInputError
 from service.solver.layout import ModelLayout
 from service.solver.specs import KVSpec, StateSpec
+
+if TYPE_CHECKING:
+    from schemas.request import Layout
 
 # Context-length keys in SGLang's lookup order (utils/hf_transformers/common.py).
 CONTEXT_LENGTH_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings")
@@ -550,6 +553,38 @@ def layout_from_hf_config(hf_config: dict, name: str = "", path: str = "model.hf
     # hf_config is not hf_text_config (a text sub-config) makes SGLang treat the model as multimodal.
     multimodal = arch in MULTIMODAL_ARCHS or wrapper is not None
     return _with(layout, name=name or arch, is_multimodal=multimodal)
+
+
+def layout_from_explicit(lay: "Layout") -> ModelLayout:
+    """An explicit layout (schemas.Layout): shapes are already per TP rank."""
+    shapes = lay.state
+
+    def state_at(tp: int, conv_dtype: str, ssm_dtype: str) -> StateSpec:
+        # Explicit shapes are already per TP rank.
+        return StateSpec(
+            conv_shapes=tuple(tuple(c) for c in shapes.conv_shapes),
+            temporal=tuple(shapes.temporal_shape),
+            conv_dtype=conv_dtype,
+            ssm_dtype=ssm_dtype,
+            num_k_heads_per_tp=shapes.num_k_heads_per_tp or 1,
+            is_kda=lay.linear_kind == "kda",
+            conv_kernel=(shapes.conv_shapes[0][0] + 1) if lay.linear_kind == "kda" else shapes.conv_shapes[0][1] + 1,
+            disable_conv_window_dedup=lay.linear_kind == "kda",
+        )
+
+    if lay.kv.type == "mla":
+        kvspec = KVSpec(kind="mla", kv_lora_rank=lay.kv.kv_lora_rank, qk_rope_head_dim=lay.kv.qk_rope_head_dim)
+    else:
+        kvspec = KVSpec(kind="mha", total_kv_heads=lay.kv.num_kv_heads, head_dim=lay.kv.head_dim, v_head_dim=lay.kv.v_head_dim or lay.kv.head_dim)
+    return ModelLayout(
+        name="explicit-layout", family=f"layout:{lay.linear_kind}", architecture="explicit",
+        num_hidden_layers=lay.num_hidden_layers,
+        mamba_layer_ids=tuple(sorted(lay.mamba_layer_ids)),
+        full_attention_layer_ids=tuple(sorted(lay.full_attention_layer_ids)),
+        kv=kvspec, derived_context_len=lay.context_length, model_dtype=lay.dtype if lay.dtype != "float32" else "float16",
+        linear_kind=lay.linear_kind, state_at=state_at, config_ssm_dtype=lay.mamba_ssm_dtype,
+        num_nextn_predict_layers=lay.num_nextn_predict_layers, is_multimodal=lay.is_multimodal,
+    )
 
 
 def _with(layout: ModelLayout, **changes: Any) -> ModelLayout:

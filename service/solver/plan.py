@@ -12,7 +12,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Optional, Union
 
 from pydantic import ValidationError
@@ -22,10 +22,10 @@ from schemas.request import HFConfigModel, LayoutModel, PlanRequest, PresetModel
 from service.presets import get_preset
 from service.solver import allocation, budget, kv, mamba, requests, stages
 from service.solver.errors import PlanInputError, SGLangStartupError
-from service.solver.families import layout_from_hf_config
+from service.solver.families import layout_from_explicit, layout_from_hf_config
 from service.solver.launch import Launch, resolve
 from service.solver.layout import ModelLayout
-from service.solver.specs import KVSpec, StateSpec
+from service.solver.specs import StateSpec
 
 GIB = 1 << 30
 
@@ -67,39 +67,7 @@ def model_layout(request: PlanRequest) -> ModelLayout:
     if isinstance(m, HFConfigModel):
         return layout_from_hf_config(m.hf_config)
     assert isinstance(m, LayoutModel)
-    return _explicit_layout(m)
-
-
-def _explicit_layout(m: LayoutModel) -> ModelLayout:
-    lay = m.layout
-    shapes = lay.state
-
-    def state_at(tp: int, conv_dtype: str, ssm_dtype: str) -> StateSpec:
-        # Explicit shapes are already per TP rank.
-        return StateSpec(
-            conv_shapes=tuple(tuple(c) for c in shapes.conv_shapes),
-            temporal=tuple(shapes.temporal_shape),
-            conv_dtype=conv_dtype,
-            ssm_dtype=ssm_dtype,
-            num_k_heads_per_tp=shapes.num_k_heads_per_tp or 1,
-            is_kda=lay.linear_kind == "kda",
-            conv_kernel=(shapes.conv_shapes[0][0] + 1) if lay.linear_kind == "kda" else shapes.conv_shapes[0][1] + 1,
-            disable_conv_window_dedup=lay.linear_kind == "kda",
-        )
-
-    if lay.kv.type == "mla":
-        kvspec = KVSpec(kind="mla", kv_lora_rank=lay.kv.kv_lora_rank, qk_rope_head_dim=lay.kv.qk_rope_head_dim)
-    else:
-        kvspec = KVSpec(kind="mha", total_kv_heads=lay.kv.num_kv_heads, head_dim=lay.kv.head_dim, v_head_dim=lay.kv.v_head_dim or lay.kv.head_dim)
-    return ModelLayout(
-        name="explicit-layout", family=f"layout:{lay.linear_kind}", architecture="explicit",
-        num_hidden_layers=lay.num_hidden_layers,
-        mamba_layer_ids=tuple(sorted(lay.mamba_layer_ids)),
-        full_attention_layer_ids=tuple(sorted(lay.full_attention_layer_ids)),
-        kv=kvspec, derived_context_len=lay.context_length, model_dtype=lay.dtype if lay.dtype != "float32" else "float16",
-        linear_kind=lay.linear_kind, state_at=state_at, config_ssm_dtype=lay.mamba_ssm_dtype,
-        num_nextn_predict_layers=lay.num_nextn_predict_layers, is_multimodal=lay.is_multimodal,
-    )
+    return layout_from_explicit(m.layout)
 
 
 def parse_request(request: Union[PlanRequest, dict, Any]) -> PlanRequest:
