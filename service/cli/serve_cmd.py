@@ -13,17 +13,7 @@ import argparse
 import sys
 from typing import Any
 
-from service.cli import EXIT_INVALID, EXIT_OK
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"expected a port number 0-65535, got {value}")
-    return value
+from service.cli import EXIT_INVALID, EXIT_OK, port_number
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -34,7 +24,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; 0.0.0.0 in a container)")
-    p.add_argument("--port", type=_port, default=8000, help="port to bind (default 8000)")
+    p.add_argument("--port", type=port_number, default=8000, help="port to bind (default 8000)")
     p.add_argument(
         "--deployments",
         metavar="FILE",

@@ -15,17 +15,7 @@ import argparse
 import sys
 from typing import Any
 
-from service.cli import EXIT_INVALID, EXIT_OK
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"expected a port number 0-65535, got {value}")
-    return value
+from service.cli import EXIT_INVALID, EXIT_OK, port_number
 
 
 def _non_negative_int(text: str) -> int:
@@ -46,7 +36,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; 0.0.0.0 in a container)")
-    p.add_argument("--port", type=_port, default=8001, help="port to bind (default 8001, as in the worker image)")
+    p.add_argument("--port", type=port_number, default=8001, help="port to bind (default 8001, as in the worker image)")
     p.add_argument(
         "--device", default="auto", choices=["auto", "cpu", "cuda"],
         help="where trials allocate (default auto: CUDA when torch sees a GPU, else the CPU)",
