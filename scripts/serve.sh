@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Run the service on its embedded default: no GPU, no other server (trials run on the CPU).
+# Run the service on its embedded default: no GPU, no other server needed. Trials ("trial": {})
+# need torch: install the worker extra (pip install -e '.[worker]') and they run on the CPU.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON="${PYTHON:-python3}"
