@@ -10,7 +10,9 @@ make is recorded in order and compared, shape and dtype, with
 from __future__ import annotations
 
 import importlib.util
+import sys
 import types
+from pathlib import Path
 
 import pytest
 
@@ -21,7 +23,9 @@ if importlib.util.find_spec("sglang") is None:
 from service.solver.allocation import StageAllocationInputs, stage_tensors  # noqa: E402
 from service.solver.specs import KVSpec, StateSpec  # noqa: E402
 from service.worker.devices import TORCH_DTYPES  # noqa: E402
-from sglang_stubs import stubs  # noqa: E402
+# The conformance oracle's import fakes (one copy for the whole test session).
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conformance"))
+import sglang_ref  # noqa: E402
 
 DT = {"bfloat16": torch.bfloat16, "float32": torch.float32, "float16": torch.float16}
 IGNORED = (torch.uint64,)  # pointer tables, however they are built
@@ -30,7 +34,8 @@ IGNORED = (torch.uint64,)  # pointer tables, however they are built
 @pytest.fixture(scope="module")
 def mp():
     try:
-        with stubs():
+        sglang_ref._load()
+        with sglang_ref._fakes_active():
             import warnings
 
             with warnings.catch_warnings():
