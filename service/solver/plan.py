@@ -180,7 +180,7 @@ def _pipeline(req, layout, launch: Launch, stage_ranges, state: StateSpec, whole
 
     n_mamba = len(layout.mamba_layer_ids)
     p.per_req_full = state.bytes_per_layer * n_mamba
-    scale = stages.largest_stage_scale(layout.mamba_layer_ids, stage_ranges, whole_model)
+    scale = stages.largest_stage_scale(n_mamba, stage_ranges, whole_model)
     p.stage_per_req = int(p.per_req_full * scale)
     replay = launch.replayssm_spec and layout.linear_kind in ("gdn", "kda")
     ring = state.replayssm_ring_bytes_per_layer(launch.replayssm_cache_len) * n_mamba if replay else 0

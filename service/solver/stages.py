@@ -71,13 +71,14 @@ def pp_stages(
     return stages
 
 
-def largest_stage_scale(mamba_layer_ids: Sequence[int], stages: list[StageRange], whole_model: bool = False) -> float:
+def largest_stage_scale(total_mamba_layers: int, stages: list[StageRange], whole_model: bool = False) -> float:
     """The PP scaling rule: every rank charges the largest stage's share of the mamba
     layers, `max_s |L ∩ stage_s| / |L|` as a float, so all ranks derive the same pool
-    without a collective. Before sglang PR #33666 ("whole-model") every stage paid for all."""
-    total = len(mamba_layer_ids)
+    without a collective. Before sglang PR #33666 ("whole-model") every stage paid for all.
+    `stages` come from pp_stages with the model's mamba layer ids."""
+    total = total_mamba_layers
     if whole_model or len(stages) <= 1 or not total:
         largest = total
     else:
-        largest = max(len(s.local(mamba_layer_ids)) for s in stages)
+        largest = max(len(s.mamba_layer_ids) for s in stages)
     return largest / max(total, 1)
