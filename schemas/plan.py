@@ -26,6 +26,24 @@ BindingLimit = Literal[
 class Out(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
+    @classmethod
+    def trusted(cls, values: dict):
+        """An instance from values the solver computed, every field given with its exact
+        type, WITHOUT validation: validating a plan's own output cost more than the
+        sizing itself (pydantic's `model_construct` skips validation too, but re-walks
+        every field's default and is slower still). The solver tests re-validate every
+        plan they build (`model_validate(plan.model_dump()) == plan`), so a value of the
+        wrong type or a missing field fails there, not on the wire."""
+        obj = cls.__new__(cls)
+        _set(obj, "__dict__", values)
+        _set(obj, "__pydantic_fields_set__", set(values))
+        _set(obj, "__pydantic_extra__", None)
+        _set(obj, "__pydantic_private__", None)
+        return obj
+
+
+_set = object.__setattr__  # frozen models refuse setattr; this is how pydantic itself builds them
+
 
 class PlanError(Out):
     kind: Literal[

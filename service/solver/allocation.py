@@ -78,6 +78,27 @@ class StageAllocationInputs:
 
 
 def stage_tensors(x: StageAllocationInputs) -> list[TensorSpec]:
+    """Every tensor one rank of this stage allocates, in SGLang's order."""
+    tensors = _state_and_table_tensors(x)
+    # HybridLinearKVPool: one buffer per local full-attention layer, all of one shape.
+    kv = _kv_layer_tensor(x)
+    if kv is not None:
+        tensors.extend(kv._replace(name=f"kv[{layer}]") for layer in range(x.local_full_layers))
+    return tensors
+
+
+def stage_pool_bytes(x: StageAllocationInputs) -> dict[str, int]:
+    """`pool_bytes(stage_tensors(x))` without listing the per-layer KV buffers one by one
+    (they share one shape): what every plan computes, so it is on the hot path."""
+    totals = pool_bytes(_state_and_table_tensors(x))
+    kv = _kv_layer_tensor(x)
+    if kv is not None:
+        totals["kv_pool"] = kv.nbytes * x.local_full_layers
+    return totals
+
+
+def _state_and_table_tensors(x: StageAllocationInputs) -> list[TensorSpec]:
+    """The req-to-token table, the MambaPool and the side tables, in allocation order."""
     s = x.state
     Lr, K, N, Dm = x.local_mamba_layers, x.max_mamba_cache_size, x.max_running_requests, x.num_draft_tokens
     # ReqToTokenPool.__init__ runs first: (N + 1) rows, row 0 is padding.
@@ -125,25 +146,26 @@ def stage_tensors(x: StageAllocationInputs) -> list[TensorSpec]:
     if x.extra_buffer:
         track = 2 if x.overlap_schedule else 1  # get_mamba_tracking_slots(extra_buffer=True, overlap)
         tensors.append(TensorSpec("side_tables", "req_index_to_mamba_ping_pong_track", (N + 1, track), "int64", False))
-    # HybridLinearKVPool over the stage's own full-attention layers.
-    if x.local_full_layers > 0:
-        T, page = x.max_total_num_tokens, x.page_size
-        rows = T + page  # the padded page holds slot 0
-        if x.kv.kind == "mla":
-            dim = x.kv.kv_lora_rank + x.kv.qk_rope_head_dim
-            pad = (rows - T) * dim * _kv_itemsize(x.kv_dtype)
-            for layer in range(x.local_full_layers):
-                tensors.append(TensorSpec("kv_pool", f"kv[{layer}]", (rows, 1, dim), x.kv_dtype, True, pad))
-        else:
-            h = x.kv.heads_per_rank(x.attn_tp)
-            # The hybrid wrapper does not pass v_head_dim, so V uses head_dim and K/V have one
-            # shape: MHATokenToKVPool stores them as the two halves of ONE page-aligned
-            # allocation per layer, (2, ceil_align(rows, page), heads, head_dim).
-            padded = -(-rows // page) * page
-            pad = 2 * (padded - T) * h * x.kv.head_dim * _kv_itemsize(x.kv_dtype)
-            for layer in range(x.local_full_layers):
-                tensors.append(TensorSpec("kv_pool", f"kv[{layer}]", (2, padded, h, x.kv.head_dim), x.kv_dtype, True, pad))
     return tensors
+
+
+def _kv_layer_tensor(x: StageAllocationInputs) -> Optional[TensorSpec]:
+    """The KV buffer of one local full-attention layer (named "kv"), or None without any."""
+    if x.local_full_layers <= 0:
+        return None
+    T, page = x.max_total_num_tokens, x.page_size
+    rows = T + page  # the padded page holds slot 0
+    if x.kv.kind == "mla":
+        dim = x.kv.kv_lora_rank + x.kv.qk_rope_head_dim
+        pad = (rows - T) * dim * _kv_itemsize(x.kv_dtype)
+        return TensorSpec("kv_pool", "kv", (rows, 1, dim), x.kv_dtype, True, pad)
+    h = x.kv.heads_per_rank(x.attn_tp)
+    # The hybrid wrapper does not pass v_head_dim, so V uses head_dim and K/V have one
+    # shape: MHATokenToKVPool stores them as the two halves of ONE page-aligned
+    # allocation per layer, (2, ceil_align(rows, page), heads, head_dim).
+    padded = -(-rows // page) * page
+    pad = 2 * (padded - T) * h * x.kv.head_dim * _kv_itemsize(x.kv_dtype)
+    return TensorSpec("kv_pool", "kv", (2, padded, h, x.kv.head_dim), x.kv_dtype, True, pad)
 
 
 def _kv_itemsize(dtype: str) -> int:

@@ -17,7 +17,7 @@ from typing import Any, Optional, Union
 
 from pydantic import ValidationError
 
-from schemas.plan import Plan, PlanError, ResolvedArgs, Stage
+from schemas.plan import REFERENCE, Plan, PlanError, ResolvedArgs, Stage
 from schemas.request import HFConfigModel, LayoutModel, PlanRequest, PresetModel
 from service.presets import get_preset
 from service.solver import allocation, budget, kv, mamba, requests, stages
@@ -298,74 +298,79 @@ def stage_allocation_inputs(request: Union[PlanRequest, dict, Any], result: Plan
 
 
 def _assemble(req, layout: ModelLayout, launch: Launch, stage_ranges, state: StateSpec, p: _Partial, warnings: list[str], error: Optional[SGLangStartupError]) -> Plan:
+    # Built with Out.trusted (no validation): every value below has its field's exact type
+    # (floats stay floats), and the solver tests re-validate every plan they build.
     K = p.split.max_mamba_cache_size if p.split else None
     N = p.limit.max_running_requests if p.limit else None
     T = p.tokens
     inputs = _stage_inputs(req, layout, launch, stage_ranges, state, K, N, T) if None not in (K, N, T) else None
     out_stages = []
     pools_of: dict[int, dict[str, int]] = {}  # stages sharing one input object share its pools: build once
+    charged = (p.split.charged_state_bytes + p.split.charged_intermediate_bytes) if p.split else 0
+    budget_bytes = p.budget_bytes
     for i, s in enumerate(stage_ranges):
-        local_m = list(s.mamba_layer_ids)
-        local_f = list(s.full_attention_layer_ids)
         pools: dict[str, int] = {}
         if inputs is not None:
             pools = pools_of.get(id(inputs[i]))
             if pools is None:
-                pools = pools_of[id(inputs[i])] = allocation.pool_bytes(allocation.stage_tensors(inputs[i]))
-        charged = (p.split.charged_state_bytes + p.split.charged_intermediate_bytes) if p.split else 0
+                pools = pools_of[id(inputs[i])] = allocation.stage_pool_bytes(inputs[i])
         cell = p.cells[i] if p.cells and i < len(p.cells) else 0
+        conv, ssm = pools.get("conv_state", 0), pools.get("ssm_state", 0)
+        inter, ring = pools.get("intermediate_state", 0), pools.get("replayssm_ring", 0)
         idle = 0
-        if p.budget_bytes is not None and T is not None and p.split is not None:
+        if budget_bytes is not None and T is not None and p.split is not None:
             # KV capacity above the MIN, plus the mamba charge above what this stage's
             # own layers allocate (negative where SGLang allocates more than it charged).
-            mamba_alloc = sum(pools.get(k, 0) for k in ("conv_state", "ssm_state", "intermediate_state", "replayssm_ring"))
-            idle = (p.budget_bytes - T * cell) + (charged - mamba_alloc)
-        out_stages.append(Stage(
-            pp_rank=s.pp_rank, start_layer=s.start, end_layer=s.end,
-            mamba_layers=len(local_m), full_attention_layers=len(local_f),
-            mamba_layer_ids=local_m, full_attention_layer_ids=local_f,
-            stage_per_req_bytes=p.stage_per_req,
-            conv_state_bytes=pools.get("conv_state", 0), ssm_state_bytes=pools.get("ssm_state", 0),
-            intermediate_state_bytes=pools.get("intermediate_state", 0),
-            replayssm_ring_bytes=pools.get("replayssm_ring", 0),
-            charged_mamba_bytes=charged,
-            kv_budget_bytes=p.budget_bytes or 0,
-            kv_cell_bytes=cell,
-            kv_tokens=p.stage_tokens[i] if p.stage_tokens and i < len(p.stage_tokens) else None,
-            kv_pool_bytes=pools.get("kv_pool", 0),
-            req_to_token_bytes=pools.get("req_to_token", 0),
-            idle_bytes=idle,
-        ))
-    resolved = ResolvedArgs(
-        tp_size=launch.tp_size, pp_size=launch.pp_size, attn_dp_size=launch.attn_dp_size,
-        attn_tp_size=launch.attn_tp_size, page_size=launch.page_size, kv_cache_dtype=launch.kv_cache_dtype,
-        mem_fraction_static=launch.mem_fraction_static, mamba_full_memory_ratio=launch.mamba_full_memory_ratio,
-        mamba_radix_cache_strategy=launch.strategy, enable_mamba_extra_buffer=launch.extra_buffer,
-        enable_mamba_extra_buffer_lazy=launch.extra_buffer_lazy, disable_radix_cache=launch.disable_radix_cache,
-        disable_overlap_schedule=launch.disable_overlap_schedule, max_running_requests=launch.max_running_requests,
-        max_mamba_cache_size=launch.max_mamba_cache_size, max_total_tokens=launch.max_total_tokens,
-        speculative_algorithm=launch.speculative_algorithm, speculative_num_draft_tokens=launch.num_draft_tokens,
-        enable_linear_replayssm_spec=launch.replayssm_spec, context_length=launch.context_len,
-        conv_dtype=launch.conv_dtype, ssm_dtype=launch.ssm_dtype, draft_kv_layers=launch.draft_kv_layers,
-        speculative_num_steps=launch.speculative_num_steps, speculative_eagle_topk=launch.speculative_eagle_topk,
-    )
+            idle = (budget_bytes - T * cell) + (charged - (conv + ssm + inter + ring))
+        out_stages.append(Stage.trusted({
+            "pp_rank": s.pp_rank, "start_layer": s.start, "end_layer": s.end,
+            "mamba_layers": len(s.mamba_layer_ids), "full_attention_layers": len(s.full_attention_layer_ids),
+            "mamba_layer_ids": list(s.mamba_layer_ids), "full_attention_layer_ids": list(s.full_attention_layer_ids),
+            "stage_per_req_bytes": p.stage_per_req,
+            "conv_state_bytes": conv, "ssm_state_bytes": ssm,
+            "intermediate_state_bytes": inter, "replayssm_ring_bytes": ring,
+            "charged_mamba_bytes": charged,
+            "kv_budget_bytes": budget_bytes or 0,
+            "kv_cell_bytes": cell,
+            "kv_tokens": p.stage_tokens[i] if p.stage_tokens and i < len(p.stage_tokens) else None,
+            "kv_pool_bytes": pools.get("kv_pool", 0),
+            "req_to_token_bytes": pools.get("req_to_token", 0),
+            "idle_bytes": idle,
+        }))
+    mfs = launch.mem_fraction_static
+    resolved = ResolvedArgs.trusted({
+        "tp_size": launch.tp_size, "pp_size": launch.pp_size, "attn_dp_size": launch.attn_dp_size,
+        "attn_tp_size": launch.attn_tp_size, "page_size": launch.page_size, "kv_cache_dtype": launch.kv_cache_dtype,
+        "mem_fraction_static": None if mfs is None else float(mfs),
+        "mamba_full_memory_ratio": float(launch.mamba_full_memory_ratio),
+        "mamba_radix_cache_strategy": launch.strategy, "enable_mamba_extra_buffer": launch.extra_buffer,
+        "enable_mamba_extra_buffer_lazy": launch.extra_buffer_lazy, "disable_radix_cache": launch.disable_radix_cache,
+        "disable_overlap_schedule": launch.disable_overlap_schedule, "max_running_requests": launch.max_running_requests,
+        "max_mamba_cache_size": launch.max_mamba_cache_size, "max_total_tokens": launch.max_total_tokens,
+        "speculative_algorithm": launch.speculative_algorithm, "speculative_num_draft_tokens": launch.num_draft_tokens,
+        "enable_linear_replayssm_spec": launch.replayssm_spec, "context_length": launch.context_len,
+        "conv_dtype": launch.conv_dtype, "ssm_dtype": launch.ssm_dtype, "draft_kv_layers": launch.draft_kv_layers,
+        "speculative_num_steps": launch.speculative_num_steps, "speculative_eagle_topk": launch.speculative_eagle_topk,
+    })
     feasible = error is None
-    return Plan(
-        accounting=req.accounting,
-        feasible=feasible,
-        error=None if feasible else PlanError(kind=error.kind, exception=error.exception, message=error.message),
-        warnings=warnings,
-        model_name=layout.name,
-        family=layout.family,
-        resolved=resolved,
-        rest_gib=p.rest_gib,
-        mamba_ratio=p.ratio,
-        max_mamba_cache_size=K,
-        mamba_cache_per_req_bytes=p.per_req_full,
-        kv_budget_bytes=p.budget_bytes,
-        max_total_num_tokens=T,
-        max_running_requests=N,
-        pp_max_micro_batch_size=p.micro,
-        binding_limit=p.limit.binding_limit if p.limit else None,
-        stages=out_stages,
-    )
+    return Plan.trusted({
+        "reference": REFERENCE,
+        "accounting": req.accounting,
+        "feasible": feasible,
+        "error": None if feasible else PlanError.trusted({"kind": error.kind, "exception": error.exception, "message": error.message, "remedies": []}),
+        "warnings": warnings,
+        "advice": [],
+        "model_name": layout.name,
+        "family": layout.family,
+        "resolved": resolved,
+        "rest_gib": None if p.rest_gib is None else float(p.rest_gib),
+        "mamba_ratio": p.ratio,
+        "max_mamba_cache_size": K,
+        "mamba_cache_per_req_bytes": p.per_req_full,
+        "kv_budget_bytes": budget_bytes,
+        "max_total_num_tokens": T,
+        "max_running_requests": N,
+        "pp_max_micro_batch_size": p.micro,
+        "binding_limit": p.limit.binding_limit if p.limit else None,
+        "stages": out_stages,
+    })
