@@ -14,7 +14,6 @@ slot maps), then `HybridLinearKVPool` (one K/V or MLA buffer per local full laye
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from math import prod
 from typing import Literal, NamedTuple, Optional
 
@@ -25,6 +24,7 @@ Pool = Literal[
 ]
 # Storage bytes per element. fp8 KV is stored as uint8 (`KVCache.store_dtype`): same size.
 _INDEX_BYTES = {"int32": 4, "int64": 8, "int8": 1}
+_ITEMSIZE = {**DTYPE_BYTES, **_INDEX_BYTES}
 
 
 class TensorSpec(NamedTuple):
@@ -40,7 +40,7 @@ class TensorSpec(NamedTuple):
 
     @property
     def itemsize(self) -> int:
-        return _INDEX_BYTES[self.dtype] if self.dtype in _INDEX_BYTES else DTYPE_BYTES[self.dtype]
+        return _ITEMSIZE[self.dtype]
 
     @property
     def nbytes(self) -> int:
@@ -52,8 +52,8 @@ class TensorSpec(NamedTuple):
         return self.unbudgeted_bytes if self.budgeted else self.nbytes
 
 
-@dataclass(frozen=True)
-class StageAllocationInputs:
+class StageAllocationInputs(NamedTuple):
+    # A NamedTuple for the same reason as TensorSpec: one is built per distinct stage of every plan.
     state: StateSpec
     local_mamba_layers: int
     local_full_layers: int
@@ -237,8 +237,7 @@ def req_to_token_extra(
 def pool_bytes(tensors: list[TensorSpec]) -> dict[str, int]:
     totals: dict[str, int] = {}
     for t in tensors:  # t.nbytes, inlined (the plan's hot loop)
-        size = _INDEX_BYTES[t.dtype] if t.dtype in _INDEX_BYTES else DTYPE_BYTES[t.dtype]
-        totals[t.pool] = totals.get(t.pool, 0) + prod(t.shape) * size
+        totals[t.pool] = totals.get(t.pool, 0) + prod(t.shape) * _ITEMSIZE[t.dtype]
     return totals
 
 

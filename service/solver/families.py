@@ -13,7 +13,7 @@ Family detection follows the config class SGLang instantiates, i.e. the top-leve
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from schemas.request import MAX_CONTEXT, MAX_DIM, MAX_LAYERS
@@ -150,6 +150,9 @@ def _check_int(value: Any, path: str, minimum: int = 0, maximum: int = MAX_DIM) 
 def _int_list(value: Any, path: str, maximum: int = MAX_LAYERS) -> list[int]:
     if not isinstance(value, list) or len(value) > maximum:
         raise PlanInputError(path, f"must be a list of at most {maximum} layer numbers")
+    # The common case (all valid) in one pass; an element's own path only for the error.
+    if all(type(v) is int and 0 <= v <= maximum for v in value):
+        return value
     return [_check_int(v, f"{path}[{i}]", 0, maximum) for i, v in enumerate(value)]
 
 
@@ -326,7 +329,7 @@ def _nemotron_h(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> Mod
     blocks = raw.get("layers_block_type")
     if blocks is None:
         pattern = cfg.get("hybrid_override_pattern")
-        if not isinstance(pattern, str) or len(pattern) > MAX_LAYERS or any(c not in _NEMOTRON_BLOCK for c in pattern):
+        if not isinstance(pattern, str) or len(pattern) > MAX_LAYERS or not set(pattern) <= _NEMOTRON_BLOCK.keys():
             raise PlanInputError(f"{path}.hybrid_override_pattern", "must only contain the characters 'M', '*', '-' or 'E'")
         blocks = [_NEMOTRON_BLOCK[c] for c in pattern]
     blocks = _str_list(blocks, f"{path}.layers_block_type")
@@ -588,6 +591,4 @@ def layout_from_explicit(lay: "Layout") -> ModelLayout:
 
 
 def _with(layout: ModelLayout, **changes: Any) -> ModelLayout:
-    from dataclasses import replace
-
     return replace(layout, **changes)

@@ -33,8 +33,7 @@ generated flag sets and compares every value below. Pure: no torch, no sglang.
 from __future__ import annotations
 
 from functools import lru_cache
-from dataclasses import dataclass, field
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from schemas.request import Env, ServerArgs
 from service.solver.errors import PlanInputError
@@ -96,14 +95,16 @@ _VISION_TOWER = {
 }
 
 
-@dataclass(frozen=True)
-class Rejection:
+# Immutable value types are NamedTuples: built on every plan, and a frozen dataclass's
+# __init__ costs several times more.
+
+
+class Rejection(NamedTuple):
     exception: str
     message: str
 
 
-@dataclass(frozen=True)
-class Launch:
+class Launch(NamedTuple):
     tp_size: int
     pp_size: int
     attn_dp_size: int
@@ -133,8 +134,8 @@ class Launch:
     prices_draft_kv: bool
     skip_decode_lock: bool
     pp_max_micro_batch_size: Optional[int]
-    rejections: list[Rejection] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    rejections: tuple[Rejection, ...] = ()
+    warnings: tuple[str, ...] = ()
     # Resolved values that do not feed the sizing directly (reported, and conformance-tested).
     speculative_num_steps: Optional[int] = None
     speculative_eagle_topk: Optional[int] = None
@@ -209,8 +210,7 @@ def adjust_mem_fraction_for_vlm(mfs: float, layout: ModelLayout) -> float:
     return mfs * (0.95 * factor)
 
 
-@dataclass(frozen=True)
-class _Graphs:
+class _Graphs(NamedTuple):
     decode_on: bool
     prefill_on: bool
     chunked: int
@@ -495,7 +495,7 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: Opt
         draft_kv_layers=draft_kv_layers if prices_draft else 0, prices_draft_kv=prices_draft,
         skip_decode_lock=env.SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK,
         pp_max_micro_batch_size=args.pp_max_micro_batch_size,
-        rejections=rejections, warnings=warnings,
+        rejections=tuple(rejections), warnings=tuple(warnings),
         speculative_num_steps=steps, speculative_eagle_topk=topk, chunked_prefill_size=chunked,
         decode_cuda_graph_max_bs=graphs.decode_max_bs, prefill_cuda_graph=graphs.prefill_on,
         env_mamba_ssm_dtype=env_ssm,

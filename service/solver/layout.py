@@ -38,7 +38,7 @@ class ModelLayout:
     hf_config: dict = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        # Stage slicing (StageRange.local) relies on ascending, duplicate-free id tuples.
+        # Stage slicing (stages._in_range) relies on ascending, duplicate-free id tuples.
         for name in ("mamba_layer_ids", "full_attention_layer_ids"):
             object.__setattr__(self, name, tuple(sorted(set(getattr(self, name)))))
 

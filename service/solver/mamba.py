@@ -8,8 +8,7 @@ write to, so every charge counts K + 1 slots (the "+1" below).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, NamedTuple, Optional
 
 from service.solver.errors import SGLangStartupError
 
@@ -47,8 +46,8 @@ def mamba_ratio(*, disable_radix_cache: bool, extra_buffer: bool, lazy: bool, ov
     return base
 
 
-@dataclass(frozen=True)
-class MambaSplit:
+# NamedTuples: both are built on every plan (a frozen dataclass's __init__ costs more).
+class MambaSplit(NamedTuple):
     max_mamba_cache_size: int  # K, usable slots per attention-DP worker
     rest_after_gib: float  # R1: what the KV pool gets, before int(R1 * 2**30)
     rest_before_state_gib: float  # R after the spec intermediate, before the state charge
@@ -57,8 +56,7 @@ class MambaSplit:
     branch: str  # "explicit" | "max_running_requests" | "ratio"
 
 
-@dataclass(frozen=True)
-class MambaSplitInputs:
+class MambaSplitInputs(NamedTuple):
     stage_per_req: int  # P: the largest stage's share of per-request bytes
     # The slots-per-request ratio, computed only where SGLang computes it (the spec
     # reservation): its lazy-buffer assertion must fire at the same point, or not at all.

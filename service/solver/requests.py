@@ -3,16 +3,14 @@ and pp_max_micro_batch_size (the scheduler's default)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional
+from typing import NamedTuple, Optional
 
 from service.solver.errors import SGLangStartupError
 
 ESTIMATE_MIN, ESTIMATE_MAX = 2048, 4096
 
 
-@dataclass(frozen=True)
-class RequestLimit:
+class RequestLimit(NamedTuple):
     max_running_requests: int
     binding_limit: str
     warnings: list[str]

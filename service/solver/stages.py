@@ -5,27 +5,27 @@ share that every stage is charged for its mamba state.
 from __future__ import annotations
 
 from bisect import bisect_left
-from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import NamedTuple, Optional, Sequence
 
 from service.solver.errors import PlanInputError
 
 PARTITION_FIELD = "env.SGLANG_PP_LAYER_PARTITION"
 
 
-@dataclass(frozen=True)
-class StageRange:
+class StageRange(NamedTuple):
+    # A NamedTuple: a plan builds one per stage, and a frozen dataclass costs several times more.
     pp_rank: int
     start: int
     end: int
-    # This stage's own layers, sliced once when the stages are built (see pp_stages).
+    # This stage's own layers (ascending), sliced once when the stages are built.
     mamba_layer_ids: tuple[int, ...] = ()
     full_attention_layer_ids: tuple[int, ...] = ()
 
-    def local(self, layer_ids: Sequence[int]) -> list[int]:
-        """The ids in [start, end). Layout id tuples are ascending (ModelLayout guarantees
-        it), so they are one slice: this is on the hot path of every plan."""
-        return list(layer_ids[bisect_left(layer_ids, self.start):bisect_left(layer_ids, self.end)])
+
+def _in_range(layer_ids: Sequence[int], start: int, end: int) -> tuple[int, ...]:
+    """The ids in [start, end): one slice, because layout id tuples are ascending
+    (ModelLayout guarantees it)."""
+    return tuple(layer_ids[bisect_left(layer_ids, start):bisect_left(layer_ids, end)])
 
 
 def parse_partition(text: Optional[str], pp_size: int, num_hidden_layers: int) -> Optional[list[int]]:
@@ -66,8 +66,7 @@ def pp_stages(
             else:
                 start = rank * base
                 end = start + base
-        rng = StageRange(rank, start, end)
-        stages.append(StageRange(rank, start, end, tuple(rng.local(mamba_layer_ids)), tuple(rng.local(full_attention_layer_ids))))
+        stages.append(StageRange(rank, start, end, _in_range(mamba_layer_ids, start, end), _in_range(full_attention_layer_ids, start, end)))
     return stages
 
 
