@@ -13,7 +13,7 @@ Family detection follows the config class SGLang instantiates, i.e. the top-leve
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from schemas.request import MAX_CONTEXT, MAX_DIM, MAX_LAYERS
@@ -120,7 +120,10 @@ class _Cfg:
         value = self.get(key)
         if value is None:
             return None
-        return _check_int(value, f"{self.path}.{key}", minimum, maximum or _limit(key))
+        hi = maximum or _limit(key)
+        if type(value) is int and minimum <= value <= hi:  # the common case, without building the path
+            return value
+        return _check_int(value, f"{self.path}.{key}", minimum, hi)
 
     def need(self, key: str) -> int:
         value = self.opt_int(key)
@@ -230,7 +233,9 @@ class Family:
     name: str
     model_types: tuple[str, ...]
     label: str
-    build: Callable[[dict, Optional[dict], str, str], ModelLayout]
+    # (text config, wrapper config or None, field path, architecture) -> ModelLayout fields but
+    # name and is_multimodal, which layout_from_hf_config decides.
+    build: Callable[[dict, Optional[dict], str, str], dict]
 
 
 # --------------------------------------------------------------------------- Qwen3-Next / Qwen3.5 (GDN)
@@ -242,7 +247,7 @@ _QWEN3_NEXT_DEFAULTS = dict(
 )
 
 
-def _qwen_gdn(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> ModelLayout:
+def _qwen_gdn(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> dict:
     cfg = _Cfg(raw, _QWEN3_NEXT_DEFAULTS, path)
     is_qwen3_5 = wrapper is not None or str(raw.get("model_type", "")).startswith("qwen3_5")
     if is_qwen3_5 and raw.get("rope_scaling") is None and raw.get("rope_parameters") is not None:
@@ -250,8 +255,8 @@ def _qwen_gdn(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> Model
         cfg = _Cfg({**raw, "rope_scaling": raw["rope_parameters"]}, _QWEN3_NEXT_DEFAULTS, path)
     n = cfg.pos("num_hidden_layers")
     interval = cfg.pos("full_attention_interval")
-    linear = tuple(i for i in range(n) if (i + 1) % interval != 0)
-    full = tuple(i for i in range(n) if (i + 1) % interval == 0)
+    linear = tuple([i for i in range(n) if (i + 1) % interval != 0])
+    full = tuple([i for i in range(n) if (i + 1) % interval == 0])
     kh, vh = cfg.pos("linear_num_key_heads"), cfg.pos("linear_num_value_heads")
     kd, vd, ck = cfg.pos("linear_key_head_dim"), cfg.pos("linear_value_head_dim"), cfg.pos("linear_conv_kernel_dim")
 
@@ -261,8 +266,8 @@ def _qwen_gdn(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> Model
             conv_kernel=ck, conv_dtype=conv_dtype, ssm_dtype=ssm_dtype,
         )
 
-    return ModelLayout(
-        name="", family="qwen3_next" if raw.get("model_type") == "qwen3_next" else "qwen3_5",
+    return dict(
+        family="qwen3_next" if raw.get("model_type") == "qwen3_next" else "qwen3_5",
         architecture=arch, num_hidden_layers=n, mamba_layer_ids=linear, full_attention_layer_ids=full,
         kv=_mha(cfg), derived_context_len=_context_length(cfg), model_dtype=_model_dtype(raw, wrapper),
         linear_kind="gdn", state_at=state_at, state_tp="linear_attn_tp",
@@ -279,7 +284,7 @@ def _qwen_gdn(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> Model
 _KIMI_DEFAULTS = dict(hidden_size=4096, num_hidden_layers=32, num_attention_heads=32, max_position_embeddings=4096)
 
 
-def _kimi(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> ModelLayout:
+def _kimi(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> dict:
     cfg = _Cfg(raw, _KIMI_DEFAULTS, path)
     lac = raw.get("linear_attn_config")
     if not isinstance(lac, dict):
@@ -291,8 +296,8 @@ def _kimi(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> ModelLayo
     n = cfg.pos("num_hidden_layers")
     kda_set = set(kda_layers)
     # kda_layers are 1-based; every layer that is not KDA is full (MLA) attention.
-    linear = tuple(i for i in range(n) if (i + 1) in kda_set)
-    full = tuple(i for i in range(n) if (i + 1) not in kda_set)
+    linear = tuple([i for i in range(n) if (i + 1) in kda_set])
+    full = tuple([i for i in range(n) if (i + 1) not in kda_set])
     heads, hd, ck = lcfg.pos("num_heads"), lcfg.pos("head_dim"), lcfg.pos("short_conv_kernel_size")
     rank = cfg.opt_int("kv_lora_rank", minimum=1)
     rope = cfg.opt_int("qk_rope_head_dim")
@@ -302,8 +307,8 @@ def _kimi(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> ModelLayo
     def state_at(tp: int, conv_dtype: str, ssm_dtype: str) -> StateSpec:
         return kda_state(tp, num_heads=heads, head_dim=hd, conv_kernel=ck, conv_dtype=conv_dtype, ssm_dtype=ssm_dtype)
 
-    return ModelLayout(
-        name="", family="kimi_linear", architecture=arch, num_hidden_layers=n,
+    return dict(
+        family="kimi_linear", architecture=arch, num_hidden_layers=n,
         mamba_layer_ids=linear, full_attention_layer_ids=full,
         kv=KVSpec(kind="mla", kv_lora_rank=int(rank), qk_rope_head_dim=int(rope)),
         derived_context_len=_context_length(cfg), model_dtype=_model_dtype(raw, wrapper),
@@ -324,7 +329,7 @@ _NEMOTRON_DEFAULTS = dict(
 _NEMOTRON_BLOCK = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 
 
-def _nemotron_h(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> ModelLayout:
+def _nemotron_h(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> dict:
     cfg = _Cfg(raw, _NEMOTRON_DEFAULTS, path)
     blocks = raw.get("layers_block_type")
     if blocks is None:
@@ -334,8 +339,8 @@ def _nemotron_h(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> Mod
         blocks = [_NEMOTRON_BLOCK[c] for c in pattern]
     blocks = _str_list(blocks, f"{path}.layers_block_type")
     n = len(blocks)  # num_hidden_layers is derived from the block list
-    linear = tuple(i for i, b in enumerate(blocks) if b == "mamba")
-    full = tuple(i for i, b in enumerate(blocks) if b == "attention")
+    linear = tuple([i for i, b in enumerate(blocks) if b == "mamba"])
+    full = tuple([i for i, b in enumerate(blocks) if b == "attention"])
     heads, hd, ss = cfg.pos("mamba_num_heads"), cfg.pos("mamba_head_dim"), cfg.need("ssm_state_size")
     groups = cfg.pos("n_groups")
     # config.json's conv_kernel overrides the class's mamba_d_conv (default 4).
@@ -347,8 +352,8 @@ def _nemotron_h(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> Mod
             conv_kernel=ck, conv_dtype=conv_dtype, ssm_dtype=ssm_dtype,
         )
 
-    return ModelLayout(
-        name="", family="nemotron_h", architecture=arch, num_hidden_layers=n,
+    return dict(
+        family="nemotron_h", architecture=arch, num_hidden_layers=n,
         mamba_layer_ids=linear, full_attention_layer_ids=full, kv=_mha(cfg),
         derived_context_len=_context_length(cfg), model_dtype=_model_dtype(raw, wrapper),
         linear_kind="mamba2", state_at=state_at, config_ssm_dtype=_config_ssm_dtype(cfg, wrapper),
@@ -366,7 +371,7 @@ _FALCON_DEFAULTS = dict(
 )
 
 
-def _falcon_h1(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> ModelLayout:
+def _falcon_h1(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> dict:
     cfg = _Cfg(raw, _FALCON_DEFAULTS, path)
     n = cfg.pos("num_hidden_layers")
     # mamba_d_ssm defaults to 1024 in the config class; only an explicit null uses expand*hidden.
@@ -396,8 +401,8 @@ def _falcon_h1(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> Mode
         )
 
     every = tuple(range(n))  # every layer has both an SSM and attention
-    return ModelLayout(
-        name="", family="falcon_h1", architecture=arch, num_hidden_layers=n,
+    return dict(
+        family="falcon_h1", architecture=arch, num_hidden_layers=n,
         mamba_layer_ids=every, full_attention_layer_ids=every, kv=kv,
         derived_context_len=_context_length(cfg), model_dtype=_model_dtype(raw, wrapper),
         linear_kind="mamba2", state_at=state_at, config_ssm_dtype=_config_ssm_dtype(cfg, wrapper),
@@ -415,7 +420,7 @@ _GRANITE_DEFAULTS = dict(
 _GRANITE_ALIASES = {"linear_attention": "mamba", "full_attention": "attention"}
 
 
-def _granite(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> ModelLayout:
+def _granite(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> dict:
     cfg = _Cfg(raw, _GRANITE_DEFAULTS, path)
     n = cfg.pos("num_hidden_layers")
     types = raw.get("layer_types")
@@ -427,8 +432,8 @@ def _granite(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> ModelL
     types = [_GRANITE_ALIASES.get(t, t) for t in types]
     if any(t not in ("mamba", "attention") for t in types):
         raise PlanInputError(f"{path}.layer_types", "each element must be 'mamba' or 'attention'")
-    linear = tuple(i for i, t in enumerate(types) if t == "mamba")
-    full = tuple(i for i, t in enumerate(types) if t == "attention")
+    linear = tuple([i for i, t in enumerate(types) if t == "mamba"])
+    full = tuple([i for i, t in enumerate(types) if t == "attention"])
     if not linear:
         raise PlanInputError(f"{path}.layer_types", "has no 'mamba' layer: SGLang sizes this model as a plain transformer, not through the hybrid path")
     intermediate = cfg.pos("mamba_expand") * cfg.pos("hidden_size")
@@ -443,8 +448,8 @@ def _granite(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> ModelL
             conv_kernel=ck, conv_dtype=conv_dtype, ssm_dtype=ssm_dtype,
         )
 
-    return ModelLayout(
-        name="", family="granitemoehybrid", architecture=arch, num_hidden_layers=n,
+    return dict(
+        family="granitemoehybrid", architecture=arch, num_hidden_layers=n,
         mamba_layer_ids=linear, full_attention_layer_ids=full, kv=_mha(cfg),
         derived_context_len=_context_length(cfg), model_dtype=_model_dtype(raw, wrapper),
         linear_kind="mamba2", state_at=state_at,
@@ -461,7 +466,7 @@ _LFM2_DEFAULTS = dict(
 )
 
 
-def _lfm2(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> ModelLayout:
+def _lfm2(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> dict:
     cfg = _Cfg(raw, _LFM2_DEFAULTS, path)
     n = cfg.pos("num_hidden_layers")
     types = raw.get("layer_types")
@@ -470,8 +475,8 @@ def _lfm2(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> ModelLayo
         full_set = set(range(n)) if full_idxs is None else set(_int_list(full_idxs, f"{path}.full_attn_idxs"))
         types = ["full_attention" if i in full_set else "conv" for i in range(n)]
     types = _str_list(types, f"{path}.layer_types")
-    linear = tuple(i for i, t in enumerate(types) if t in ("conv", "short_conv"))
-    full = tuple(i for i, t in enumerate(types) if t == "full_attention")
+    linear = tuple([i for i, t in enumerate(types) if t in ("conv", "short_conv")])
+    full = tuple([i for i, t in enumerate(types) if t == "full_attention"])
     if not linear:
         raise PlanInputError(f"{path}.layer_types", "has no conv layer: SGLang does not size it through the hybrid path")
     hidden, ck = cfg.pos("hidden_size"), cfg.pos("conv_L_cache")
@@ -484,8 +489,8 @@ def _lfm2(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> ModelLayo
             conv_kernel=ck, conv_dtype=conv_dtype, ssm_dtype=ssm_dtype,
         )
 
-    return ModelLayout(
-        name="", family="lfm2", architecture=arch, num_hidden_layers=n,
+    return dict(
+        family="lfm2", architecture=arch, num_hidden_layers=n,
         mamba_layer_ids=linear, full_attention_layer_ids=full, kv=_mha(cfg),
         derived_context_len=_context_length(cfg), model_dtype=_model_dtype(raw, wrapper),
         linear_kind="mamba2", state_at=state_at,
@@ -552,10 +557,10 @@ def layout_from_hf_config(hf_config: dict, name: str = "", path: str = "model.hf
         wrapper, raw, path = hf_config, text, f"{path}.text_config"
     if not arch:
         arch = next((a for a, mt in _ARCH_TO_MODEL_TYPE.items() if mt == model_type), model_type)
-    layout = family.build(raw, wrapper, path, arch)
+    fields = family.build(raw, wrapper, path, arch)
     # hf_config is not hf_text_config (a text sub-config) makes SGLang treat the model as multimodal.
     multimodal = arch in MULTIMODAL_ARCHS or wrapper is not None
-    return _with(layout, name=name or arch, is_multimodal=multimodal)
+    return ModelLayout(name=name or arch, is_multimodal=multimodal, **fields)
 
 
 def layout_from_explicit(lay: "Layout") -> ModelLayout:
@@ -589,6 +594,3 @@ def layout_from_explicit(lay: "Layout") -> ModelLayout:
         num_nextn_predict_layers=lay.num_nextn_predict_layers, is_multimodal=lay.is_multimodal,
     )
 
-
-def _with(layout: ModelLayout, **changes: Any) -> ModelLayout:
-    return replace(layout, **changes)

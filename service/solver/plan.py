@@ -12,7 +12,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Optional, Union
 
 from pydantic import ValidationError
@@ -62,6 +64,9 @@ def model_layout(request: PlanRequest) -> ModelLayout:
             except PlanInputError as exc:
                 # Only unverified presets can get here (allow_unverified): their file is incomplete.
                 raise PlanInputError("model.preset", f"preset {preset.name!r} cannot be sized: its {exc.field}: {exc.message}") from None
+            # A preset's layout lives for the process: its state shapes, a pure function of
+            # (tp, dtypes), are computed once per combination (StateSpec is frozen).
+            layout = dataclasses.replace(layout, state_at=lru_cache(maxsize=32)(layout.state_at))
             _PRESET_LAYOUTS[preset.name] = layout
         return layout
     if isinstance(m, HFConfigModel):
@@ -212,18 +217,21 @@ def _pipeline(req, layout, launch: Launch, stage_ranges, state: StateSpec, whole
     has_full = bool(layout.full_attention_layer_ids)
     p.cells, p.stage_tokens = [], []
     raw_tokens = []
+    by_full: dict[int, tuple[int, int]] = {}  # stages with as many full layers get the same cell and tokens
     for s in stage_ranges:
         n_full = len(s.full_attention_layer_ids)
-        cell = kv.stage_cell_bytes(
-            layout.kv, local_full_layers=n_full, itemsize=launch.kv_itemsize, attn_tp=launch.attn_tp_size,
-            draft_layers=launch.draft_kv_layers, prices_draft_kv=launch.prices_draft_kv,
-        )
+        if n_full not in by_full:
+            cell = kv.stage_cell_bytes(
+                layout.kv, local_full_layers=n_full, itemsize=launch.kv_itemsize, attn_tp=launch.attn_tp_size,
+                draft_layers=launch.draft_kv_layers, prices_draft_kv=launch.prices_draft_kv,
+            )
+            on_other = cell == 0 and has_full and launch.pp_size > 1
+            by_full[n_full] = cell, kv.stage_tokens(
+                p.budget_bytes, cell, page_size=launch.page_size, kv_on_another_stage=on_other,
+                max_total_tokens=launch.max_total_tokens, context_len=launch.context_len,
+            )
+        cell, t = by_full[n_full]
         p.cells.append(cell)
-        on_other = cell == 0 and has_full and launch.pp_size > 1
-        t = kv.stage_tokens(
-            p.budget_bytes, cell, page_size=launch.page_size, kv_on_another_stage=on_other,
-            max_total_tokens=launch.max_total_tokens, context_len=launch.context_len,
-        )
         raw_tokens.append(t)
         p.stage_tokens.append(None if t >= kv.INT64_MAX - launch.page_size else t)
 
@@ -305,37 +313,41 @@ def _assemble(req, layout: ModelLayout, launch: Launch, stage_ranges, state: Sta
     T = p.tokens
     inputs = _stage_inputs(req, layout, launch, stage_ranges, state, K, N, T) if None not in (K, N, T) else None
     out_stages = []
-    pools_of: dict[int, dict[str, int]] = {}  # stages sharing one input object share its pools: build once
     charged = (p.split.charged_state_bytes + p.split.charged_intermediate_bytes) if p.split else 0
     budget_bytes = p.budget_bytes
+    # Every byte figure of a stage follows from its layer counts (its pools, cell, tokens):
+    # stages with equal counts share one computation.
+    figures_of: dict[tuple[int, int], dict] = {}
     for i, s in enumerate(stage_ranges):
-        pools: dict[str, int] = {}
-        if inputs is not None:
-            pools = pools_of.get(id(inputs[i]))
-            if pools is None:
-                pools = pools_of[id(inputs[i])] = allocation.stage_pool_bytes(inputs[i])
-        cell = p.cells[i] if p.cells and i < len(p.cells) else 0
-        conv, ssm = pools.get("conv_state", 0), pools.get("ssm_state", 0)
-        inter, ring = pools.get("intermediate_state", 0), pools.get("replayssm_ring", 0)
-        idle = 0
-        if budget_bytes is not None and T is not None and p.split is not None:
-            # KV capacity above the MIN, plus the mamba charge above what this stage's
-            # own layers allocate (negative where SGLang allocates more than it charged).
-            idle = (budget_bytes - T * cell) + (charged - (conv + ssm + inter + ring))
+        counts = (len(s.mamba_layer_ids), len(s.full_attention_layer_ids))
+        figures = figures_of.get(counts)
+        if figures is None:
+            pools = allocation.stage_pool_bytes(inputs[i]) if inputs is not None else {}
+            cell = p.cells[i] if p.cells and i < len(p.cells) else 0
+            conv, ssm = pools.get("conv_state", 0), pools.get("ssm_state", 0)
+            inter, ring = pools.get("intermediate_state", 0), pools.get("replayssm_ring", 0)
+            idle = 0
+            if budget_bytes is not None and T is not None and p.split is not None:
+                # KV capacity above the MIN, plus the mamba charge above what this stage's
+                # own layers allocate (negative where SGLang allocates more than it charged).
+                idle = (budget_bytes - T * cell) + (charged - (conv + ssm + inter + ring))
+            figures = figures_of[counts] = {
+                "stage_per_req_bytes": p.stage_per_req,
+                "conv_state_bytes": conv, "ssm_state_bytes": ssm,
+                "intermediate_state_bytes": inter, "replayssm_ring_bytes": ring,
+                "charged_mamba_bytes": charged,
+                "kv_budget_bytes": budget_bytes or 0,
+                "kv_cell_bytes": cell,
+                "kv_tokens": p.stage_tokens[i] if p.stage_tokens and i < len(p.stage_tokens) else None,
+                "kv_pool_bytes": pools.get("kv_pool", 0),
+                "req_to_token_bytes": pools.get("req_to_token", 0),
+                "idle_bytes": idle,
+            }
         out_stages.append(Stage.trusted({
             "pp_rank": s.pp_rank, "start_layer": s.start, "end_layer": s.end,
-            "mamba_layers": len(s.mamba_layer_ids), "full_attention_layers": len(s.full_attention_layer_ids),
+            "mamba_layers": counts[0], "full_attention_layers": counts[1],
             "mamba_layer_ids": list(s.mamba_layer_ids), "full_attention_layer_ids": list(s.full_attention_layer_ids),
-            "stage_per_req_bytes": p.stage_per_req,
-            "conv_state_bytes": conv, "ssm_state_bytes": ssm,
-            "intermediate_state_bytes": inter, "replayssm_ring_bytes": ring,
-            "charged_mamba_bytes": charged,
-            "kv_budget_bytes": budget_bytes or 0,
-            "kv_cell_bytes": cell,
-            "kv_tokens": p.stage_tokens[i] if p.stage_tokens and i < len(p.stage_tokens) else None,
-            "kv_pool_bytes": pools.get("kv_pool", 0),
-            "req_to_token_bytes": pools.get("req_to_token", 0),
-            "idle_bytes": idle,
+            **figures,
         }))
     mfs = launch.mem_fraction_static
     resolved = ResolvedArgs.trusted({

@@ -8,17 +8,16 @@ StateSpec mirrors the per-TP-rank shapes of SGLang's `Mamba2StateShape` /
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from math import prod
-from typing import Literal, Optional
+from typing import Literal, NamedTuple, Optional
 
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1}
 FP32_BYTES = 4
 
 
-@dataclass(frozen=True)
-class StateSpec:
-    """The mamba state one request holds in one layer, on one TP rank."""
+class StateSpec(NamedTuple):
+    """The mamba state one request holds in one layer, on one TP rank. (Value types here
+    are NamedTuples: one is built on every plan, and a frozen dataclass costs more.)"""
 
     conv_shapes: tuple[tuple[int, int], ...]
     temporal: tuple[int, int, int]
@@ -64,8 +63,7 @@ class StateSpec:
         return ring
 
 
-@dataclass(frozen=True)
-class KVSpec:
+class KVSpec(NamedTuple):
     """KV bytes per token of one full-attention layer, before TP sharding."""
 
     kind: Literal["mha", "mla"]

@@ -5,6 +5,7 @@ share that every stage is charged for its mamba state.
 from __future__ import annotations
 
 from bisect import bisect_left
+from functools import lru_cache
 from typing import NamedTuple, Optional, Sequence
 
 from service.solver.errors import PlanInputError
@@ -47,11 +48,27 @@ def parse_partition(text: Optional[str], pp_size: int, num_hidden_layers: int) -
 def pp_stages(
     num_hidden_layers: int,
     pp_size: int,
-    partition: Optional[list[int]] = None,
+    partition: Optional[Sequence[int]] = None,
     mamba_layer_ids: Sequence[int] = (),
     full_attention_layer_ids: Sequence[int] = (),
-) -> list[StageRange]:
+) -> tuple[StageRange, ...]:
     """The stages' layer ranges, each with its own share of the given (ascending) ids."""
+    return _pp_stages(
+        num_hidden_layers, pp_size, None if partition is None else tuple(partition),
+        tuple(mamba_layer_ids), tuple(full_attention_layer_ids),
+    )
+
+
+# Model structure, not an answer: the same layout at the same PP size always splits the
+# same way, and most requests repeat a handful of (model, pp_size) pairs. Immutable result.
+@lru_cache(maxsize=256)
+def _pp_stages(
+    num_hidden_layers: int,
+    pp_size: int,
+    partition: Optional[tuple[int, ...]],
+    mamba_layer_ids: tuple[int, ...],
+    full_attention_layer_ids: tuple[int, ...],
+) -> tuple[StageRange, ...]:
     stages = []
     for rank in range(pp_size):
         if partition is not None:
@@ -67,10 +84,10 @@ def pp_stages(
                 start = rank * base
                 end = start + base
         stages.append(StageRange(rank, start, end, _in_range(mamba_layer_ids, start, end), _in_range(full_attention_layer_ids, start, end)))
-    return stages
+    return tuple(stages)
 
 
-def largest_stage_scale(total_mamba_layers: int, stages: list[StageRange], whole_model: bool = False) -> float:
+def largest_stage_scale(total_mamba_layers: int, stages: Sequence[StageRange], whole_model: bool = False) -> float:
     """The PP scaling rule: every rank charges the largest stage's share of the mamba
     layers, `max_s |L ∩ stage_s| / |L|` as a float, so all ranks derive the same pool
     without a collective. Before sglang PR #33666 ("whole-model") every stage paid for all.
