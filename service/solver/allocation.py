@@ -88,9 +88,22 @@ def stage_tensors(x: StageAllocationInputs) -> list[TensorSpec]:
 
 
 def stage_pool_bytes(x: StageAllocationInputs) -> dict[str, int]:
-    """`pool_bytes(stage_tensors(x))` without listing the per-layer KV buffers one by one
-    (they share one shape): what every plan computes, so it is on the hot path."""
-    totals = pool_bytes(_state_and_table_tensors(x))
+    """The budget-relevant totals of `pool_bytes(stage_tensors(x))` (every pool but the
+    side tables), what every plan reports per stage, so it is on the hot path: the state
+    and table rows in closed form (the shapes `_state_and_table_tensors` lists), the spec
+    scratch and ReplaySSM rings from the manifest's own helpers, one KV buffer times the
+    layer count. tests/solver/test_pool_bytes.py checks it against the manifest."""
+    s = x.state
+    Lr, N = x.local_mamba_layers, x.max_running_requests
+    totals = {"req_to_token": (N + 1) * (x.context_len + x.req_to_token_extra) * 4}  # int32
+    if Lr > 0:
+        rows = Lr * (x.max_mamba_cache_size + 1)
+        totals["conv_state"] = rows * sum(a * b for a, b in s.conv_shapes) * _ITEMSIZE[s.conv_dtype]
+        totals["ssm_state"] = rows * prod(s.temporal) * _ITEMSIZE[s.ssm_dtype]
+        if x.replayssm_spec:
+            totals["replayssm_ring"] = sum(t.nbytes for t in _replayssm_rings(x))
+        if x.speculative:
+            totals["intermediate_state"] = sum(t.nbytes for t in _spec_scratch(x))
     kv = _kv_layer_tensor(x)
     if kv is not None:
         totals["kv_pool"] = kv.nbytes * x.local_full_layers
@@ -100,7 +113,7 @@ def stage_pool_bytes(x: StageAllocationInputs) -> dict[str, int]:
 def _state_and_table_tensors(x: StageAllocationInputs) -> list[TensorSpec]:
     """The req-to-token table, the MambaPool and the side tables, in allocation order."""
     s = x.state
-    Lr, K, N, Dm = x.local_mamba_layers, x.max_mamba_cache_size, x.max_running_requests, x.num_draft_tokens
+    Lr, K, N = x.local_mamba_layers, x.max_mamba_cache_size, x.max_running_requests
     # ReqToTokenPool.__init__ runs first: (N + 1) rows, row 0 is padding.
     tensors: list[TensorSpec] = [
         TensorSpec("req_to_token", "req_to_token", (N + 1, x.context_len + x.req_to_token_extra), "int32", False),
@@ -114,25 +127,7 @@ def _state_and_table_tensors(x: StageAllocationInputs) -> list[TensorSpec]:
         if x.replayssm_spec:
             tensors.extend(_replayssm_rings(x))
         if x.speculative:
-            if not x.replayssm_spec:
-                tensors.append(TensorSpec("intermediate_state", "intermediate_ssm", (Lr, N + 1, Dm, *s.temporal), s.ssm_dtype, True))
-            dedup = (
-                x.device_kind == "cuda"
-                and not s.disable_conv_window_dedup
-                and not s.is_kda
-                and (x.eagle_topk is None or x.eagle_topk <= 1)
-            )
-            axis = _conv_window_axis(s) if dedup else None
-            for i, conv in enumerate(s.conv_shapes):
-                if axis is not None:
-                    # One shared window of Dm + (C - 1) - 1 columns per slot instead of Dm windows.
-                    phys = list(conv)
-                    phys[axis] = Dm + conv[axis] - 1
-                    shape = (Lr, N + 1, *phys)
-                else:
-                    shape = (Lr, N + 1, Dm, conv[0], conv[1])
-                # Charged as part of the intermediate only when the ssm scratch is.
-                tensors.append(TensorSpec("intermediate_state", f"intermediate_conv_window[{i}]", shape, s.conv_dtype, not x.replayssm_spec))
+            tensors.extend(_spec_scratch(x))
     if x.replayssm_spec and not s.is_kda:
         # GDN spec cursors (write_pos, cache_base: int32; is_flush: int8), one per request row.
         tensors += [
@@ -147,6 +142,34 @@ def _state_and_table_tensors(x: StageAllocationInputs) -> list[TensorSpec]:
         track = 2 if x.overlap_schedule else 1  # get_mamba_tracking_slots(extra_buffer=True, overlap)
         tensors.append(TensorSpec("side_tables", "req_index_to_mamba_ping_pong_track", (N + 1, track), "int64", False))
     return tensors
+
+
+def _spec_scratch(x: StageAllocationInputs) -> list[TensorSpec]:
+    """The speculative-decoding intermediates of a stage with mamba layers: the SSM scratch
+    (not under ReplaySSM) and one conv window per conv shape, (N + 1) request rows each."""
+    s = x.state
+    Lr, N, Dm = x.local_mamba_layers, x.max_running_requests, x.num_draft_tokens
+    out = []
+    if not x.replayssm_spec:
+        out.append(TensorSpec("intermediate_state", "intermediate_ssm", (Lr, N + 1, Dm, *s.temporal), s.ssm_dtype, True))
+    dedup = (
+        x.device_kind == "cuda"
+        and not s.disable_conv_window_dedup
+        and not s.is_kda
+        and (x.eagle_topk is None or x.eagle_topk <= 1)
+    )
+    axis = _conv_window_axis(s) if dedup else None
+    for i, conv in enumerate(s.conv_shapes):
+        if axis is not None:
+            # One shared window of Dm + (C - 1) - 1 columns per slot instead of Dm windows.
+            phys = list(conv)
+            phys[axis] = Dm + conv[axis] - 1
+            shape = (Lr, N + 1, *phys)
+        else:
+            shape = (Lr, N + 1, Dm, conv[0], conv[1])
+        # Charged as part of the intermediate only when the ssm scratch is.
+        out.append(TensorSpec("intermediate_state", f"intermediate_conv_window[{i}]", shape, s.conv_dtype, not x.replayssm_spec))
+    return out
 
 
 def _kv_layer_tensor(x: StageAllocationInputs) -> Optional[TensorSpec]:

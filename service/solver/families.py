@@ -14,6 +14,7 @@ Family detection follows the config class SGLang instantiates, i.e. the top-leve
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from schemas.request import MAX_CONTEXT, MAX_DIM, MAX_LAYERS
@@ -138,6 +139,7 @@ class _Cfg:
         return value
 
 
+@lru_cache(maxsize=512)  # a handful of config keys, read on every plan
 def _limit(key: str) -> int:
     return MAX_LAYERS if "layers" in key or key.endswith("interval") else MAX_DIM
 
