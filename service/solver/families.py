@@ -257,8 +257,9 @@ def _qwen_gdn(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> dict:
         cfg = _Cfg({**raw, "rope_scaling": raw["rope_parameters"]}, _QWEN3_NEXT_DEFAULTS, path)
     n = cfg.pos("num_hidden_layers")
     interval = cfg.pos("full_attention_interval")
-    linear = tuple([i for i in range(n) if (i + 1) % interval != 0])
-    full = tuple([i for i in range(n) if (i + 1) % interval == 0])
+    # Every interval-th layer is full attention ((i + 1) % interval == 0), the rest linear.
+    full = tuple(range(interval - 1, n, interval))
+    linear = tuple([i for i in range(n) if i % interval != interval - 1])
     kh, vh = cfg.pos("linear_num_key_heads"), cfg.pos("linear_num_value_heads")
     kd, vd, ck = cfg.pos("linear_key_head_dim"), cfg.pos("linear_value_head_dim"), cfg.pos("linear_conv_kernel_dim")
 

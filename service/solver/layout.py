@@ -3,8 +3,8 @@ came in (HF config.json, preset, explicit layout). Produced by `families.py`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable, Literal, Optional
+from types import MappingProxyType
+from typing import Any, Callable, Literal, Mapping, NamedTuple, Optional
 
 from service.solver.specs import KVSpec, StateSpec
 
@@ -12,10 +12,14 @@ LinearKind = Literal["mamba2", "gdn", "kda"]
 # Which TP group shards the state: SGLang's configs use attn_tp for most families,
 # linear_attn_tp (== attn_tp unless CP/TP group sharing) for Qwen3-Next / 3.5.
 StateTP = Literal["attn_tp", "linear_attn_tp", "tp"]
+_EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
-@dataclass(frozen=True)
-class ModelLayout:
+class ModelLayout(NamedTuple):
+    # A NamedTuple (immutable, and several times cheaper to build than a frozen dataclass:
+    # a config.json request builds one per plan). Layer id tuples are ascending and
+    # duplicate-free (stages._in_range slices them): the families.py adapters build them so
+    # and the explicit-layout schema rejects duplicates; tests/solver check it per family.
     name: str
     family: str  # e.g. "qwen3_next", "kimi_linear", "nemotron_h"
     architecture: str  # hf_config.architectures[0]
@@ -27,18 +31,15 @@ class ModelLayout:
     model_dtype: str  # "bfloat16" / "float16" / "float32": what kv_cache_dtype=auto uses
     linear_kind: LinearKind
     # state_at(tp, conv_dtype, ssm_dtype) -> per-rank StateSpec (asserts divisibility like SGLang)
-    state_at: Callable[[int, str, str], StateSpec] = field(repr=False, compare=False)
+    state_at: Callable[[int, str, str], StateSpec]
     state_tp: StateTP = "attn_tp"
     config_ssm_dtype: Optional[str] = None  # honoured only where the family passes its config
     num_nextn_predict_layers: int = 0
     is_multimodal: bool = False
     pp_supported: bool = True
     # Raw text config, for the launch-flag resolution rules that read more keys.
-    hf_text_config: dict = field(default_factory=dict, repr=False, compare=False)
-    hf_config: dict = field(default_factory=dict, repr=False, compare=False)
+    hf_text_config: Mapping[str, Any] = _EMPTY
+    hf_config: Mapping[str, Any] = _EMPTY
 
-    def __post_init__(self) -> None:
-        # Stage slicing (stages._in_range) relies on ascending, duplicate-free id tuples.
-        for name in ("mamba_layer_ids", "full_attention_layer_ids"):
-            object.__setattr__(self, name, tuple(sorted(set(getattr(self, name)))))
-
+    def __repr__(self) -> str:  # the raw configs and the closure are noise in a repr
+        return f"ModelLayout(name={self.name!r}, family={self.family!r}, layers={self.num_hidden_layers})"

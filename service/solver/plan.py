@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Optional, Union
@@ -66,7 +65,7 @@ def model_layout(request: PlanRequest) -> ModelLayout:
                 raise PlanInputError("model.preset", f"preset {preset.name!r} cannot be sized: its {exc.field}: {exc.message}") from None
             # A preset's layout lives for the process: its state shapes, a pure function of
             # (tp, dtypes), are computed once per combination (StateSpec is frozen).
-            layout = dataclasses.replace(layout, state_at=lru_cache(maxsize=32)(layout.state_at))
+            layout = layout._replace(state_at=lru_cache(maxsize=32)(layout.state_at))
             _PRESET_LAYOUTS[preset.name] = layout
         return layout
     if isinstance(m, HFConfigModel):
