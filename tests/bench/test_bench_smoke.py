@@ -49,6 +49,7 @@ def test_inprocess_headline_line(bench, capsys):
         assert head["plan_speedup_vs_sglang"] > 0
         assert head["plan_speedup_total_time"] > 0
         assert head["plan_speedup_vs_sglang_functions_only"] > 0
+        assert head["plan_speedup_config_parsed"] > 0 and head["plan_speedup_vs_oracle"] > 0
 
 
 @pytest.mark.skipif(not _has_sglang(), reason="needs the sglang==0.5.23 wheel (scripts/test.sh installs it)")
@@ -59,6 +60,12 @@ def test_inprocess_figures_positive(bench):
     for key in ("ours_plans_per_s", "ours_preset_form_plans_per_s", "sglang_plans_per_s", "sglang_oracle_plans_per_s"):
         assert row[key]["median"] > 0 and row[key]["min"] > 0 and row[key]["runs"] == 2
     assert row["sglang_functions_ms"]["median"] > 0  # SGLang's launch-path functions, timed alone
+    # SGLang's own path = its resolution + its config load + its sizing functions, each timed alone.
+    for key in ("sglang_resolve_ms", "sglang_model_config_ms"):
+        assert row[key]["median"] > 0 and row[key]["runs"] == 2
+    parts = row["sglang_resolve_ms"]["median"] + row["sglang_model_config_ms"]["median"] + row["sglang_functions_ms"]["median"]
+    assert row["sglang_path_ms"] == pytest.approx(parts)
+    assert row["speedup_path"] == pytest.approx(parts * 1e3 / row["ours_us_per_plan"])
     assert row["stages"] == 8
     assert row["outputs_differ"] == {}  # the benchmark times two sides that agree
-    assert res["plan_speedup_vs_sglang"] > 0
+    assert res["plan_speedup_vs_sglang"] == row["speedup_path"]  # one request: the smallest is its own
