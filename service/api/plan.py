@@ -5,7 +5,7 @@ problem+json for input that cannot be sized. The body is parsed whatever its
 Content-Type (`curl -d @request.json` sends form encoding), and the response is the Plan
 encoded exactly as `mambasizer plan --json` prints it.
 
-`plan()` runs directly on the event loop: a plan costs about 0.1 ms, less than a hop to
+`plan()` runs directly on the event loop: a plan costs 45-100 us, less than a hop to
 the thread pool (see docs/api-examples.md for the measurement).
 """
 
