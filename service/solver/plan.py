@@ -64,7 +64,7 @@ def model_layout(request: PlanRequest) -> ModelLayout:
                 # Only unverified presets can get here (allow_unverified): their file is incomplete.
                 raise PlanInputError("model.preset", f"preset {preset.name!r} cannot be sized: its {exc.field}: {exc.message}") from None
             # A preset's layout lives for the process: its state shapes, a pure function of
-            # (tp, dtypes), are computed once per combination (StateSpec is frozen).
+            # (tp, dtypes), are computed once per combination (StateSpec is immutable).
             layout = layout._replace(state_at=lru_cache(maxsize=32)(layout.state_at))
             _PRESET_LAYOUTS[preset.name] = layout
         return layout
