@@ -80,6 +80,16 @@ def mamba2_state(
     )
 
 
+def _mamba2_state_at(**dims: int) -> Callable[[int, str, str], StateSpec]:
+    """A layout's `state_at` for a model whose Mamba2 / GDN dimensions are fixed by its
+    config (intermediate, n_groups, num_heads, head_dim, state_size, conv_kernel)."""
+
+    def state_at(tp: int, conv_dtype: str, ssm_dtype: str) -> StateSpec:
+        return mamba2_state(tp, conv_dtype=conv_dtype, ssm_dtype=ssm_dtype, **dims)
+
+    return state_at
+
+
 def kda_state(tp: int, *, num_heads: int, head_dim: int, conv_kernel: int, conv_dtype: str, ssm_dtype: str) -> StateSpec:
     """Per-rank KDA state (`KimiLinearStateShape.create`, k heads = v heads)."""
     proj = num_heads * head_dim
@@ -263,11 +273,7 @@ def _qwen_gdn(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> dict:
     kh, vh = cfg.pos("linear_num_key_heads"), cfg.pos("linear_num_value_heads")
     kd, vd, ck = cfg.pos("linear_key_head_dim"), cfg.pos("linear_value_head_dim"), cfg.pos("linear_conv_kernel_dim")
 
-    def state_at(tp: int, conv_dtype: str, ssm_dtype: str) -> StateSpec:
-        return mamba2_state(
-            tp, intermediate=vd * vh, n_groups=kh, num_heads=vh, head_dim=vd, state_size=kd,
-            conv_kernel=ck, conv_dtype=conv_dtype, ssm_dtype=ssm_dtype,
-        )
+    state_at = _mamba2_state_at(intermediate=vd * vh, n_groups=kh, num_heads=vh, head_dim=vd, state_size=kd, conv_kernel=ck)
 
     return dict(
         family="qwen3_next" if raw.get("model_type") == "qwen3_next" else "qwen3_5",
@@ -349,11 +355,7 @@ def _nemotron_h(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> dic
     # config.json's conv_kernel overrides the class's mamba_d_conv (default 4).
     ck = cfg.opt_int("conv_kernel", minimum=1) or cfg.opt_int("mamba_d_conv", minimum=1) or 4
 
-    def state_at(tp: int, conv_dtype: str, ssm_dtype: str) -> StateSpec:
-        return mamba2_state(
-            tp, intermediate=heads * hd, n_groups=groups, num_heads=heads, head_dim=hd, state_size=ss,
-            conv_kernel=ck, conv_dtype=conv_dtype, ssm_dtype=ssm_dtype,
-        )
+    state_at = _mamba2_state_at(intermediate=heads * hd, n_groups=groups, num_heads=heads, head_dim=hd, state_size=ss, conv_kernel=ck)
 
     return dict(
         family="nemotron_h", architecture=arch, num_hidden_layers=n,
@@ -397,11 +399,7 @@ def _falcon_h1(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> dict
     kv_heads = _check_int(kv_heads, f"{path}.num_key_value_heads", 1)
     kv = _mha(_Cfg({**raw, "num_key_value_heads": kv_heads}, _FALCON_DEFAULTS, path))
 
-    def state_at(tp: int, conv_dtype: str, ssm_dtype: str) -> StateSpec:
-        return mamba2_state(
-            tp, intermediate=intermediate, n_groups=groups, num_heads=heads, head_dim=d_head, state_size=ss,
-            conv_kernel=ck, conv_dtype=conv_dtype, ssm_dtype=ssm_dtype,
-        )
+    state_at = _mamba2_state_at(intermediate=intermediate, n_groups=groups, num_heads=heads, head_dim=d_head, state_size=ss, conv_kernel=ck)
 
     every = tuple(range(n))  # every layer has both an SSM and attention
     return dict(
@@ -445,11 +443,7 @@ def _granite(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> dict:
         raise PlanInputError(f"{path}.mamba_d_head", "mamba_d_head * mamba_n_heads must equal mamba_expand * hidden_size")
     groups, ss, ck = cfg.pos("mamba_n_groups"), cfg.pos("mamba_d_state"), cfg.pos("mamba_d_conv")
 
-    def state_at(tp: int, conv_dtype: str, ssm_dtype: str) -> StateSpec:
-        return mamba2_state(
-            tp, intermediate=intermediate, n_groups=groups, num_heads=heads, head_dim=d_head, state_size=ss,
-            conv_kernel=ck, conv_dtype=conv_dtype, ssm_dtype=ssm_dtype,
-        )
+    state_at = _mamba2_state_at(intermediate=intermediate, n_groups=groups, num_heads=heads, head_dim=d_head, state_size=ss, conv_kernel=ck)
 
     return dict(
         family="granitemoehybrid", architecture=arch, num_hidden_layers=n,
