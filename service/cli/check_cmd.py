@@ -49,14 +49,23 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _budget(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number of GiB, got {text!r}") from None
-    if value != value or value in (float("inf"), float("-inf")):
-        raise argparse.ArgumentTypeError(f"expected a finite number of GiB, got {text!r}")
-    return value
+def _finite(unit: str):
+    """An argparse type: a finite number of `unit`, named in the error."""
+
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number of {unit}, got {text!r}") from None
+        if value != value or value in (float("inf"), float("-inf")):
+            raise argparse.ArgumentTypeError(f"expected a finite number of {unit}, got {text!r}")
+        return value
+
+    return parse
+
+
+_budget = _finite("GiB")
+_seconds = _finite("seconds")
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -98,7 +107,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--timeout",
-        type=_budget,
+        type=_seconds,
         default=30.0,
         metavar="SECONDS",
         help="HTTP timeout for --url (default 30)",
