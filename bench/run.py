@@ -316,6 +316,29 @@ def sglang_functions_ms(reference_plan: Callable[[dict], dict], request: dict, c
     return timer.launch_seconds(pp) / calls * 1e3
 
 
+def ms_per_call(
+    call: Callable[[Any], Any],
+    calls: int,
+    min_time: float,
+    before: Callable[[int], Any] = lambda i: None,
+    after: Callable[[Any], None] = lambda arg: None,
+) -> list[float]:
+    """ms of each `call(arg)`, at least `calls` calls and `min_time` s, from a collected heap;
+    `arg = before(i)` and `after(arg)` run around each call, untimed (the harness)."""
+    times: list[float] = []
+    gc.collect()
+    t_end = time.perf_counter() + min_time
+    i = 0
+    while i < calls or time.perf_counter() < t_end:
+        arg = before(i)
+        t0 = time.perf_counter()
+        call(arg)
+        times.append((time.perf_counter() - t0) * 1e3)
+        after(arg)
+        i += 1
+    return times
+
+
 def sglang_model_config_ms(request: dict, calls: int, min_time: float = 0.0) -> list[float]:
     """ms per call of SGLang's own `ModelConfig(model_path, context_length=...)` for the
     request's config.json: the config load every SGLang launch does before it sizes
@@ -331,25 +354,21 @@ def sglang_model_config_ms(request: dict, calls: int, min_time: float = 0.0) -> 
     cleaned = {k: v for k, v in request["model"]["hf_config"].items() if not k.startswith("_")}
     text = json.dumps(cleaned, sort_keys=True)  # the file the oracle writes for its ModelConfig
     context_length = (request.get("server_args") or {}).get("context_length")
-    times: list[float] = []
     import warnings
 
     with tempfile.TemporaryDirectory(prefix="mambasizer-bench-mc-") as root, warnings.catch_warnings(), sg_ref._fakes_active():
         warnings.simplefilter("ignore")
-        gc.collect()
-        t_end = time.perf_counter() + min_time
-        i = 0
-        while i < calls or time.perf_counter() < t_end:
+
+        def fresh_dir(i: int) -> str:
             d = os.path.join(root, str(i))
             os.mkdir(d)
             with open(os.path.join(d, "config.json"), "w") as f:
                 f.write(text)
-            t0 = time.perf_counter()
-            sg.ModelConfig(d, context_length=context_length)
-            times.append((time.perf_counter() - t0) * 1e3)
-            shutil.rmtree(d)
-            i += 1
-    return times
+            return d
+
+        return ms_per_call(
+            lambda d: sg.ModelConfig(d, context_length=context_length), calls, min_time, before=fresh_dir, after=shutil.rmtree,
+        )
 
 
 H200_MIB = 143771  # the GPU SGLang's resolution is told it runs on when a request gives no gpu_memory_mib
@@ -369,7 +388,6 @@ def sglang_resolve_ms(request: dict, calls: int, min_time: float = 0.0) -> list[
     env = {k: v for k, v in (request.get("env") or {}).items() if v is not None and v is not False}
     gpu_mib = (request.get("budget") or {}).get("gpu_memory_mib") or H200_MIB
     path = L._config_dir(request["model"]["hf_config"])
-    times: list[float] = []
     import warnings
 
     with L._LOCK, L._import_fakes(), L._hopper(sg, gpu_mib), warnings.catch_warnings():
@@ -379,19 +397,17 @@ def sglang_resolve_ms(request: dict, calls: int, min_time: float = 0.0) -> list[
         for key, value in env.items():
             os.environ[key] = "1" if value is True else str(value)
         saved = dict(os.environ)
-        gc.collect()
-        t_end = time.perf_counter() + min_time
-        i = 0
-        while i < calls or time.perf_counter() < t_end:
-            t0 = time.perf_counter()
+
+        def resolve(_: Any) -> None:
             record = sg.ServerArgs(model_path=path, **sa)
             record.resolve_once()
             record.check_server_args()
-            times.append((time.perf_counter() - t0) * 1e3)
+
+        def restore_environ(_: Any) -> None:
             os.environ.clear()  # resolution exports SGLANG_MAMBA_SSM_DTYPE: each call starts clean
             os.environ.update(saved)
-            i += 1
-    return times
+
+        return ms_per_call(resolve, calls, min_time, after=restore_environ)
 
 
 def bench_inprocess(
