@@ -28,8 +28,6 @@ _ITEMSIZE = {**DTYPE_BYTES, **_INDEX_BYTES}
 
 
 class TensorSpec(NamedTuple):
-    # A NamedTuple, not a frozen dataclass: a plan builds one per tensor, and a frozen
-    # dataclass's __init__ costs several times more (it is on every plan's hot path).
     pool: Pool
     name: str
     shape: tuple[int, ...]
@@ -53,7 +51,6 @@ class TensorSpec(NamedTuple):
 
 
 class StageAllocationInputs(NamedTuple):
-    # A NamedTuple for the same reason as TensorSpec: one is built per distinct stage of every plan.
     state: StateSpec
     local_mamba_layers: int
     local_full_layers: int

@@ -95,10 +95,6 @@ _VISION_TOWER = {
 }
 
 
-# Immutable value types are NamedTuples: built on every plan, and a frozen dataclass's
-# __init__ costs several times more.
-
-
 class Rejection(NamedTuple):
     exception: str
     message: str

@@ -16,10 +16,9 @@ _EMPTY: Mapping[str, Any] = MappingProxyType({})
 
 
 class ModelLayout(NamedTuple):
-    # A NamedTuple (immutable, and several times cheaper to build than a frozen dataclass:
-    # a config.json request builds one per plan). Layer id tuples are ascending and
-    # duplicate-free (stages._in_range slices them): the families.py adapters build them so
-    # and the explicit-layout schema rejects duplicates; tests/solver check it per family.
+    # Layer id tuples are ascending and duplicate-free (stages._in_range slices them): the
+    # families.py adapters build them so and the explicit-layout schema rejects duplicates;
+    # tests/solver/test_layout_ids.py checks every family.
     name: str
     family: str  # e.g. "qwen3_next", "kimi_linear", "nemotron_h"
     architecture: str  # hf_config.architectures[0]

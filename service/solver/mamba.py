@@ -46,7 +46,6 @@ def mamba_ratio(*, disable_radix_cache: bool, extra_buffer: bool, lazy: bool, ov
     return base
 
 
-# NamedTuples: both are built on every plan (a frozen dataclass's __init__ costs more).
 class MambaSplit(NamedTuple):
     max_mamba_cache_size: int  # K, usable slots per attention-DP worker
     rest_after_gib: float  # R1: what the KV pool gets, before int(R1 * 2**30)

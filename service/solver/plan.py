@@ -268,7 +268,7 @@ def _stage_inputs(req, layout: ModelLayout, launch: Launch, stage_ranges, state:
     )
     # The pool gets the ReplaySSM flag only for GDN / KDA models (kv_cache_configurator).
     replay = launch.replayssm_spec and layout.linear_kind in ("gdn", "kda")
-    # Only the layer counts differ between stages: stages with equal counts share one (frozen) input.
+    # Only the layer counts differ between stages: stages with equal counts share one input.
     built: dict[tuple[int, int], allocation.StageAllocationInputs] = {}
     out = []
     for s in stage_ranges:

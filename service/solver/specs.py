@@ -16,8 +16,7 @@ FP32_BYTES = 4
 
 
 class StateSpec(NamedTuple):
-    """The mamba state one request holds in one layer, on one TP rank. (Value types here
-    are NamedTuples: one is built on every plan, and a frozen dataclass costs more.)"""
+    """The mamba state one request holds in one layer, on one TP rank."""
 
     conv_shapes: tuple[tuple[int, int], ...]
     temporal: tuple[int, int, int]

@@ -14,7 +14,6 @@ PARTITION_FIELD = "env.SGLANG_PP_LAYER_PARTITION"
 
 
 class StageRange(NamedTuple):
-    # A NamedTuple: a plan builds one per stage, and a frozen dataclass costs several times more.
     pp_rank: int
     start: int
     end: int
