@@ -1,0 +1,461 @@
+"""SGLang start-up logs read back into figures: text -> per-rank observed figures.
+
+    log = parse_boot_log(text)
+    log.ranks["TP0"]["kv_tokens"]        # 580364, exactly as printed
+    log.server_args                      # the `server_args=...` record, scalars only
+
+The lines read are those SGLang 0.5.x prints while it starts (format strings from
+SGLang 0.5.23's model_runner.py, memory_pool.py, kv_cache_configurator.py,
+scheduler.py, engine.py, and the older 0.5 wordings seen in real logs):
+
+    Load weight begin. avail mem=%.2f GB
+    Load weight end. [elapsed=%.2f s, ][type=..., ][dtype=..., |quant=..., ]avail mem=%.2f GB, mem usage=%.2f GB.
+    Mamba Cache is allocated. max_mamba_cache_size: %d, conv_state size: %.2fGB, ssm_state size: %.2fGB
+        [intermediate_ssm_state_cache size: %.2fGB intermediate_conv_window_cache size: %.2fGB]
+    KV Cache is allocated. [dtype: ..., ]#tokens: %d, K size: %.2f GB, V size: %.2f GB   (or KV size: %.2f GB)
+    Post-capture KV sizing: KV cache allocated. dtype: %s, #tokens: %d, KV size: %.2f GB, avail mem=%.2f GB
+    Memory pool end. avail mem=%.2f GB
+    max_total_num_tokens=%d, chunked_prefill_size=%d, max_prefill_tokens=%d,
+        max_running_requests=%d, context_len=%d, available_gpu_mem=%.2f GB
+    server_args=ServerArgs(model_path='...', ...)   (0.5.x before the dict form)
+    server_args={'model_path': '...', ...}          (0.5.23)
+
+Each line may carry SGLang's rank prefix (`[TP0]`, `[2026-02-27 17:10:27 TP1 PP1]`,
+`[DP0 TP0 EP0]`), markdown quoting, or be wrapped onto indented continuation lines.
+Every figure is searched for by its own key, so a line quoting a few of them
+(`max_total_num_tokens=...`, `available_gpu_mem=...`) is read too. Unknown lines are
+ignored. Matching uses `str.find` and anchored number patterns only: linear in the input
+(no backtracking), and the input is bounded (MAX_LOG_BYTES).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Optional, Union
+
+MAX_LOG_BYTES = 1 << 20  # 1 MiB
+
+# Figures compared against the plan, in report order.
+FIGURES = (
+    "avail_mem_before_load_gb",
+    "avail_mem_after_load_gb",
+    "weight_mem_usage_gb",
+    "max_mamba_cache_size",
+    "conv_state_gb",
+    "ssm_state_gb",
+    "intermediate_ssm_state_gb",
+    "kv_tokens",
+    "max_total_num_tokens",
+    "max_running_requests",
+    "context_len",
+    "available_gpu_mem_gb",
+)
+# Read too, reported by the parser, not compared.
+EXTRAS = (
+    "intermediate_conv_window_gb",
+    "k_size_gb",
+    "v_size_gb",
+    "kv_size_gb",
+    "memory_pool_end_avail_gb",
+    "chunked_prefill_size",
+    "max_prefill_tokens",
+    "kv_cache_dtype_printed",
+    "post_capture_kv",
+)
+
+Number = Union[int, float]
+
+
+class BootLogError(ValueError):
+    """The text is not a readable SGLang start-up log."""
+
+
+@dataclass
+class BootLog:
+    ranks: dict[str, dict[str, Any]] = field(default_factory=dict)  # rank -> figure -> value as printed
+    server_args: dict[str, Any] = field(default_factory=dict)
+    sglang_version: Optional[str] = None
+    gpu: Optional[str] = None
+    lines_read: int = 0
+
+    def rank(self, label: str) -> dict[str, Any]:
+        return self.ranks.setdefault(label, {})
+
+
+# --------------------------------------------------------------------------- records
+
+_DEFAULT_RANK = "TP0"
+_RANK_WORD = re.compile(r"(?:DP|PP|TP|EP|ATTN_CP|MOE_DP|CP)\d+(?:\.\.\d+)?")
+_DATE = re.compile(r"\d{4}-\d\d-\d\d")
+_TIME = re.compile(r"\d\d:\d\d:\d\d(?:[.,]\d+)?")
+_MAX_PREFIX = 80  # a rank prefix is short; looking further would only cost time
+
+
+def _rank_prefix(line: str) -> tuple[Optional[str], str]:
+    """(rank label or None, the text after the prefix). The prefix is the first
+    `[...]` near the start whose words are a timestamp and/or rank words."""
+    open_at = line.find("[", 0, 16)
+    if open_at < 0:
+        return None, line
+    close_at = line.find("]", open_at, open_at + _MAX_PREFIX)
+    if close_at < 0:
+        return None, line
+    words = line[open_at + 1 : close_at].split()
+    ranks = [w for w in words if _RANK_WORD.fullmatch(w)]
+    if not ranks or len(ranks) + sum(1 for w in words if _DATE.fullmatch(w) or _TIME.fullmatch(w)) != len(words):
+        return None, line
+    return " ".join(ranks), line[close_at + 1 :]
+
+
+def _records(text: str) -> list[tuple[Optional[str], str]]:
+    """Log records: a line, plus the indented lines that continue it (logs re-wrapped
+    by hand). Each record is (rank label or None, text)."""
+    out: list[tuple[Optional[str], str]] = []
+    for raw in text.splitlines():
+        if not raw.strip():
+            continue
+        if out and raw[:1] in (" ", "\t") and _rank_prefix(raw.lstrip())[0] is None and not raw.lstrip().startswith(("-", "*", "|")):
+            rank, body = out[-1]
+            out[-1] = (rank, body + " " + raw.strip())
+            continue
+        out.append(_rank_prefix(raw))
+    return out
+
+
+# --------------------------------------------------------------------------- values
+
+_NUM = re.compile(r"\s*(-?\d+(?:\.\d+)?)")
+_INT = re.compile(r"\s*(-?\d+)(?![\d.])")
+_GB = re.compile(r"\s*(-?\d+(?:\.\d+)?)\s*GB")
+
+
+def _after(text: str, key: str, pattern: re.Pattern, start: int = 0) -> Optional[str]:
+    at = text.find(key, start)
+    if at < 0:
+        return None
+    m = pattern.match(text, at + len(key))
+    return m.group(1) if m else None
+
+
+def _gb(text: str, key: str, start: int = 0) -> Optional[float]:
+    value = _after(text, key, _GB, start)
+    return float(value) if value is not None else None
+
+
+def _int(text: str, key: str, start: int = 0) -> Optional[int]:
+    value = _after(text, key, _INT, start)
+    return int(value) if value is not None else None
+
+
+def _put(figures: dict, name: str, value: Any) -> bool:
+    """First value wins: the target's lines come before the draft model's."""
+    if value is None:
+        return False
+    figures.setdefault(name, value)
+    return True
+
+
+def _read_figures(body: str, figures: dict) -> bool:
+    """Every figure `body` prints, into `figures`. True when one was found."""
+    found = False
+    at = body.find("Load weight begin")
+    if at >= 0:
+        found |= _put(figures, "avail_mem_before_load_gb", _gb(body, "avail mem=", at))
+    at = body.find("Load weight end")
+    if at >= 0:
+        found |= _put(figures, "avail_mem_after_load_gb", _gb(body, "avail mem=", at))
+        found |= _put(figures, "weight_mem_usage_gb", _gb(body, "mem usage=", at))
+    found |= _put(figures, "max_mamba_cache_size", _int(body, "max_mamba_cache_size:"))
+    found |= _put(figures, "conv_state_gb", _gb(body, "conv_state size:"))
+    found |= _put(figures, "ssm_state_gb", _gb(body, "ssm_state size:"))
+    found |= _put(figures, "intermediate_ssm_state_gb", _gb(body, "intermediate_ssm_state_cache size:"))
+    found |= _put(figures, "intermediate_conv_window_gb", _gb(body, "intermediate_conv_window_cache size:"))
+    found |= _read_kv(body, figures)
+    at = body.find("Memory pool end")
+    if at >= 0:
+        found |= _put(figures, "memory_pool_end_avail_gb", _gb(body, "avail mem=", at))
+    found |= _put(figures, "max_total_num_tokens", _int(body, "max_total_num_tokens="))
+    found |= _put(figures, "chunked_prefill_size", _int(body, "chunked_prefill_size="))
+    found |= _put(figures, "max_prefill_tokens", _int(body, "max_prefill_tokens="))
+    found |= _put(figures, "max_running_requests", _int(body, "max_running_requests="))
+    found |= _put(figures, "context_len", _int(body, "context_len="))
+    gmem = _gb(body, "available_gpu_mem=")
+    found |= _put(figures, "available_gpu_mem_gb", gmem if gmem is not None else _gb(body, "available_cpu_mem="))
+    at = body.find("Using KV cache dtype:")
+    if at >= 0:
+        printed = body[at + len("Using KV cache dtype:") :].split()
+        found |= _put(figures, "kv_cache_dtype_printed", printed[0] if printed else None)
+    return found
+
+
+_KV_TARGET_LEAD = set(" \t`'\"-*|>:")
+
+
+def _read_kv(body: str, figures: dict) -> bool:
+    post = body.find("Post-capture KV sizing: KV cache allocated")
+    if post >= 0:
+        figures.setdefault("post_capture_kv", True)
+        tokens = _int(body, "#tokens:", post)
+        figures.setdefault("kv_tokens", tokens) if tokens is not None else None
+        _put(figures, "kv_size_gb", _gb(body, "KV size:", post))
+        return tokens is not None
+    at = body.find("KV Cache is allocated")
+    if at < 0:
+        at = body.find("KV Cache VA upper bound")
+        if at >= 0:
+            figures.setdefault("post_capture_kv", True)
+    if at < 0:
+        return False
+    # A labelled pool ("MiniMax ... KV Cache", a draft's) is not the target's KV pool.
+    if any(ch not in _KV_TARGET_LEAD for ch in body[:at]):
+        return False
+    found = _put(figures, "kv_tokens", _int(body, "#tokens:", at))
+    kv = _gb(body, "KV size:", at)
+    if kv is not None:
+        _put(figures, "kv_size_gb", kv)
+    else:
+        _put(figures, "k_size_gb", _gb(body, "K size:", at))
+        _put(figures, "v_size_gb", _gb(body, "V size:", at))
+    return found
+
+
+# --------------------------------------------------------------------------- version, GPU
+
+_VERSION = re.compile(r"(?i)sglang(?:==|[ :=]+v?|:v|/v| version[ :=]+v?)(\d+\.\d+\.\d+(?:\.?(?:post|dev|rc)\d+)?(?:\+[0-9a-z.]+)?)")
+_GPU = re.compile(r"(?:NVIDIA |AMD |Intel )?(?:[HBAL]\d{2,3}|GB\d{2,3}|RTX \d{4}(?: Ti)?|MI\d{3}X?|A\d{2,3})(?: [A-Z0-9]{2,8})?")
+_GPU_KEYS = ("device_name=", "device_name:", "GPU:", "gpu_name=", "Device name:")
+
+
+def _version(body: str) -> Optional[str]:
+    at = body.lower().find("sglang")
+    while at >= 0:
+        m = _VERSION.match(body, at)
+        if m:
+            return m.group(1)
+        at = body.lower().find("sglang", at + 6)
+    return None
+
+
+def _gpu(body: str) -> Optional[str]:
+    for key in _GPU_KEYS:
+        at = body.find(key)
+        if at >= 0:
+            rest = body[at + len(key) : at + len(key) + 80].strip(" '\"")
+            m = _GPU.match(rest)
+            if m:
+                return m.group(0)
+    return None
+
+
+# --------------------------------------------------------------------------- server_args record
+
+
+class _ReprReader:
+    """A reader of the `server_args=` record: Python-repr syntax, never evaluated.
+
+    Scalars (str, int, float, True/False/None) and lists/tuples/dicts of them are
+    decoded; anything else (`<Enum.X: 1>`, `Foo(...)`) is skipped by bracket counting and
+    kept as None. Each character is read at most a bounded number of times, and nesting is
+    capped, so hostile text costs linear time."""
+
+    MAX_DEPTH = 8
+
+    def __init__(self, text: str, pos: int) -> None:
+        self.s = text
+        self.i = pos
+
+    def _ws(self) -> None:
+        s, i = self.s, self.i
+        while i < len(s) and s[i] in " \t\r\n":
+            i += 1
+        self.i = i
+
+    def record(self) -> dict[str, Any]:
+        """`Name(k=v, ...)` or `{'k': v, ...}` at the cursor."""
+        s = self.s
+        self._ws()
+        if self.i < len(s) and s[self.i] == "{":
+            value = self._container(0)
+            return value if isinstance(value, dict) else {}
+        m = re.compile(r"[A-Za-z_][A-Za-z_0-9]*\(").match(s, self.i)
+        if not m:
+            return {}
+        self.i = m.end()
+        out: dict[str, Any] = {}
+        while True:
+            self._ws()
+            k = re.compile(r"([A-Za-z_][A-Za-z_0-9]*)\s*=").match(s, self.i)
+            if not k:
+                return out
+            self.i = k.end()
+            out[k.group(1)] = self._value(1)
+            self._ws()
+            if self.i < len(s) and s[self.i] == ",":
+                self.i += 1
+                continue
+            return out
+
+    _SCALAR = re.compile(r"-?(?:\d+\.\d*(?:[eE][-+]?\d+)?|\d+(?:[eE][-+]?\d+)?|\.\d+)|True|False|None|inf|nan")
+
+    def _value(self, depth: int) -> Any:
+        s = self.s
+        self._ws()
+        if self.i >= len(s):
+            return None
+        ch = s[self.i]
+        if ch in "'\"":
+            return self._string()
+        if ch in "[({":
+            return self._container(depth)
+        m = self._SCALAR.match(s, self.i)
+        if m and (m.end() >= len(s) or s[m.end()] in ",)]} \t\r\n:"):
+            self.i = m.end()
+            word = m.group(0)
+            if word in ("True", "False", "None"):
+                return {"True": True, "False": False, "None": None}[word]
+            if word in ("inf", "nan"):
+                return None
+            return float(word) if any(c in word for c in ".eE") else int(word) if len(word) <= 40 else None
+        self._skip_opaque()
+        return None
+
+    def _string(self) -> Optional[str]:
+        s, quote = self.s, self.s[self.i]
+        i = self.i + 1
+        parts: list[str] = []
+        start = i
+        while i < len(s):
+            c = s[i]
+            if c == "\\":
+                parts.append(s[start:i])
+                nxt = s[i + 1 : i + 2]
+                parts.append({"n": "\n", "t": "\t", "\\": "\\", "'": "'", '"': '"'}.get(nxt, "\\" + nxt))
+                i += 2
+                start = i
+                continue
+            if c == quote:
+                parts.append(s[start:i])
+                self.i = i + 1
+                return "".join(parts)
+            if c == "\n":
+                break
+            i += 1
+        self.i = i
+        return None
+
+    def _container(self, depth: int) -> Any:
+        if depth >= self.MAX_DEPTH:
+            self._skip_opaque()
+            return None
+        s = self.s
+        opener = s[self.i]
+        closer = {"[": "]", "(": ")", "{": "}"}[opener]
+        self.i += 1
+        items: list[Any] = []
+        pairs: dict[Any, Any] = {}
+        while True:
+            self._ws()
+            if self.i >= len(s):
+                return None
+            if s[self.i] == closer:
+                self.i += 1
+                return pairs if opener == "{" else items
+            key = self._value(depth + 1)
+            self._ws()
+            if opener == "{":
+                if self.i >= len(s) or s[self.i] != ":":
+                    self._skip_to(closer)
+                    return None
+                self.i += 1
+                value = self._value(depth + 1)
+                if isinstance(key, (str, int, float, bool)) or key is None:
+                    pairs[key] = value
+            else:
+                items.append(key)
+            self._ws()
+            if self.i < len(s) and s[self.i] == ",":
+                self.i += 1
+            elif self.i < len(s) and s[self.i] != closer:
+                self._skip_to(closer)
+                return None
+
+    def _skip_opaque(self) -> None:
+        """Skip one value we do not decode: up to the `,` or closing bracket that ends it
+        at this nesting level (strings inside are skipped whole)."""
+        s, i, depth = self.s, self.i, 0
+        while i < len(s):
+            c = s[i]
+            if c in "'\"":
+                self.i = i
+                self._string()
+                i = max(self.i, i + 1)
+                continue
+            if c in "([{<":
+                depth += 1
+            elif c in ")]}>":
+                if depth == 0:
+                    break
+                depth -= 1
+            elif c == "," and depth == 0:
+                break
+            elif c == "\n":
+                break
+            i += 1
+        self.i = i
+
+    def _skip_to(self, closer: str) -> None:
+        self._skip_opaque()
+        if self.i < len(self.s) and self.s[self.i] == closer:
+            self.i += 1
+
+
+def parse_server_args(body: str) -> Optional[dict[str, Any]]:
+    at = body.find("server_args=")
+    if at < 0:
+        return None
+    record = _ReprReader(body, at + len("server_args=")).record()
+    return record or None
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def parse_boot_log(text: Union[str, bytes]) -> BootLog:
+    """Read `text` (at most MAX_LOG_BYTES). BootLogError when it is too large, not text,
+    or holds none of the start-up lines."""
+    if isinstance(text, (bytes, bytearray)):
+        if len(text) > MAX_LOG_BYTES:
+            raise BootLogError(f"the log is {len(text)} bytes; at most {MAX_LOG_BYTES} (1 MiB) are read")
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise BootLogError(f"the log is not UTF-8 text (byte {exc.start})") from None
+    elif len(text) > MAX_LOG_BYTES:
+        raise BootLogError(f"the log is {len(text)} characters; at most {MAX_LOG_BYTES} (1 MiB) are read")
+    log = BootLog()
+    for rank, body in _records(text):
+        if log.sglang_version is None:
+            log.sglang_version = _version(body)
+        if log.gpu is None:
+            log.gpu = _gpu(body)
+        if "server_args=" in body:
+            if not log.server_args:
+                record = parse_server_args(body)
+                if record:
+                    log.server_args = record
+                    log.lines_read += 1
+            continue  # the record's own `max_running_requests=` etc. are flags, not figures
+        label = rank or _DEFAULT_RANK
+        figures: dict[str, Any] = {}
+        if _read_figures(body, figures):
+            log.lines_read += 1
+            target = log.rank(label)
+            for name, value in figures.items():
+                target.setdefault(name, value)
+    if not log.lines_read:
+        raise BootLogError(
+            "no SGLang start-up line found (looked for 'Load weight end', 'Mamba Cache is allocated', "
+            "'KV Cache is allocated', 'max_total_num_tokens=', 'server_args=')"
+        )
+    return log

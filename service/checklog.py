@@ -1,0 +1,335 @@
+"""Predicted against observed: an SGLang start-up log checked against mambasizer's plan.
+
+    result = check_log(text, hf_config=None)
+    result.data        # {"sglang_version", "gpu", "ranks": [{"rank", "figures": {NAME: {logged, predicted, cause}}}]}
+    result.all_match   # every predicted figure equals the logged one (exit 0)
+
+The plan request is rebuilt from the log itself (service.bootlog): the model from the
+preset whose model id matches `model_path` (or the config.json given), the flags from the
+`server_args` record (the modelled ones, by SGLang's own names), and the free memory SGLang
+measured before and after the weights load as the measured budget. Nothing else: the
+comparison is plan vs observed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+from pydantic import ValidationError
+
+from schemas.request import PlanRequest
+from service.bootlog import FIGURES, BootLog, parse_boot_log
+from service.presets import PRESETS
+from service.sglang_args import MODELLED, _flags
+
+GB = 1 << 30  # SGLang prints GB as bytes / 2**30 with two decimals
+REFERENCE_VERSION = "0.5.23"
+GB_FIGURES = frozenset(n for n in FIGURES if n.endswith("_gb"))
+
+# Figures the plan takes as input or cannot know before a boot.
+NOT_PREDICTED = {
+    "avail_mem_before_load_gb": "measured at boot; the plan takes it as input (the measured budget)",
+    "avail_mem_after_load_gb": "measured at boot; the plan takes it as input (the measured budget)",
+    "weight_mem_usage_gb": "weights are measured at boot, not predicted (they are inside the measured budget)",
+    "available_gpu_mem_gb": "free memory after the pools, CUDA graphs and activations: graph and activation memory are not modelled",
+}
+_HOPPER = ("H100", "H200", "H800", "H20", "GH200")
+_NON_CUDA_DEVICES = ("xpu", "npu", "hpu", "cpu", "mps", "musa")
+_NON_CUDA_BACKENDS = ("intel_xpu", "aiter", "ascend", "wave", "intel_amx", "torch_native")
+
+
+@dataclass
+class CheckResult:
+    data: dict
+    all_match: bool
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Context:
+    """What is known about the run, and why a figure may differ."""
+
+    request: Optional[dict] = None
+    plan: Any = None
+    no_plan: Optional[str] = None  # why nothing is predicted
+    unmodelled: list[str] = field(default_factory=list)  # server_args the plan could not take
+    approximations: list[str] = field(default_factory=list)
+    version_cause: Optional[str] = None
+    platform_cause: Optional[str] = None
+    stage_tensors: Optional[list] = None
+
+
+# --------------------------------------------------------------------------- model
+
+
+def _norm(text: str) -> str:
+    return text.strip().rstrip("/").rsplit("/", 1)[-1].lower()
+
+
+def preset_for_model_path(model_path: str) -> Optional[str]:
+    """The shipped preset `model_path` names: its model id or preset name, exactly or
+    followed by a quantisation suffix (`Qwen3.5-397B-A17B-FP8`); the longest match wins."""
+    base = _norm(model_path)
+    best: Optional[tuple[int, str]] = None
+    for name, preset in PRESETS.items():
+        if not preset.sizable:
+            continue
+        for candidate in {name.lower(), _norm(preset.model_id.split(" ", 1)[0])}:
+            if candidate and (base == candidate or base.startswith(candidate + "-")):
+                if best is None or len(candidate) > best[0]:
+                    best = (len(candidate), name)
+    return best[1] if best else None
+
+
+# --------------------------------------------------------------------------- request
+
+
+def _server_args(record: dict, ctx: _Context) -> dict:
+    out: dict[str, Any] = {}
+    _, by_dest = _flags()
+    for key, value in record.items():
+        if key in MODELLED:
+            if value is not None:
+                out[key] = value
+            continue
+        flag = by_dest.get(key)
+        if flag is None or value is None or value == flag.default or key in ("model_path", "served_model_name"):
+            continue
+        if key == "device":
+            if str(value).lower() in _NON_CUDA_DEVICES:
+                ctx.platform_cause = f"device {value!r}: SGLang's resolution on this platform is not modelled"
+            continue
+        if key in ("cpu_offload_gb", "enable_dp_attention", "dp_size"):
+            if key == "cpu_offload_gb" and value:
+                ctx.unmodelled.append(f"cpu_offload_gb={value!r}")
+            continue
+    # `--dp-size N --enable-dp-attention` is the older spelling of the attention-DP width.
+    if "attn_dp_size" not in out and record.get("enable_dp_attention") and isinstance(record.get("dp_size"), int):
+        out["attn_dp_size"] = record["dp_size"]
+    if isinstance(out.get("attention_backend"), str) and out["attention_backend"] in _NON_CUDA_BACKENDS:
+        ctx.platform_cause = ctx.platform_cause or f"attention_backend {out['attention_backend']!r}: this platform's resolution is not modelled"
+    return out
+
+
+def _budget(log: BootLog, ctx: _Context) -> Optional[dict]:
+    def low(name: str) -> Optional[float]:
+        values = [f[name] for f in log.ranks.values() if name in f]
+        return min(values) if values else None
+
+    before, after, usage = low("avail_mem_before_load_gb"), low("avail_mem_after_load_gb"), low("weight_mem_usage_gb")
+    if after is None:
+        ctx.no_plan = "no 'Load weight end ... avail mem=' line: the free memory SGLang measured is not in the log"
+        return None
+    if before is None:
+        if usage is None:
+            ctx.no_plan = "no 'Load weight begin' nor 'mem usage=' figure: the free memory before the load is not in the log"
+            return None
+        before = round(after + usage, 2)
+        ctx.approximations.append("free memory before the load is taken as after-load + weight usage (each printed to 0.01 GB)")
+    ctx.approximations.append("free memory is SGLang's printed GB (2 decimals), not the exact bytes its probe returned")
+    return {"free_gib_before_load": before, "free_gib_after_load": after}
+
+
+def rebuild_request(log: BootLog, hf_config: Optional[dict], ctx: _Context) -> Optional[dict]:
+    record = log.server_args
+    if hf_config is not None:
+        model: dict = {"hf_config": hf_config}
+    else:
+        model_path = record.get("model_path")
+        if not isinstance(model_path, str):
+            ctx.no_plan = "the log has no server_args record naming model_path; pass the model's config.json"
+            return None
+        preset = preset_for_model_path(model_path)
+        if preset is None:
+            ctx.no_plan = f"model_path {model_path!r} matches no shipped preset; pass the model's config.json"
+            return None
+        model = {"preset": preset}
+    server_args = _server_args(record, ctx)
+    if not record:
+        ctx.approximations.append("no server_args record in the log: SGLang's defaults are assumed for every flag")
+    budget = _budget(log, ctx)
+    if budget is None:
+        return None
+    request = {"model": model, "server_args": server_args, "budget": budget}
+    # Drop each flag the request schema refuses (an unmodelled value), naming it.
+    for _ in range(len(server_args) + 1):
+        try:
+            PlanRequest.model_validate(request)
+            return request
+        except ValidationError as exc:
+            bad = _server_arg_in_error(exc)
+            if bad is None or bad not in server_args:
+                ctx.no_plan = f"the rebuilt request is not valid: {_first_error(exc)}"
+                return None
+            ctx.unmodelled.append(f"{bad}={server_args.pop(bad)!r}")
+    return None
+
+
+def _server_arg_in_error(exc: ValidationError) -> Optional[str]:
+    for err in exc.errors():
+        loc = err.get("loc", ())
+        if len(loc) >= 2 and loc[0] == "server_args":
+            return str(loc[1])
+    return None
+
+
+def _first_error(exc: ValidationError) -> str:
+    err = exc.errors()[0]
+    return ".".join(str(p) for p in err.get("loc", ())) + ": " + str(err.get("msg"))
+
+
+# --------------------------------------------------------------------------- causes
+
+
+def _version_cause(version: Optional[str]) -> Optional[str]:
+    if version is None:
+        return "the log does not print its SGLang version; it may account differently from 0.5.23"
+    if version == REFERENCE_VERSION or version.startswith(REFERENCE_VERSION + "+") or version.startswith(REFERENCE_VERSION + ".post"):
+        return None
+    return (
+        f"logged by SGLang {version}, whose accounting differs from 0.5.23 "
+        "(e.g. before the per-stage mamba share or the padding slot)"
+    )
+
+
+def _platform_cause(gpu: Optional[str]) -> Optional[str]:
+    if gpu is None:
+        return None
+    if any(h in gpu.upper() for h in _HOPPER):
+        return None
+    return f"GPU {gpu}: a platform whose resolution is not modelled (non-Hopper / AMD / XPU / GB10)"
+
+
+def _difference_cause(ctx: _Context) -> str:
+    causes = [c for c in (ctx.version_cause, ctx.platform_cause) if c]
+    if ctx.unmodelled:
+        causes.append("features not modelled: " + ", ".join(ctx.unmodelled[:8]))
+    causes.extend(a for a in ctx.approximations if "before the load" in a)
+    if not causes:
+        return "not explained: SGLang 0.5.23 on Hopper with these inputs should print the predicted value"
+    return "; ".join(causes)
+
+
+# --------------------------------------------------------------------------- prediction
+
+
+def _stage_index(rank: str) -> int:
+    for word in rank.split():
+        if word.startswith("PP") and word[2:].isdigit():
+            return int(word[2:])
+    return 0
+
+
+def _gb(nbytes: Optional[int]) -> Optional[float]:
+    return None if nbytes is None else float(f"{nbytes / GB:.2f}")
+
+
+def _predict(name: str, stage_index: int, ctx: _Context) -> tuple[Any, Optional[str]]:
+    """(predicted value, why there is none)."""
+    if name in NOT_PREDICTED:
+        return None, NOT_PREDICTED[name]
+    if ctx.plan is None:
+        return None, f"cannot plan: {ctx.no_plan}"
+    plan = ctx.plan
+    if not plan.feasible:
+        return None, f"mambasizer predicts SGLang 0.5.23 would not start: {plan.error.message}" if plan.error else "infeasible"
+    if stage_index >= len(plan.stages):
+        return None, f"rank is on pipeline stage {stage_index}; the plan has {len(plan.stages)}"
+    stage = plan.stages[stage_index]
+    if name == "max_mamba_cache_size":
+        return plan.max_mamba_cache_size, None
+    if name == "conv_state_gb":
+        return _gb(stage.conv_state_bytes), None
+    if name == "ssm_state_gb":
+        return _gb(stage.ssm_state_bytes), None
+    if name == "intermediate_ssm_state_gb":
+        if ctx.stage_tensors is None:
+            return None, "the plan's tensors could not be listed"
+        return _gb(sum(t.nbytes for t in ctx.stage_tensors[stage_index] if t.name == "intermediate_ssm")), None
+    if name in ("kv_tokens", "max_total_num_tokens"):
+        return plan.max_total_num_tokens, None
+    if name == "max_running_requests":
+        return plan.max_running_requests, None
+    if name == "context_len":
+        return plan.resolved.context_length, None
+    return None, "not predicted"
+
+
+def _same(name: str, logged: Any, predicted: Any) -> bool:
+    if name in GB_FIGURES:
+        return f"{float(logged):.2f}" == f"{float(predicted):.2f}"
+    return logged == predicted
+
+
+def difference(name: str, logged: Any, predicted: Any) -> Any:
+    if predicted is None or logged is None:
+        return None
+    if name in GB_FIGURES:
+        return float(f"{float(predicted) - float(logged):.2f}")
+    return predicted - logged
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+def check_log(text: str | bytes, hf_config: Optional[dict] = None) -> CheckResult:
+    """Compare the log with the plan. BootLogError (a ValueError) when the log is unreadable."""
+    log = parse_boot_log(text)
+    ctx = _Context(version_cause=_version_cause(log.sglang_version), platform_cause=_platform_cause(log.gpu))
+    ctx.request = rebuild_request(log, hf_config, ctx)
+    if ctx.request is not None:
+        from service.solver import PlanInputError, plan
+        from service.solver.allocation import plan_stage_tensors
+
+        try:
+            ctx.plan = plan(ctx.request)
+        except PlanInputError as exc:
+            ctx.no_plan = f"{exc.field}: {exc.message}"
+        if ctx.plan is not None and ctx.plan.feasible:
+            try:
+                ctx.stage_tensors = plan_stage_tensors(ctx.request, ctx.plan)
+            except ValueError:
+                ctx.stage_tensors = None
+    all_match = True
+    predicted_any = False
+    ranks = []
+    for rank in sorted(log.ranks, key=_rank_order):
+        logged_figures = log.ranks[rank]
+        figures: dict[str, dict] = {}
+        for name in FIGURES:
+            if name not in logged_figures:
+                continue
+            logged = logged_figures[name]
+            predicted, why = _predict(name, _stage_index(rank), ctx)
+            if predicted is None:
+                cause = why
+                if ctx.plan is not None and not ctx.plan.feasible and name not in NOT_PREDICTED:
+                    all_match = False
+            elif _same(name, logged, predicted):
+                predicted_any = True
+                cause = None
+            else:
+                predicted_any = True
+                all_match = False
+                cause = _difference_cause(ctx)
+            figures[name] = {"logged": logged, "predicted": predicted, "cause": cause}
+        if figures:
+            ranks.append({"rank": rank, "figures": figures})
+    data = {"sglang_version": log.sglang_version, "gpu": log.gpu, "ranks": ranks}
+    notes = list(ctx.approximations)
+    if ctx.request is not None:
+        notes.insert(0, "plan request: " + json.dumps(ctx.request, sort_keys=True))
+    return CheckResult(data=data, all_match=all_match and predicted_any, notes=notes)
+
+
+def _rank_order(rank: str) -> tuple:
+    """Ranks in SGLang's order: DP, PP, TP, then by text."""
+    def num(prefix: str) -> int:
+        for word in rank.split():
+            if word.startswith(prefix) and word[len(prefix):].split("..")[0].isdigit():
+                return int(word[len(prefix):].split("..")[0])
+        return -1
+
+    return (num("DP"), num("PP"), num("TP"), rank)
