@@ -223,17 +223,16 @@ def _read_kv(body: str, figures: dict) -> bool:
 # --------------------------------------------------------------------------- version, GPU
 
 _VERSION = re.compile(r"(?i)sglang(?:==|[ :=]+v?|:v|/v| version[ :=]+v?)(\d+\.\d+\.\d+(?:\.?(?:post|dev|rc)\d+)?(?:\+[0-9a-z.]+)?)")
+_SGLANG_WORD = re.compile(r"(?i)sglang")
 _GPU = re.compile(r"(?:NVIDIA |AMD |Intel )?(?:[HBAL]\d{2,3}|GB\d{2,3}|RTX \d{4}(?: Ti)?|MI\d{3}X?|A\d{2,3})(?: [A-Z0-9]{2,8})?")
 _GPU_KEYS = ("device_name=", "device_name:", "GPU:", "gpu_name=", "Device name:")
 
 
 def _version(body: str) -> Optional[str]:
-    at = body.lower().find("sglang")
-    while at >= 0:
-        m = _VERSION.match(body, at)
+    for hit in _SGLANG_WORD.finditer(body):
+        m = _VERSION.match(body, hit.start())
         if m:
             return m.group(1)
-        at = body.lower().find("sglang", at + 6)
     return None
 
 
@@ -433,6 +432,8 @@ def parse_boot_log(text: Union[str, bytes]) -> BootLog:
             raise BootLogError(f"the log is not UTF-8 text (byte {exc.start})") from None
     elif len(text) > MAX_LOG_BYTES:
         raise BootLogError(f"the log is {len(text)} characters; at most {MAX_LOG_BYTES} (1 MiB) are read")
+    if not text.strip():
+        raise BootLogError("the log is empty")
     log = BootLog()
     for rank, body in _records(text):
         if log.sglang_version is None:

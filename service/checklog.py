@@ -286,6 +286,9 @@ def check_log(text: str | bytes, hf_config: Optional[dict] = None) -> CheckResul
         try:
             ctx.plan = plan(ctx.request)
         except PlanInputError as exc:
+            if hf_config is not None and exc.field.startswith("model"):
+                # The caller's config.json cannot be sized: their input, named as such.
+                raise PlanInputError("hf_config", f"the config.json cannot be sized: {exc.field}: {exc.message}") from None
             ctx.no_plan = f"{exc.field}: {exc.message}"
         if ctx.plan is not None and ctx.plan.feasible:
             try:

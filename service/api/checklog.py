@@ -1,0 +1,106 @@
+"""`POST /v1/check-log`: an SGLang start-up log compared with mambasizer's plan.
+
+The body is the log itself (`text/plain`, or any non-JSON type: `curl --data-binary @server.log`)
+or JSON `{"log": "...", "hf_config": {...}}`. Bodies over 1 MiB are refused with 413 while
+they stream in (the observability middleware's limit). The answer is what
+`mambasizer check-log --json` prints; an unreadable log is a 422 problem+json naming `log`.
+Parsing and planning run in the thread pool: a 1 MiB log takes longer than a plan.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+from pydantic import TypeAdapter, ValidationError
+from starlette.concurrency import run_in_threadpool
+
+from schemas.checklog import CheckLogRequest, CheckLogResponse, MAX_LOG_CHARS
+from service.api import wire
+from service.api.plan import read_body
+from service.api.problems import TYPE_PREFIX, problem_doc, problem_response
+from service.bootlog import BootLogError
+from service.checklog import check_log
+
+router = APIRouter(tags=["plan"])
+
+UNREADABLE_LOG = TYPE_PREFIX + "unreadable-log"
+
+# A log in SGLang 0.5.23's wording for a shipped preset (Nemotron-H 8B on one GPU,
+# --mem-fraction-static 0.85 --max-running-requests 64): every predicted figure matches.
+EXAMPLE_LOG = """\
+[2026-12-01 10:00:00] server_args={'model_path': 'nvidia/Nemotron-H-8B-Base-8K', 'host': '0.0.0.0', 'port': 30000, 'device': 'cuda', 'mem_fraction_static': 0.85, 'max_running_requests': 64}
+[2026-12-01 10:00:01] Load weight begin. avail mem=79.10 GB
+[2026-12-01 10:00:31] Load weight end. elapsed=30.12 s, type=NemotronHForCausalLM, avail mem=63.60 GB, mem usage=15.50 GB.
+[2026-12-01 10:00:31] Mamba Cache is allocated. max_mamba_cache_size: 256, conv_state size: 0.35GB, ssm_state size: 24.09GB 
+[2026-12-01 10:00:31] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 1788366, K size: 13.64 GB, V size: 13.64 GB
+[2026-12-01 10:00:31] Memory pool end. avail mem=11.62 GB
+[2026-12-01 10:00:40] max_total_num_tokens=1788366, chunked_prefill_size=8192, max_prefill_tokens=16384, max_running_requests=51, context_len=8192, available_gpu_mem=10.41 GB
+"""
+
+_REQUEST_SCHEMA = TypeAdapter(CheckLogRequest).json_schema(mode="validation")
+
+_RESPONSES: dict[Any, Any] = {
+    200: {"model": CheckLogResponse, "description": "Every figure the log prints, per rank: logged, predicted, and the cause of each difference."},
+    413: problem_doc("The body is larger than 1 MiB."),
+    422: problem_doc("The log cannot be read (`field`: `log`), or the JSON form is invalid (`field` names the member)."),
+}
+
+_BODY = {
+    "required": True,
+    "content": {
+        "text/plain": {
+            "schema": {"type": "string", "maxLength": MAX_LOG_CHARS},
+            "examples": {"sglang_0_5_23": {"summary": "An SGLang 0.5.23 start-up log", "value": EXAMPLE_LOG}},
+        },
+        "application/json": {
+            "schema": _REQUEST_SCHEMA,
+            "examples": {"log": {"summary": "The same log in the JSON form (hf_config optional)", "value": {"log": EXAMPLE_LOG}}},
+        },
+    },
+}
+
+
+def _is_json(request: Request) -> bool:
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    return media == "application/json" or media.endswith("+json")
+
+
+def _unreadable(request: Request, detail: str) -> Response:
+    return problem_response(422, detail, type_=UNREADABLE_LOG, title="The log cannot be read", instance=request.url.path, field="log")
+
+
+async def post_check_log(request: Request) -> Response:
+    body = await read_body(request)
+    hf_config = None
+    if _is_json(request):
+        try:
+            parsed = CheckLogRequest.model_validate(wire.decode_json(body))
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(str(p) for p in err.get("loc", ())) or "request"
+            return problem_response(422, f"{field}: {err.get('msg')}", type_=TYPE_PREFIX + "invalid-input", title="The request cannot be read", instance=request.url.path, field=field)
+        text: Any = parsed.log
+        hf_config = parsed.hf_config
+    else:
+        text = body
+    try:
+        result = await run_in_threadpool(check_log, text, hf_config)
+    except BootLogError as exc:
+        return _unreadable(request, str(exc))
+    return Response(CheckLogResponse.model_validate(result.data).model_dump_json(), media_type="application/json")
+
+
+router.add_api_route(
+    "/v1/check-log",
+    post_check_log,
+    methods=["POST"],
+    summary="Compare an SGLang start-up log with the plan, per rank and figure",
+    operation_id="check_log",
+    response_model=None,
+    responses=_RESPONSES,
+    openapi_extra={"requestBody": _BODY},
+)
+
+__all__ = ["router", "post_check_log", "EXAMPLE_LOG"]

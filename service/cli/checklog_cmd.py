@@ -1,0 +1,113 @@
+"""`mambasizer check-log`: an SGLang start-up log checked against mambasizer's plan.
+
+    mambasizer check-log server.log                     # table: rank, figure, logged, predicted, diff, cause
+    mambasizer check-log - --config config.json --json  # stdin; the model from its config.json; JSON out
+
+The plan request is rebuilt from the log (the model from the preset matching `model_path`
+or --config, the flags from the `server_args` record, the free memory SGLang measured),
+then every figure the log prints is compared per rank. Exit 0 when every predicted figure
+equals the logged one, 1 when some differ (or none could be predicted), 2 when the log (or
+the config) cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any, Optional
+
+from service.cli import EXIT_INVALID, EXIT_OK, EXIT_WOULD_NOT_START
+
+EXIT_DIFFERS = EXIT_WOULD_NOT_START  # 1
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p = subparsers.add_parser(
+        "check-log",
+        help="compare an SGLang start-up log with the plan (exit 0 all match, 1 some differ, 2 unreadable)",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="exit codes: 0 every predicted figure matches, 1 some differ, 2 the log cannot be read",
+    )
+    p.add_argument("log", metavar="FILE", nargs="?", default="-", help="the SGLang log (at most 1 MiB); `-` or nothing reads stdin")
+    p.add_argument("--config", metavar="CONFIG_JSON", help="the model's config.json (when model_path matches no preset)")
+    p.add_argument("--json", action="store_true", help='print {"sglang_version", "gpu", "ranks": [...]} as POST /v1/check-log returns it')
+    p.set_defaults(run=run)
+    return p
+
+
+def _error(line: str) -> int:
+    print(f"mambasizer: error: {' '.join(line.split())}", file=sys.stderr)
+    return EXIT_INVALID
+
+
+def _read_bounded(source: str, limit: int) -> bytes:
+    """At most limit + 1 bytes: enough to tell a too-large log without reading it all."""
+    if source == "-":
+        return sys.stdin.buffer.read(limit + 1)
+    with open(source, "rb") as fh:
+        return fh.read(limit + 1)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    return str(value)
+
+
+def render_table(data: dict) -> str:
+    from service.checklog import difference
+
+    rows = [("rank", "figure", "logged", "predicted", "diff", "cause")]
+    for rank in data["ranks"]:
+        for name, fig in rank["figures"].items():
+            diff = difference(name, fig["logged"], fig["predicted"])
+            diff_text = "0" if diff == 0 else ("-" if diff is None else (f"{diff:+.2f}" if isinstance(diff, float) else f"{diff:+d}"))
+            rows.append((rank["rank"], name, _cell(fig["logged"]), _cell(fig["predicted"]), diff_text, fig["cause"] or ""))
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r[:5], widths)) + "  " + r[5] for r in rows]
+    head = f"SGLang {data['sglang_version'] or '(version not printed)'}, GPU {data['gpu'] or '(not printed)'}"
+    return head + "\n" + "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+def run(args: argparse.Namespace) -> int:
+    from service.bootlog import MAX_LOG_BYTES, BootLogError
+    from service.checklog import check_log
+    from service.solver import PlanInputError
+
+    try:
+        raw = _read_bounded(args.log, MAX_LOG_BYTES)
+    except OSError as exc:
+        return _error(f"cannot read {args.log}: {exc.strerror or exc}")
+    hf_config: Optional[dict] = None
+    if args.config is not None:
+        try:
+            with open(args.config, "rb") as fh:
+                cfg_raw = fh.read(MAX_LOG_BYTES + 1)
+        except OSError as exc:
+            return _error(f"--config: cannot read {args.config}: {exc.strerror or exc}")
+        if len(cfg_raw) > MAX_LOG_BYTES:
+            return _error(f"--config: {args.config} is larger than 1 MiB")
+        try:
+            hf_config = json.loads(cfg_raw)
+        except (ValueError, RecursionError) as exc:
+            return _error(f"--config: {args.config} is not valid JSON ({str(exc).splitlines()[0]})")
+        if not isinstance(hf_config, dict):
+            return _error(f"--config: {args.config} must hold a JSON object (a config.json)")
+    try:
+        result = check_log(raw, hf_config=hf_config)
+    except BootLogError as exc:
+        return _error(f"{args.log if args.log != '-' else 'stdin'}: {exc}")
+    except PlanInputError as exc:
+        return _error(f"--config: {exc.message}")
+    if args.json:
+        sys.stdout.write(json.dumps(result.data, indent=2, ensure_ascii=False) + "\n")
+    else:
+        sys.stdout.write(render_table(result.data))
+        for note in result.notes:
+            print(f"note: {note}")
+        print("all predicted figures match" if result.all_match else "some figures differ or could not be predicted")
+    return EXIT_OK if result.all_match else EXIT_DIFFERS
