@@ -111,23 +111,24 @@ def _rank_prefix(line: str) -> tuple[Optional[str], str]:
 def _records(text: str) -> list[tuple[Optional[str], str]]:
     """Log records: a line, plus the indented lines that continue it (logs re-wrapped
     by hand). Each record is (rank label or None, text)."""
-    out: list[tuple[Optional[str], str]] = []
+    out: list[tuple[Optional[str], list[str]]] = []
     for raw in text.splitlines():
-        if not raw.strip():
+        stripped = raw.strip()
+        if not stripped:
             continue
-        if out and raw[:1] in (" ", "\t") and _rank_prefix(raw.lstrip())[0] is None and not raw.lstrip().startswith(("-", "*", "|")):
-            rank, body = out[-1]
-            out[-1] = (rank, body + " " + raw.strip())
+        if out and raw[:1] in (" ", "\t") and not stripped.startswith(("-", "*", "|")) and _rank_prefix(stripped)[0] is None:
+            out[-1][1].append(stripped)  # joined once below: no quadratic re-copying
             continue
-        out.append(_rank_prefix(raw))
-    return out
+        rank, body = _rank_prefix(raw)
+        out.append((rank, [body]))
+    return [(rank, " ".join(parts)) for rank, parts in out]
 
 
 # --------------------------------------------------------------------------- values
 
-_NUM = re.compile(r"\s*(-?\d+(?:\.\d+)?)")
-_INT = re.compile(r"\s*(-?\d+)(?![\d.])")
-_GB = re.compile(r"\s*(-?\d+(?:\.\d+)?)\s*GB")
+# Digits are bounded: a figure never has more, and int() of a huge digit run is refused.
+_INT = re.compile(r"[ \t]*(-?\d{1,20})(?![\d.])")
+_GB = re.compile(r"[ \t]*(-?\d{1,15}(?:\.\d{1,6})?)[ \t]*GB")
 
 
 def _after(text: str, key: str, pattern: re.Pattern, start: int = 0) -> Optional[str]:
