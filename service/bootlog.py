@@ -103,9 +103,11 @@ def _rank_prefix(line: str) -> tuple[Optional[str], str]:
         return None, line
     words = line[open_at + 1 : close_at].split()
     ranks = [w for w in words if _RANK_WORD.fullmatch(w)]
-    if not ranks or len(ranks) + sum(1 for w in words if _DATE.fullmatch(w) or _TIME.fullmatch(w)) != len(words):
+    stamps = sum(1 for w in words if _DATE.fullmatch(w) or _TIME.fullmatch(w))
+    if not words or len(ranks) + stamps != len(words):
         return None, line
-    return " ".join(ranks), line[close_at + 1 :]
+    # A timestamp alone (a single-GPU log prints no rank) is stripped too.
+    return (" ".join(ranks) or None), line[close_at + 1 :]
 
 
 def _records(text: str) -> list[tuple[Optional[str], str]]:
@@ -116,7 +118,7 @@ def _records(text: str) -> list[tuple[Optional[str], str]]:
         stripped = raw.strip()
         if not stripped:
             continue
-        if out and raw[:1] in (" ", "\t") and not stripped.startswith(("-", "*", "|")) and _rank_prefix(stripped)[0] is None:
+        if out and raw[:1] in (" ", "\t") and not stripped.startswith(("-", "*", "|", "[")):
             out[-1][1].append(stripped)  # joined once below: no quadratic re-copying
             continue
         rank, body = _rank_prefix(raw)

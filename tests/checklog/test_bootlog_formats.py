@@ -247,6 +247,7 @@ def test_older_05_wordings(line, expected):
 
 PREFIXES = [
     ("", "TP0"),
+    ("[2026-12-01 10:00:31] ", "TP0"),
     ("[TP0] ", "TP0"),
     ("[2026-02-27 17:10:27 TP1] ", "TP1"),
     ("[TP1 PP1] ", "TP1 PP1"),
@@ -321,3 +322,12 @@ def test_hostile_input_is_read_or_refused_without_blowing_up(text):
         return
     for figures in log.ranks.values():
         assert all(isinstance(v, (int, float, str, bool)) for v in figures.values())
+
+
+def test_single_gpu_log_timestamp_only_prefix():
+    """With one GPU SGLang prints no rank words: `[2026-12-01 10:00:31] KV Cache is allocated...`."""
+    log = parse_boot_log(
+        "[2026-12-01 10:00:31] KV Cache is allocated. dtype: torch.bfloat16, #tokens: 1788366, K size: 13.64 GB, V size: 13.64 GB\n"
+        "[2026-12-01 10:00:31] Memory pool end. avail mem=11.62 GB\n"
+    )
+    assert log.ranks == {"TP0": {"kv_tokens": 1788366, "k_size_gb": 13.64, "v_size_gb": 13.64, "memory_pool_end_avail_gb": 11.62}}

@@ -1,0 +1,170 @@
+"""`mambasizer check-log` end to end: a log written with SGLang 0.5.23's format strings from
+a real plan matches everywhere (exit 0); a perturbed one differs (exit 1) on exactly the
+perturbed figure; an unreadable log is exit 2 with one line."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from service.checklog import check_log, preset_for_model_path
+from service.cli import main
+from service.presets import PRESETS
+from synth_log import synth_log
+
+ROOT = Path(__file__).resolve().parents[2]
+BUDGET = {"free_gib_before_load": 139.6, "free_gib_after_load": 100.0}
+QWEN_TP2 = {"model": {"preset": "qwen3.5-35b-a3b"}, "server_args": {"tp_size": 2, "mem_fraction_static": 0.85}, "budget": BUDGET}
+PREDICTED = {"max_mamba_cache_size", "conv_state_gb", "ssm_state_gb", "kv_tokens", "max_total_num_tokens", "max_running_requests", "context_len"}
+MEASURED = {"avail_mem_before_load_gb", "avail_mem_after_load_gb", "weight_mem_usage_gb", "available_gpu_mem_gb"}
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def write(tmp_path, text: str, name: str = "server.log") -> str:
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+def test_synthetic_log_from_a_real_plan_matches_everywhere(tmp_path, capsys):
+    text, result = synth_log(QWEN_TP2, "Qwen/Qwen3.5-35B-A3B")
+    code, out, err = run(capsys, "check-log", write(tmp_path, text), "--json")
+    assert (code, err) == (0, "")
+    data = json.loads(out)
+    assert list(data) == ["sglang_version", "gpu", "ranks"]
+    assert (data["sglang_version"], data["gpu"]) == ("0.5.23", "NVIDIA H200")
+    assert [r["rank"] for r in data["ranks"]] == ["TP0", "TP1"]
+    tp0 = data["ranks"][0]["figures"]
+    assert set(tp0) == PREDICTED | MEASURED
+    for name in PREDICTED:
+        assert tp0[name]["predicted"] == tp0[name]["logged"] and tp0[name]["cause"] is None, name
+    for name in MEASURED:
+        assert tp0[name]["predicted"] is None and tp0[name]["cause"], name
+    assert tp0["kv_tokens"]["logged"] == result.max_total_num_tokens
+    assert tp0["max_running_requests"]["logged"] == result.max_running_requests
+    assert tp0["ssm_state_gb"]["logged"] == float(f"{result.stages[0].ssm_state_bytes / (1 << 30):.2f}")
+    assert list(tp0["kv_tokens"]) == ["logged", "predicted", "cause"]
+    # TP1 prints no scheduler summary (tp_rank 0 only).
+    assert "max_total_num_tokens" not in data["ranks"][1]["figures"]
+
+
+@pytest.mark.parametrize(
+    "figure, value",
+    [("kv_tokens", 123), ("max_running_requests", 7), ("ssm_state_gb", 1.0), ("max_mamba_cache_size", 5)],
+)
+def test_perturbed_log_differs_on_that_figure_only(tmp_path, capsys, figure, value):
+    text, _ = synth_log(QWEN_TP2, "Qwen/Qwen3.5-35B-A3B", perturb={figure: value})
+    code, out, _ = run(capsys, "check-log", write(tmp_path, text), "--json")
+    assert code == 1
+    data = json.loads(out)
+    flagged = {(r["rank"], n) for r in data["ranks"] for n, f in r["figures"].items() if f["predicted"] is not None and f["predicted"] != f["logged"]}
+    ranks = {"TP0"} if figure in ("max_running_requests",) else {"TP0", "TP1"}
+    assert flagged == {(rank, figure) for rank in ranks}
+    cause = data["ranks"][0]["figures"][figure]["cause"]
+    assert cause.startswith("not explained"), cause  # 0.5.23 on an H200: no known cause
+
+
+def test_table_output_and_exit_codes(tmp_path, capsys):
+    text, _ = synth_log(QWEN_TP2, "Qwen/Qwen3.5-35B-A3B", perturb={"kv_tokens": 123})
+    code, out, _ = run(capsys, "check-log", write(tmp_path, text))
+    assert code == 1
+    row = next(line for line in out.splitlines() if line.startswith("TP0") and " kv_tokens " in line)
+    assert row.split()[:5] == ["TP0", "kv_tokens", "123", str(synth_log(QWEN_TP2, "x")[1].max_total_num_tokens), f"{synth_log(QWEN_TP2, 'x')[1].max_total_num_tokens - 123:+d}"]
+    assert "some figures differ" in out
+
+
+def test_pipeline_and_speculative_ranks_match(tmp_path):
+    pp = {"model": {"preset": "qwen3.5-35b-a3b"}, "server_args": {"tp_size": 2, "pp_size": 2, "mem_fraction_static": 0.85}, "budget": BUDGET}
+    text, _ = synth_log(pp, "Qwen/Qwen3.5-35B-A3B")
+    result = check_log(text)
+    assert result.all_match
+    assert [r["rank"] for r in result.data["ranks"]] == ["PP0 TP0", "PP0 TP1", "PP1 TP0", "PP1 TP1"]
+    spec = {
+        "model": {"preset": "nvidia-nemotron-3-super-120b-a12b"},
+        "server_args": {"tp_size": 4, "mem_fraction_static": 0.8, "speculative_algorithm": "NEXTN", "speculative_num_steps": 3,
+                        "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 4, "max_mamba_cache_size": 160},
+        "budget": {"free_gib_before_load": 139.6, "free_gib_after_load": 110.0},
+    }
+    text, plan = synth_log(spec, "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4")
+    result = check_log(text)
+    assert result.all_match, result.data
+    imd = result.data["ranks"][0]["figures"]["intermediate_ssm_state_gb"]
+    assert imd["logged"] == imd["predicted"] > 0
+    assert result.data["ranks"][0]["figures"]["max_mamba_cache_size"]["logged"] == 160 == plan.max_mamba_cache_size
+
+
+def test_older_version_and_platform_are_named_as_causes(tmp_path):
+    text, _ = synth_log(QWEN_TP2, "Qwen/Qwen3.5-35B-A3B", perturb={"kv_tokens": 123}, version_line=False)
+    text = "sglang==0.5.9 device_name=NVIDIA GB10\n" + text
+    fig = check_log(text).data["ranks"][0]["figures"]["kv_tokens"]
+    assert "SGLang 0.5.9" in fig["cause"] and "per-stage mamba share" in fig["cause"]
+    assert "GB10" in fig["cause"] and "not modelled" in fig["cause"]
+
+
+def test_unmodelled_flag_is_dropped_and_named(tmp_path):
+    """An SGLang flag value mambasizer does not model (here DFLASH) is dropped from the
+    request and named as the cause of the figures it moves."""
+    text, _ = synth_log(QWEN_TP2, "Qwen/Qwen3.5-35B-A3B", perturb={"kv_tokens": 123})
+    text = text.replace("'mem_fraction_static': 0.85", "'mem_fraction_static': 0.85, 'speculative_algorithm': 'DFLASH'")
+    fig = check_log(text).data["ranks"][0]["figures"]["kv_tokens"]
+    assert "features not modelled: speculative_algorithm='DFLASH'" in fig["cause"]
+
+
+def test_config_json_for_a_model_without_preset(tmp_path, capsys):
+    config = dict(PRESETS["nemotron-h-8b-base-8k"].hf_config)
+    request = {"model": {"preset": "nemotron-h-8b-base-8k"}, "server_args": {"mem_fraction_static": 0.85}, "budget": {"free_gib_before_load": 79.1, "free_gib_after_load": 63.6}}
+    text, _ = synth_log(request, "/models/my-finetune")
+    log = write(tmp_path, text)
+    code, out, _ = run(capsys, "check-log", log, "--json")
+    assert code == 1  # nothing predicted without the model
+    causes = {f["cause"] for r in json.loads(out)["ranks"] for f in r["figures"].values()}
+    assert any("matches no shipped preset; pass the model's config.json" in (c or "") for c in causes)
+    code, out, _ = run(capsys, "check-log", log, "--config", write(tmp_path, json.dumps(config), "config.json"), "--json")
+    assert code == 0, out
+
+
+def test_preset_matching_by_model_path():
+    assert preset_for_model_path("/data/nvme0n1p1/Qwen3.5-397B-A17B-FP8") == "qwen3.5-397b-a17b"
+    assert preset_for_model_path("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16") == "nvidia-nemotron-3-nano-30b-a3b"
+    assert preset_for_model_path("Qwen/Qwen3.5-35B-A3B") == "qwen3.5-35b-a3b"
+    assert preset_for_model_path("Qwen/Qwen3.5-35B-A3B-Base-X") == "qwen3.5-35b-a3b"
+    assert preset_for_model_path("nvidia/Nemotron-3-Nano-Omni-30B-A3B-Reasoning-NVFP4") is None
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [("", "the log is empty"), ("hello world\n", "no SGLang start-up line found"), ("x" * ((1 << 20) + 5), "at most 1048576")],
+)
+def test_unreadable_log_exits_2_with_one_line(tmp_path, capsys, content, message):
+    code, out, err = run(capsys, "check-log", write(tmp_path, content))
+    assert (code, out) == (2, "")
+    assert err.count("\n") == 1 and err.startswith("mambasizer: error: ") and message in err
+
+
+def test_missing_file_and_bad_config_exit_2(tmp_path, capsys):
+    code, _, err = run(capsys, "check-log", str(tmp_path / "nope.log"))
+    assert code == 2 and "cannot read" in err and err.count("\n") == 1
+    text, _ = synth_log(QWEN_TP2, "Qwen/Qwen3.5-35B-A3B")
+    log = write(tmp_path, text)
+    code, _, err = run(capsys, "check-log", log, "--config", write(tmp_path, "[1, 2]", "c.json"))
+    assert code == 2 and "must hold a JSON object" in err
+    code, _, err = run(capsys, "check-log", log, "--config", write(tmp_path, '{"model_type": "llama"}', "c.json"))
+    assert code == 2 and err.startswith("mambasizer: error: --config: the config.json cannot be sized") and err.count("\n") == 1
+
+
+def test_stdin_through_the_installed_entry_point(tmp_path):
+    text, _ = synth_log(QWEN_TP2, "Qwen/Qwen3.5-35B-A3B")
+    proc = subprocess.run([sys.executable, "-m", "service.cli", "check-log", "-", "--json"], input=text, capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["ranks"][0]["figures"]["kv_tokens"]["cause"] is None
+    proc = subprocess.run([sys.executable, "-m", "service.cli", "check-log"], input="garbage\n", capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1
