@@ -6,7 +6,7 @@ The answer's shape is fixed so other tools can rely on it:
 
 from __future__ import annotations
 
-from typing import Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Optional, Union
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -36,6 +36,10 @@ class CheckLogRequest(BaseModel):
     log: str = Field(max_length=MAX_LOG_CHARS, description="The SGLang start-up log, as printed.")
     hf_config: Optional[dict[str, Any]] = Field(
         None, description="The model's config.json, when the log's model_path matches no shipped preset."
+    )
+    sglang_args: Optional[Annotated[list[Annotated[str, Field(max_length=4096)]], Field(max_length=512)]] = Field(
+        None,
+        description="The SGLang launch arguments, for a log cut without its server_args record; they win over the record.",
     )
 
 

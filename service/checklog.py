@@ -132,12 +132,18 @@ def _budget(log: BootLog, ctx: _Context) -> Optional[dict]:
     return {"free_gib_before_load": before, "free_gib_after_load": after}
 
 
-def rebuild_request(log: BootLog, hf_config: Optional[dict], ctx: _Context) -> Optional[dict]:
+def rebuild_request(log: BootLog, hf_config: Optional[dict], ctx: _Context, sglang_args: Optional[list[str]] = None) -> Optional[dict]:
     record = log.server_args
+    launch = None
+    if sglang_args:
+        # The launch command, for a log whose server_args record was cut away; its flags win.
+        from service.sglang_args import parse_sglang_args
+
+        launch = parse_sglang_args(list(sglang_args))
     if hf_config is not None:
         model: dict = {"hf_config": hf_config}
     else:
-        model_path = record.get("model_path")
+        model_path = (launch.model_path if launch is not None else None) or record.get("model_path")
         if not isinstance(model_path, str):
             ctx.no_plan = "the log has no server_args record naming model_path; pass the model's config.json"
             return None
@@ -147,12 +153,16 @@ def rebuild_request(log: BootLog, hf_config: Optional[dict], ctx: _Context) -> O
             return None
         model = {"preset": preset}
     server_args = _server_args(record, ctx)
-    if not record:
+    if launch is not None:
+        server_args.update(launch.server_args)
+    elif not record:
         ctx.approximations.append("no server_args record in the log: SGLang's defaults are assumed for every flag")
     budget = _budget(log, ctx)
     if budget is None:
         return None
     request = {"model": model, "server_args": server_args, "budget": budget}
+    if launch is not None and launch.env:
+        request["env"] = launch.env
     # Drop each flag the request schema refuses (an unmodelled value), naming it.
     for _ in range(len(server_args) + 1):
         try:
@@ -274,11 +284,12 @@ def difference(name: str, logged: Any, predicted: Any) -> Any:
 # --------------------------------------------------------------------------- entry point
 
 
-def check_log(text: str | bytes, hf_config: Optional[dict] = None) -> CheckResult:
-    """Compare the log with the plan. BootLogError (a ValueError) when the log is unreadable."""
+def check_log(text: str | bytes, hf_config: Optional[dict] = None, sglang_args: Optional[list[str]] = None) -> CheckResult:
+    """Compare the log with the plan. BootLogError (a ValueError) when the log is unreadable;
+    PlanInputError when the given config.json or launch arguments cannot be used."""
     log = parse_boot_log(text)
     ctx = _Context(version_cause=_version_cause(log.sglang_version), platform_cause=_platform_cause(log.gpu))
-    ctx.request = rebuild_request(log, hf_config, ctx)
+    ctx.request = rebuild_request(log, hf_config, ctx, sglang_args)
     if ctx.request is not None:
         from service.solver import PlanInputError, plan
         from service.solver.allocation import plan_stage_tensors
@@ -323,7 +334,10 @@ def check_log(text: str | bytes, hf_config: Optional[dict] = None) -> CheckResul
     data = {"sglang_version": log.sglang_version, "gpu": log.gpu, "ranks": ranks}
     notes = list(ctx.approximations)
     if ctx.request is not None:
-        notes.insert(0, "plan request: " + json.dumps(ctx.request, sort_keys=True))
+        shown = dict(ctx.request)
+        if "hf_config" in shown["model"]:
+            shown["model"] = {"hf_config": "(the config.json given)"}
+        notes.insert(0, "plan request: " + json.dumps(shown, sort_keys=True))
     return CheckResult(data=data, all_match=all_match and predicted_any, notes=notes)
 
 

@@ -1,7 +1,8 @@
 """`POST /v1/check-log`: an SGLang start-up log compared with mambasizer's plan.
 
 The body is the log itself (`text/plain`, or any non-JSON type: `curl --data-binary @server.log`)
-or JSON `{"log": "...", "hf_config": {...}}`. Bodies over 1 MiB are refused with 413 while
+or JSON `{"log": "...", "hf_config": {...}, "sglang_args": [...]}` (both optional: the model's
+config.json, the launch command for a log cut without its server_args record). Bodies over 1 MiB are refused with 413 while
 they stream in (the observability middleware's limit). The answer is what
 `mambasizer check-log --json` prints; an unreadable log is a 422 problem+json naming `log`.
 Parsing and planning run in the thread pool: a 1 MiB log takes longer than a plan.
@@ -44,7 +45,7 @@ _REQUEST_SCHEMA = TypeAdapter(CheckLogRequest).json_schema(mode="validation")
 _RESPONSES: dict[Any, Any] = {
     200: {"model": CheckLogResponse, "description": "Every figure the log prints, per rank: logged, predicted, and the cause of each difference."},
     413: problem_doc("The body is larger than 1 MiB."),
-    422: problem_doc("The log cannot be read (`field`: `log`), or the JSON form is invalid (`field` names the member)."),
+    422: problem_doc("The log cannot be read (`field`: `log`), or the JSON form, the config.json or the launch arguments are invalid (`field` names which)."),
 }
 
 _BODY = {
@@ -74,6 +75,7 @@ def _unreadable(request: Request, detail: str) -> Response:
 async def post_check_log(request: Request) -> Response:
     body = await read_body(request)
     hf_config = None
+    sglang_args = None
     if _is_json(request):
         try:
             parsed = CheckLogRequest.model_validate(wire.decode_json(body))
@@ -83,10 +85,11 @@ async def post_check_log(request: Request) -> Response:
             return problem_response(422, f"{field}: {err.get('msg')}", type_=TYPE_PREFIX + "invalid-input", title="The request cannot be read", instance=request.url.path, field=field)
         text: Any = parsed.log
         hf_config = parsed.hf_config
+        sglang_args = parsed.sglang_args
     else:
         text = body
     try:
-        result = await run_in_threadpool(check_log, text, hf_config)
+        result = await run_in_threadpool(check_log, text, hf_config, sglang_args)
     except BootLogError as exc:
         return _unreadable(request, str(exc))
     return Response(CheckLogResponse.model_validate(result.data).model_dump_json(), media_type="application/json")

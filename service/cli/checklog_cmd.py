@@ -2,6 +2,9 @@
 
     mambasizer check-log server.log                     # table: rank, figure, logged, predicted, diff, cause
     mambasizer check-log - --config config.json --json  # stdin; the model from its config.json; JSON out
+    mambasizer check-log --json server.log -- --model-path Qwen/Qwen3.5-35B-A3B --tp-size 2 --mem-fraction-static 0.85
+                                                        # the launch command, for a log cut without its server_args record
+                                                        # (options go before FILE when `--` follows it)
 
 The plan request is rebuilt from the log (the model from the preset matching `model_path`
 or --config, the flags from the `server_args` record, the free memory SGLang measured),
@@ -30,7 +33,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="exit codes: 0 every predicted figure matches, 1 some differ, 2 the log cannot be read",
     )
-    p.add_argument("log", metavar="FILE", nargs="?", default="-", help="the SGLang log (at most 1 MiB); `-` or nothing reads stdin")
+    p.add_argument(
+        "inputs", nargs="*", metavar="FILE [-- SGLANG_ARGS]",
+        help="the SGLang log (at most 1 MiB; `-` or nothing reads stdin), then, after `--`, the SGLang launch "
+        "arguments for a log cut without its server_args record (they win over the record)",
+    )
     p.add_argument("--config", metavar="CONFIG_JSON", help="the model's config.json (when model_path matches no preset)")
     p.add_argument("--json", action="store_true", help='print {"sglang_version", "gpu", "ranks": [...]} as POST /v1/check-log returns it')
     p.set_defaults(run=run)
@@ -78,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
     from service.checklog import check_log
     from service.solver import PlanInputError
 
+    inputs = list(args.inputs)
+    args.log = inputs.pop(0) if inputs else "-"
     try:
         raw = _read_bounded(args.log, MAX_LOG_BYTES)
     except OSError as exc:
@@ -97,12 +106,15 @@ def run(args: argparse.Namespace) -> int:
             return _error(f"--config: {args.config} is not valid JSON ({str(exc).splitlines()[0]})")
         if not isinstance(hf_config, dict):
             return _error(f"--config: {args.config} must hold a JSON object (a config.json)")
+    argv = [w for w in inputs if w != "--"] if inputs[:1] == ["--"] else inputs
+    if argv and not argv[0].startswith("-"):
+        return _error(f"unexpected argument {argv[0]!r}: one log file at most; SGLang launch arguments go after `--`")
     try:
-        result = check_log(raw, hf_config=hf_config)
+        result = check_log(raw, hf_config=hf_config, sglang_args=argv or None)
     except BootLogError as exc:
         return _error(f"{args.log if args.log != '-' else 'stdin'}: {exc}")
     except PlanInputError as exc:
-        return _error(f"--config: {exc.message}")
+        return _error(f"--config: {exc.message}" if exc.field == "hf_config" else f"{exc.field}: {exc.message}")
     if args.json:
         sys.stdout.write(json.dumps(result.data, indent=2, ensure_ascii=False) + "\n")
     else:

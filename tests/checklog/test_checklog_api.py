@@ -104,3 +104,17 @@ def test_empty_and_garbage_text_are_422(client, content, message):
 )
 def test_invalid_json_bodies_are_422(client, payload, field):
     _problem(client.post("/v1/check-log", content=payload, headers={"content-type": "application/json"}), 422, field)
+
+
+def test_json_body_with_sglang_args(client):
+    import pathlib
+
+    entry = json.loads((pathlib.Path(__file__).resolve().parents[1] / "data/bootlogs/qwen3.5-397b-a17b-1.json").read_text())
+    args = ["--model-path", "/data/Qwen3.5-397B-A17B-FP8", "--tp-size", "2", "--mem-fraction-static", "0.85", "--context-length", "8192"]
+    resp = client.post("/v1/check-log", json={"log": entry["verbatim"], "sglang_args": args})
+    assert resp.status_code == 200, resp.text
+    assert resp.json() == check_log(entry["verbatim"], sglang_args=args).data
+    assert resp.json()["ranks"][0]["figures"]["context_len"]["predicted"] == 8192
+    body = _problem(client.post("/v1/check-log", json={"log": entry["verbatim"], "sglang_args": ["--tp-sise", "2"]}), 422, "sglang_args")
+    assert "--tp-sise" in body["detail"]
+    _problem(client.post("/v1/check-log", json={"log": "x", "sglang_args": ["a"] * 513}), 422, "sglang_args")

@@ -168,3 +168,40 @@ def test_stdin_through_the_installed_entry_point(tmp_path):
     assert json.loads(proc.stdout)["ranks"][0]["figures"]["kv_tokens"]["cause"] is None
     proc = subprocess.run([sys.executable, "-m", "service.cli", "check-log"], input="garbage\n", capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+
+
+REAL_397B_ARGS = [
+    "--model-path", "/data/nvme0n1p1/Qwen3.5-397B-A17B-FP8", "--tp-size", "2", "--mem-fraction-static", "0.85",
+    "--context-length", "8192", "--quantization", "fp8", "--trust-remote-code", "--host", "0.0.0.0", "--port", "30000",
+    "--cpu-offload-gb", "400", "--max-running-requests", "1", "--schedule-conservativeness", "1.3",
+    "--chunked-prefill-size", "2048", "--attention-backend", "flashinfer", "--disable-cuda-graph",
+]
+
+
+def test_real_log_with_its_launch_command(tmp_path, capsys):
+    """ktransformers#1870 (SGLang 0.5.9, 2x RTX 4090): the pasted lines lack the server_args
+    record, so the issue's launch command is given after `--`. The figures are compared with
+    0.5.23's accounting of the same inputs; each difference carries its known causes."""
+    entry = json.loads((ROOT / "tests/data/bootlogs/qwen3.5-397b-a17b-1.json").read_text())
+    code, out, err = run(capsys, "check-log", "--json", write(tmp_path, entry["verbatim"]), "--", *REAL_397B_ARGS)
+    assert (code, err) == (1, "")
+    tp0 = json.loads(out)["ranks"][0]["figures"]
+    logged = {n: f["logged"] for n, f in tp0.items()}
+    assert logged == {
+        "avail_mem_after_load_gb": 19.08, "weight_mem_usage_gb": 3.76, "max_mamba_cache_size": 82, "conv_state_gb": 0.13,
+        "ssm_state_gb": 7.29, "kv_tokens": 580364, "max_total_num_tokens": 580364, "max_running_requests": 1,
+        "context_len": 8192, "available_gpu_mem_gb": 3.63,
+    }
+    # Flags the log's run was launched with reach the plan: the cap and the context length.
+    assert tp0["max_running_requests"]["predicted"] == 1 and tp0["context_len"]["predicted"] == 8192
+    differing = [n for n, f in tp0.items() if f["predicted"] is not None and f["predicted"] != f["logged"]]
+    assert differing  # 0.5.9's accounting on a 4090 is not 0.5.23's
+    for name in differing:
+        cause = tp0[name]["cause"]
+        assert "does not print its SGLang version" in cause and "after-load + weight usage" in cause
+
+
+def test_launch_args_errors_exit_2(tmp_path, capsys):
+    entry = json.loads((ROOT / "tests/data/bootlogs/qwen3.5-397b-a17b-1.json").read_text())
+    code, out, err = run(capsys, "check-log", write(tmp_path, entry["verbatim"]), "--", "--tp-sise", "2")
+    assert (code, out) == (2, "") and err.startswith("mambasizer: error: sglang_args: unknown flag --tp-sise") and err.count("\n") == 1
