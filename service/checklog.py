@@ -22,7 +22,7 @@ from pydantic import ValidationError
 from schemas.request import PlanRequest
 from service.bootlog import FIGURES, BootLog, parse_boot_log
 from service.presets import PRESETS
-from service.sglang_args import MODELLED, _flags
+from service.sglang_args import IGNORED, MODELLED, SPECIAL, _flags
 
 GB = 1 << 30  # SGLang prints GB as bytes / 2**30 with two decimals
 REFERENCE_VERSION = "0.5.23"
@@ -101,10 +101,10 @@ def _server_args(record: dict, ctx: _Context) -> dict:
             if str(value).lower() in _NON_CUDA_DEVICES:
                 ctx.platform_cause = f"device {value!r}: SGLang's resolution on this platform is not modelled"
             continue
-        if key in ("cpu_offload_gb", "enable_dp_attention", "dp_size"):
-            if key == "cpu_offload_gb" and value:
-                ctx.unmodelled.append(f"cpu_offload_gb={value!r}")
-            continue
+        if key in IGNORED or key in SPECIAL:
+            continue  # cannot change the sizing (service.sglang_args), or read for its meaning
+        # A flag mambasizer does not model, away from its default: named when figures differ.
+        ctx.unmodelled.append(f"{key}={value!r}")
     # `--dp-size N --enable-dp-attention` is the older spelling of the attention-DP width.
     if "attn_dp_size" not in out and record.get("enable_dp_attention") and isinstance(record.get("dp_size"), int):
         out["attn_dp_size"] = record["dp_size"]
@@ -215,7 +215,8 @@ def _platform_cause(gpu: Optional[str]) -> Optional[str]:
 def _difference_cause(ctx: _Context) -> str:
     causes = [c for c in (ctx.version_cause, ctx.platform_cause) if c]
     if ctx.unmodelled:
-        causes.append("features not modelled: " + ", ".join(ctx.unmodelled[:8]))
+        more = f" (+{len(ctx.unmodelled) - 8} more)" if len(ctx.unmodelled) > 8 else ""
+        causes.append("features not modelled: " + ", ".join(ctx.unmodelled[:8]) + more)
     causes.extend(a for a in ctx.approximations if "before the load" in a)
     if not causes:
         return "not explained: SGLang 0.5.23 on Hopper with these inputs should print the predicted value"

@@ -205,3 +205,12 @@ def test_launch_args_errors_exit_2(tmp_path, capsys):
     entry = json.loads((ROOT / "tests/data/bootlogs/qwen3.5-397b-a17b-1.json").read_text())
     code, out, err = run(capsys, "check-log", write(tmp_path, entry["verbatim"]), "--", "--tp-sise", "2")
     assert (code, out) == (2, "") and err.startswith("mambasizer: error: sglang_args: unknown flag --tp-sise") and err.count("\n") == 1
+
+
+def test_unmodelled_flag_in_the_record_is_named():
+    """A record flag neither modelled nor known to be size-neutral (here --enable-dp-lm-head)
+    is named as a possible cause; size-neutral ones (host, port, log_level) are not."""
+    text, _ = synth_log(QWEN_TP2, "Qwen/Qwen3.5-35B-A3B", perturb={"kv_tokens": 123})
+    text = text.replace("'mem_fraction_static': 0.85", "'mem_fraction_static': 0.85, 'enable_dp_lm_head': True")
+    cause = check_log(text).data["ranks"][0]["figures"]["kv_tokens"]["cause"]
+    assert cause == "features not modelled: enable_dp_lm_head=True"
