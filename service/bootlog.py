@@ -253,6 +253,10 @@ def _gpu(body: str) -> Optional[str]:
 # --------------------------------------------------------------------------- server_args record
 
 
+_CALL_OPEN = re.compile(r"[A-Za-z_][A-Za-z_0-9]{0,99}\(")
+_KEYWORD = re.compile(r"([A-Za-z_][A-Za-z_0-9]{0,99})[ \t]*=")
+
+
 class _ReprReader:
     """A reader of the `server_args=` record: Python-repr syntax, never evaluated.
 
@@ -280,14 +284,14 @@ class _ReprReader:
         if self.i < len(s) and s[self.i] == "{":
             value = self._container(0)
             return value if isinstance(value, dict) else {}
-        m = re.compile(r"[A-Za-z_][A-Za-z_0-9]*\(").match(s, self.i)
+        m = _CALL_OPEN.match(s, self.i)
         if not m:
             return {}
         self.i = m.end()
         out: dict[str, Any] = {}
         while True:
             self._ws()
-            k = re.compile(r"([A-Za-z_][A-Za-z_0-9]*)\s*=").match(s, self.i)
+            k = _KEYWORD.match(s, self.i)
             if not k:
                 return out
             self.i = k.end()
