@@ -290,7 +290,7 @@ def _request_from_args(args: argparse.Namespace) -> dict:
     gpu_budget = _gpu_budget(args)
     if args.preset is not None:
         if args.budget_gib is None and gpu_budget is None:
-            raise _invalid("--preset needs --gpu NAME (or --gpu-memory-mib N), or --budget-gib X")
+            raise _invalid("--preset needs --budget-gib X, or --gpu NAME (or --gpu-memory-mib N) to plan from the GPU alone")
         try:
             from service.sglang_args import request_from_launch_args
         except ImportError as exc:

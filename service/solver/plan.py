@@ -27,12 +27,7 @@ from service.solver.families import layout_from_explicit, layout_from_hf_config
 from service.solver.launch import Launch, resolve
 from service.solver.layout import ModelLayout
 from service.solver.specs import StateSpec
-
-try:
-    from service.solver.weights import stage_weight_bytes
-except ImportError:  # TEMPORARY until branch wt-weights (service/solver/weights.py) is merged
-    def stage_weight_bytes(layout, **_kw):  # type: ignore[misc]
-        raise PlanInputError("budget.gpu", "the estimated budget needs the weights model (service/solver/weights.py), not merged in this build")
+from service.solver.weights import stage_weight_bytes
 
 GIB = 1 << 30
 
@@ -204,10 +199,21 @@ def estimated_weights(req: PlanRequest, layout: ModelLayout, launch: Launch, sta
     cached = _WEIGHTS_CACHE.get(id(layout))
     if cached is not None and cached[0] is layout and key in cached[1]:
         return cached[1][key]
-    weights = tuple(stage_weight_bytes(
-        layout, tp_size=launch.tp_size, pp_size=launch.pp_size, ep_size=ep, stages=stage_ranges,
-        load_nextn=load_nextn, draft_num_layers=draft,
-    ))
+    try:
+        weights = tuple(stage_weight_bytes(
+            layout, tp_size=launch.tp_size, pp_size=launch.pp_size, ep_size=ep, stages=stage_ranges,
+            load_nextn=load_nextn, draft_num_layers=draft,
+        ))
+    except PlanInputError as exc:
+        if isinstance(req.model, PresetModel) and exc.field.startswith("model.hf_config"):
+            # The user sent a preset name, not a config: say which preset lacks what.
+            key = exc.field[len("model.hf_config"):].lstrip(".") or "config"
+            raise PlanInputError(
+                "model.preset",
+                f"preset {req.model.preset!r} cannot be planned from the GPU alone: its {key}: {exc.message}. "
+                "Give a measured budget (free_gib_before_load / free_gib_after_load or rest_gib), or the full config.json as model.hf_config.",
+            ) from None
+        raise
     if cached is None or cached[0] is not layout:
         if len(_WEIGHTS_CACHE) >= 64:
             _WEIGHTS_CACHE.pop(next(iter(_WEIGHTS_CACHE)))
