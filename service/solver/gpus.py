@@ -65,6 +65,9 @@ def _key(name: str) -> str:
 
 def lookup(name: str) -> Gpu:
     """The catalog entry for `name`, or a PlanInputError naming budget.gpu."""
+    gpu = CATALOG.get(name)  # the common case: the catalog spelling
+    if gpu is not None:
+        return gpu
     key = _key(name)
     gpu = CATALOG.get(key)
     if gpu is not None:

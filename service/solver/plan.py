@@ -151,10 +151,13 @@ def _resolve(req: PlanRequest, layout: ModelLayout) -> Launch:
 def replan(req: PlanRequest, layout: ModelLayout) -> Plan:
     """Resolve and run the pipeline alone (no remedies): what the remedy search repeats.
     Raises PlanInputError like plan()."""
-    return _run(req, layout, _resolve(req, layout))
+    return _run(req, layout, _resolve(req, layout), sensitivity=False)
 
 
-def _run(req: PlanRequest, layout: ModelLayout, launch: Launch) -> Plan:
+def _run(req: PlanRequest, layout: ModelLayout, launch: Launch, sensitivity: bool = True) -> Plan:
+    """The pipeline and the Plan. `sensitivity`: also re-plan the estimated budget with 2%
+    more (or fewer) weights to warn when the estimate decides feasibility (off for the
+    remedy search's re-plans, whose answers only say whether a change starts)."""
     whole_model = req.accounting == "whole-model"
     partition = stages.parse_partition(req.env.SGLANG_PP_LAYER_PARTITION, launch.pp_size, layout.num_hidden_layers)
     stage_ranges = stages.pp_stages(layout.num_hidden_layers, launch.pp_size, partition, layout.mamba_layer_ids, layout.full_attention_layer_ids)
@@ -175,7 +178,7 @@ def _run(req: PlanRequest, layout: ModelLayout, launch: Launch) -> Plan:
         _pipeline(req, layout, launch, stage_ranges, state, whole_model, p, warnings)
     except SGLangStartupError as exc:
         error = error or exc
-    if weights is not None and not launch.rejections:
+    if sensitivity and weights is not None and not launch.rejections:
         note = _sensitivity(req, layout, launch, stage_ranges, state, whole_model, weights, started=error is None)
         if note:
             warnings.append(note)
