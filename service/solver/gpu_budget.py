@@ -27,21 +27,23 @@ MIB = 1 << 20
 # tests/solver/test_gpu_budget.py.
 #
 # One rank (tp*pp == 1): CUDA context, cuBLAS/cuBLASLt workspaces, the allocator's first
-# blocks. H100 80GB (81559 MiB = 79.65 GiB) shows 78.43-78.48 GiB free before load in 2026
-# SGLang logs (docs CI notebooks, Llama-3.1-8B / Qwen2.5-0.5B), i.e. 1.17-1.22 GiB resident.
+# blocks. An 80 GB Hopper part (81559 MiB = 79.65 GiB) shows 78.43 GiB free before load in
+# SGLang's docs CI (LoRA notebook, Llama-3.1-8B, 2026-02; docs.sglang.io/advanced_features/
+# lora.html), i.e. 1.22 GiB resident; other 2026 single-GPU logs print 78.43-78.48.
 SINGLE_RANK_RESIDENT_GIB = 1.19
 # More than one rank adds NCCL communicators (TP, PP and world groups), their channel
 # buffers and the custom all-reduce IPC buffers. H100 TP8 (Grok-1, SGLang 2025-09): 77.43
-# GiB free -> 2.22 GiB resident; H200 TP16 over two nodes (MiMo-V2, 2026): 138.09 -> 2.31;
+# GiB free -> 2.22 GiB resident; H200 TP16 over two nodes (MiMo-V2.5-Pro, sglang issue
+# #24607, 2026-05): 138.09 -> 2.31;
 # H200 TP8 (sglang PR #11716, 2025-10): 137.29-137.52 -> 2.9-3.1. The figures do not grow
 # with TP size in a way these few logs resolve, so one constant covers every multi-rank world.
 MULTI_RANK_EXTRA_GIB = 1.10
 # What the load leaves besides the parameters (rotary cos/sin caches, small buffers):
-# Llama-3.1-8B bf16 on H100, SGLang docs CI 2026-02: "mem usage=15.02 GB" for 14.96 GiB of
+# the same docs CI log loads Llama-3.1-8B bf16 with "mem usage=15.02 GB" for 14.96 GiB of
 # parameters.
 LOAD_RESIDENT_GIB = 0.06
 
-# The figure a user's 2% weight perturbation is checked with (see plan.py).
+# How much more (or less) weight the feasibility-sensitivity re-plan assumes (plan.py).
 WEIGHTS_SENSITIVITY = 0.02
 
 
