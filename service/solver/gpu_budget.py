@@ -1,0 +1,192 @@
+"""The estimated budget of `budget: {"gpu": ...}` / `{"gpu_memory_mib": N}`: what SGLang
+0.5.23's two memory probes would return on that GPU (SIZING_SPEC §1.1), before any boot.
+
+    F_pre  = capacity - what is resident before the weights load (CUDA context, cuBLAS
+             workspace, NCCL communicators and custom all-reduce buffers)
+    F_post = F_pre - this stage's weights (largest TP rank) - what else the load leaves
+    both   = the MIN over every rank of the world, as SGLang's all-reduce takes it: the stage
+             with the largest shard sets F_post for all of them
+
+The weights are computed (weights.py, SGLang's own parameter shapes); the residents are
+calibrated constants, so F_pre and F_post are estimates. Everything downstream (the
+automatic mem_fraction_static, the mamba split, the KV tokens) is the unchanged pipeline.
+`estimate` is the arithmetic; `request_weights` / `for_request` apply it to a PlanRequest.
+"""
+
+from __future__ import annotations
+
+import struct
+from typing import TYPE_CHECKING, NamedTuple, Optional, Sequence
+
+from schemas.request import PlanRequest, PresetModel
+from service.solver import gpus
+from service.solver.errors import PlanInputError
+from service.solver.layout import ModelLayout
+from service.solver.stages import StageRange
+from service.solver.weights import stage_weight_bytes
+
+if TYPE_CHECKING:
+    from service.solver.launch import Launch
+
+GIB = 1 << 30
+MIB = 1 << 20
+
+# ---------------------------------------------------------------- calibrated residents
+# Each constant is calibrated on public SGLang start-up logs of 80 GB / 141 GB Hopper parts
+# ("Load weight begin. avail mem=X GB", GB = GiB in SGLang's logs); the figures and their
+# sources are kept in tests/data/fpre_calibration.json and checked (within 1 GiB) by
+# tests/solver/test_gpu_budget.py.
+#
+# One rank (tp*pp == 1): CUDA context, cuBLAS/cuBLASLt workspaces, the allocator's first
+# blocks. An 80 GB Hopper part (81559 MiB = 79.65 GiB) shows 78.43 GiB free before load in
+# SGLang's docs CI (LoRA notebook, Llama-3.1-8B, 2026-02; docs.sglang.io/advanced_features/
+# lora.html), i.e. 1.22 GiB resident; other 2026 single-GPU logs print 78.43-78.48.
+SINGLE_RANK_RESIDENT_GIB = 1.19
+# More than one rank adds NCCL communicators (TP, PP and world groups), their channel
+# buffers and the custom all-reduce IPC buffers. H100 TP8 (Grok-1, SGLang 2025-09): 77.43
+# GiB free -> 2.22 GiB resident; H200 TP16 over two nodes (MiMo-V2.5-Pro, sglang issue
+# #24607, 2026-05): 138.09 -> 2.31;
+# H200 TP8 (sglang PR #11716, 2025-10): 137.29-137.52 -> 2.9-3.1. The figures do not grow
+# with TP size in a way these few logs resolve, so one constant covers every multi-rank world.
+MULTI_RANK_EXTRA_GIB = 1.10
+# What the load leaves besides the parameters (rotary cos/sin caches, small buffers):
+# the same docs CI log loads Llama-3.1-8B bf16 with "mem usage=15.02 GB" for 14.96 GiB of
+# parameters.
+LOAD_RESIDENT_GIB = 0.06
+
+# How much more (or less) weight the feasibility-sensitivity re-plan assumes (plan.py).
+WEIGHTS_SENSITIVITY = 0.02
+
+
+def resident_before_load_bytes(world_size: int) -> int:
+    gib = SINGLE_RANK_RESIDENT_GIB + (MULTI_RANK_EXTRA_GIB if world_size > 1 else 0.0)
+    return int(gib * GIB)
+
+
+def probe_gib(free_bytes: int, distributed: bool) -> float:
+    """`get_available_gpu_memory`: with `distributed`, the byte count goes through a float32
+    tensor (the MIN all-reduce) before the GiB conversion."""
+    if distributed:
+        free_bytes = struct.unpack("f", struct.pack("f", float(free_bytes)))[0]
+    return free_bytes / GIB
+
+
+class EstimatedBudget(NamedTuple):
+    capacity_mib: int
+    world_size: int
+    resident_before_bytes: int
+    free_before_bytes: int  # per rank (every rank starts equal)
+    free_before_gib: float  # F_pre as SGLang's probe returns it
+    stage_weights_bytes: tuple[int, ...]  # per stage, its largest TP rank
+    stage_free_after_bytes: tuple[int, ...]
+    free_after_gib: float  # F_post: the world MIN, as the probe returns it
+    min_stage: int  # the stage whose rank set the MIN (the first on a tie)
+    reserved_overridden: bool
+
+
+def estimate(
+    capacity_mib: int,
+    stage_weights_bytes: Sequence[int],
+    *,
+    tp_size: int,
+    pp_size: int,
+    reserved_gib: Optional[float] = None,
+    weights_scale: float = 1.0,
+) -> EstimatedBudget:
+    """F_pre and F_post on a GPU of `capacity_mib`, for stages holding these weights.
+    `reserved_gib` replaces the calibrated pre-load residents; `weights_scale` perturbs
+    the weights (the feasibility-sensitivity check)."""
+    world = tp_size * pp_size
+    distributed = world > 1
+    resident = int(reserved_gib * GIB) if reserved_gib is not None else resident_before_load_bytes(world)
+    free_before = capacity_mib * MIB - resident
+    load_other = int(LOAD_RESIDENT_GIB * GIB)
+    weights = tuple(int(w * weights_scale) for w in stage_weights_bytes)
+    after = tuple(free_before - w - load_other for w in weights)
+    low = min(after)
+    return EstimatedBudget(
+        capacity_mib=capacity_mib,
+        world_size=world,
+        resident_before_bytes=resident,
+        free_before_bytes=free_before,
+        free_before_gib=probe_gib(max(free_before, 0), distributed),
+        stage_weights_bytes=weights,
+        stage_free_after_bytes=after,
+        # A negative free figure cannot be measured: SGLang would have hit a CUDA OOM while
+        # loading; the pipeline's non-positive-rest check reports it (free_after 0).
+        free_after_gib=probe_gib(max(low, 0), distributed),
+        min_stage=after.index(low),
+        reserved_overridden=reserved_gib is not None,
+    )
+
+
+# ------------------------------------------------------------------ per request (plan.py)
+
+
+def capacity_mib(req: PlanRequest) -> Optional[int]:
+    """The GPU capacity (MiB) the request gives: `gpu_memory_mib`, or its catalog GPU's."""
+    b = req.budget
+    return gpus.lookup(b.gpu).memory_mib if b.gpu is not None else b.gpu_memory_mib
+
+
+def for_request(req: PlanRequest, launch: "Launch", weights: Sequence[int], scale: float = 1.0) -> EstimatedBudget:
+    return estimate(
+        capacity_mib(req), weights, tp_size=launch.tp_size, pp_size=launch.pp_size,
+        reserved_gib=req.budget.reserved_gib, weights_scale=scale,
+    )
+
+
+def request_warnings(req: PlanRequest) -> list[str]:
+    b = req.budget
+    if b.gpu is None and gpus.by_capacity(b.gpu_memory_mib) is None:
+        return [
+            f"mambasizer: budget.gpu_memory_mib={b.gpu_memory_mib} is not a catalog GPU: the plan applies "
+            "Hopper's resolution (page size, attention backend, automatic mem_fraction_static) and Hopper-calibrated "
+            "CUDA/NCCL residents to it; SGLang on another architecture may decide differently."
+        ]
+    return []
+
+
+# Weights per layout object and parallel layout: a preset's layout lives for the process, so
+# its weights are computed once per (tp, pp, ep, stages, MTP, draft); a pasted config's layout
+# is new per request and is cached only for the remedy re-plans of that request. The layout
+# is kept beside its id so a recycled id never matches. Bounded: 64 layouts, 256 parallel
+# layouts each.
+_WEIGHTS_CACHE: dict[int, tuple[ModelLayout, dict]] = {}
+
+
+def request_weights(req: PlanRequest, layout: ModelLayout, launch: "Launch", stage_ranges: Sequence[StageRange]) -> tuple[int, ...]:
+    """Per stage, the parameter bytes on its largest TP rank (weights.py), with the MTP
+    layers when speculative decoding loads them from the target checkpoint and the draft
+    model when one is given."""
+    ep = req.server_args.ep_size
+    if launch.tp_size % ep != 0:
+        raise PlanInputError("server_args.ep_size", f"must divide tp_size={launch.tp_size} (experts shard over ep_size, the rest over tp_size // ep_size)")
+    draft = req.draft_model.num_layers if req.draft_model is not None else None
+    load_nextn = launch.speculative_algorithm in ("EAGLE", "NEXTN") and draft is None and layout.num_nextn_predict_layers > 0
+    key = (launch.tp_size, launch.pp_size, ep, tuple((s.start, s.end) for s in stage_ranges), load_nextn, draft)
+    cached = _WEIGHTS_CACHE.get(id(layout))
+    if cached is not None and cached[0] is layout and key in cached[1]:
+        return cached[1][key]
+    try:
+        weights = tuple(stage_weight_bytes(
+            layout, tp_size=launch.tp_size, pp_size=launch.pp_size, ep_size=ep, stages=stage_ranges,
+            load_nextn=load_nextn, draft_num_layers=draft,
+        ))
+    except PlanInputError as exc:
+        if isinstance(req.model, PresetModel) and exc.field.startswith("model.hf_config"):
+            # The user sent a preset name, not a config: say which preset lacks what.
+            missing = exc.field[len("model.hf_config"):].lstrip(".") or "config"
+            raise PlanInputError(
+                "model.preset",
+                f"preset {req.model.preset!r} cannot be planned from the GPU alone: its {missing}: {exc.message}. "
+                "Give a measured budget (free_gib_before_load / free_gib_after_load or rest_gib), or the full config.json as model.hf_config.",
+            ) from None
+        raise
+    if cached is None or cached[0] is not layout:
+        if len(_WEIGHTS_CACHE) >= 64:
+            _WEIGHTS_CACHE.pop(next(iter(_WEIGHTS_CACHE)))
+        cached = _WEIGHTS_CACHE[id(layout)] = (layout, {})
+    if len(cached[1]) < 256:
+        cached[1][key] = weights
+    return weights
