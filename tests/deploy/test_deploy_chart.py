@@ -33,7 +33,7 @@ from deploy_helpers import (
 
 def test_default_values_render_the_api_only(default_docs):
     kinds = sorted(d["kind"] for d in default_docs)
-    assert kinds == ["ConfigMap", "Deployment", "Service", "ServiceAccount"]
+    assert kinds == ["ConfigMap", "Deployment", "PodDisruptionBudget", "Service", "ServiceAccount"]
     for doc in default_docs:
         k8s_validate(doc)
 
@@ -45,7 +45,9 @@ def test_full_values_render_every_part_and_validate(full_docs):
         "Deployment", "Deployment",  # api, worker
         "HorizontalPodAutoscaler",
         "Job",  # preflight hook
-        "Secret",  # worker token
+        "NetworkPolicy",  # only the API reaches the worker
+        "PodDisruptionBudget",  # api
+        "Secret", "Secret",  # worker token, trial client token
         "Service", "Service",
         "ServiceAccount",
         "ServiceMonitor",
@@ -159,7 +161,7 @@ def test_worker_gets_a_gpu_and_the_api_gets_its_url_and_token(full_docs):
     worker = one(full_docs, "Deployment", "worker")
     api = one(full_docs, "Deployment", "api")
     svc = one(full_docs, "Service", "worker")
-    secret = one(full_docs, "Secret")
+    secret = one(full_docs, "Secret", "worker")
     wc, ac = _container(worker), _container(api)
     pod = worker["spec"]["template"]["spec"]
 
@@ -188,7 +190,7 @@ def test_worker_existing_secret_is_used_and_not_created():
     values = copy.deepcopy(FULL_VALUES)
     values["worker"]["auth"] = {"existingSecret": "gpu-worker-token", "secretKey": "bearer", "token": ""}
     docs = documents(render(CHART, values))
-    assert by_kind(docs, "Secret") == []
+    assert [d["metadata"]["name"] for d in by_kind(docs, "Secret")] == ["ms-mambasizer-trial-token"]
     for component in ("api", "worker"):
         env = {e["name"]: e for e in _container(one(docs, "Deployment", component))["env"]}
         assert env["MAMBASIZER_WORKER_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "gpu-worker-token", "key": "bearer"}
@@ -505,6 +507,7 @@ def test_packaged_charts_render_the_same(tmp_path):
         assert archive.endswith("-0.1.0.tgz")
     values = copy.deepcopy(FULL_VALUES)
     values["worker"]["auth"] = {"existingSecret": "", "secretKey": "token", "token": "fixed"}  # not random
+    values["trials"]["clientToken"] = {"enabled": True, "existingSecret": "", "secretKey": "token", "token": "fixed"}
     with helm().Chart.load(str(tmp_path / "mambasizer-0.1.0.tgz")) as packaged:
         assert packaged.render(copy.deepcopy(values), name="ms", namespace="sizing") == render(CHART, values)
     with helm().Chart.load(str(tmp_path / "mambasizer-preflight-0.1.0.tgz")) as lib:
