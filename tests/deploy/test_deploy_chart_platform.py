@@ -462,3 +462,28 @@ def test_vendored_library_drift_is_detected(tmp_path, monkeypatch):
     assert sync.vendored_library_is_current()
     job = one(documents(render(helm_copy / "mambasizer", FULL_VALUES)), "Job")
     assert job["spec"]["backoffLimit"] == 1
+
+
+EXISTING_LOOKUP = 'lookup "v1" "Secret" .root.Release.Namespace $auth.existingSecret'
+
+
+def test_existing_secret_rotation_rolls_the_pods_when_the_cluster_is_readable(tmp_path):
+    """With existingSecret, helm install/upgrade hashes the live Secret's token, so rotating
+    it and running `helm upgrade` rolls the pods (lookup swapped for what it returns)."""
+    values = {"worker": {"enabled": True, "auth": {"existingSecret": "gpu-worker", "secretKey": "bearer", "token": ""}}}
+
+    def annotations_with(live: str) -> dict:
+        chart = tmp_path / live / "mambasizer"
+        shutil.copytree(CHART, chart)
+        helpers = chart / "templates" / "_helpers.tpl"
+        text = helpers.read_text()
+        assert text.count(EXISTING_LOOKUP) == 1
+        helpers.write_text(text.replace(EXISTING_LOOKUP, f'(dict "data" (dict "bearer" ("{live}" | b64enc)))'))
+        docs = documents(render(chart, values))
+        assert by_kind(docs, "Secret") == []
+        return _annotations(docs, "worker")
+
+    before, after = annotations_with("token-v1"), annotations_with("token-v2")
+    assert before["checksum/worker-token"] == hashlib.sha256(
+        b"gpu-worker/bearer/" + base64.b64encode(b"token-v1")).hexdigest()
+    assert before["checksum/worker-token"] != after["checksum/worker-token"]
