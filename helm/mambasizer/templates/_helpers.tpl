@@ -85,6 +85,11 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 {{- end }}
 
+{{- /* Tokens travel as read-only Secret files, not environment variables. */ -}}
+{{- define "mambasizer.workerTokenDir" -}}
+/var/run/secrets/mambasizer/worker
+{{- end }}
+
 {{- define "mambasizer.trialTokenDir" -}}
 /var/run/secrets/mambasizer/trial
 {{- end }}

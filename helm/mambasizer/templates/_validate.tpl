@@ -49,7 +49,7 @@ names the values and the fix.
 {{- end }}
 {{- end }}
 
-{{- $reserved := dict "api" (list "deployments" "tmp" "trial-token") "worker" (list "tmp") }}
+{{- $reserved := dict "api" (list "deployments" "tmp" "trial-token" "worker-token") "worker" (list "tmp" "worker-token") }}
 {{- range $component, $names := $reserved }}
 {{- range (index $v $component).extraVolumes }}
 {{- if has .name $names }}
