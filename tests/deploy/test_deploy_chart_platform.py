@@ -487,3 +487,33 @@ def test_existing_secret_rotation_rolls_the_pods_when_the_cluster_is_readable(tm
     assert before["checksum/worker-token"] == hashlib.sha256(
         b"gpu-worker/bearer/" + base64.b64encode(b"token-v1")).hexdigest()
     assert before["checksum/worker-token"] != after["checksum/worker-token"]
+
+
+# --------------------------------------------------------------------------- image digests
+
+DIGEST = "sha256:" + "ab" * 32
+
+
+def test_images_can_be_pinned_by_digest():
+    values = copy.deepcopy(FULL_VALUES)
+    values["image"] = {"repository": "reg.example/mambasizer-api", "tag": "", "pullPolicy": "IfNotPresent", "digest": DIGEST}
+    values["worker"]["image"] = {"repository": "reg.example/mambasizer-worker", "tag": "0.1.0-cu128",
+                                 "pullPolicy": "IfNotPresent", "digest": DIGEST}
+    docs = documents(render(CHART, values))
+    assert _container(one(docs, "Deployment", "api"))["image"] == f"reg.example/mambasizer-api:0.1.0@{DIGEST}"
+    assert _container(one(docs, "Deployment", "worker"))["image"] == f"reg.example/mambasizer-worker:0.1.0-cu128@{DIGEST}"
+    # the preflight hook runs the API image, pinned the same way
+    job = one(docs, "Job")
+    assert job["spec"]["template"]["spec"]["containers"][0]["image"] == f"reg.example/mambasizer-api:0.1.0@{DIGEST}"
+    for doc in (one(docs, "Deployment", "api"), one(docs, "Deployment", "worker"), job):
+        k8s_validate(doc)
+    with pytest.raises(helm().HelmValuesError) as info:
+        render(CHART, {"image": {"digest": "sha256:short"}})
+    assert "/image/digest" in str(info.value)
+
+
+def test_preflight_image_of_its_own_takes_a_digest_too():
+    values = copy.deepcopy(FULL_VALUES)
+    values["preflight"]["image"] = {"repository": "reg.example/checker", "tag": "7", "digest": DIGEST}
+    job = one(documents(render(CHART, values)), "Job")
+    assert job["spec"]["template"]["spec"]["containers"][0]["image"] == f"reg.example/checker:7@{DIGEST}"

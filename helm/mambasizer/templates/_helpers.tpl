@@ -45,12 +45,18 @@ app.kubernetes.io/instance: {{ .root.Release.Name }}
 app.kubernetes.io/component: {{ .component }}
 {{- end }}
 
+{{- /* An image's tag (appVersion when empty), pinned by its digest when one is given: "0.1.0@sha256:...". */ -}}
+{{- define "mambasizer.imageTag" -}}
+{{- $tag := .image.tag | default .root.Chart.AppVersion }}
+{{- if .image.digest }}{{ printf "%s@%s" $tag .image.digest }}{{ else }}{{ $tag }}{{ end }}
+{{- end }}
+
 {{- define "mambasizer.image" -}}
-{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- printf "%s:%s" .Values.image.repository (include "mambasizer.imageTag" (dict "root" . "image" .Values.image)) }}
 {{- end }}
 
 {{- define "mambasizer.workerImage" -}}
-{{- printf "%s:%s" .Values.worker.image.repository (.Values.worker.image.tag | default .Chart.AppVersion) }}
+{{- printf "%s:%s" .Values.worker.image.repository (include "mambasizer.imageTag" (dict "root" . "image" .Values.worker.image)) }}
 {{- end }}
 
 {{- define "mambasizer.serviceAccountName" -}}
