@@ -517,3 +517,18 @@ def test_preflight_image_of_its_own_takes_a_digest_too():
     values["preflight"]["image"] = {"repository": "reg.example/checker", "tag": "7", "digest": DIGEST}
     job = one(documents(render(CHART, values)), "Job")
     assert job["spec"]["template"]["spec"]["containers"][0]["image"] == f"reg.example/checker:7@{DIGEST}"
+
+
+def test_api_network_policy_only_when_peers_are_named(default_docs):
+    assert by_kind(default_docs, "NetworkPolicy") == []  # open by default: clients are anywhere
+    peers = [{"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "llm"}}},
+             {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "monitoring"}},
+              "podSelector": {"matchLabels": {"app.kubernetes.io/name": "prometheus"}}}]
+    docs = documents(render(CHART, {"networkPolicy": {"enabled": True, "apiFrom": peers}}))
+    policy = one(docs, "NetworkPolicy", "api")
+    k8s_validate(policy)
+    assert policy["spec"]["podSelector"] == {"matchLabels": API_SELECTOR}
+    assert policy["spec"]["ingress"] == [{"from": peers, "ports": [{"port": "http", "protocol": "TCP"}]}]
+    assert "http" in {p["name"] for p in _container(one(docs, "Deployment", "api"))["ports"]}
+    off = documents(render(CHART, {"networkPolicy": {"enabled": False, "apiFrom": peers}}))
+    assert by_kind(off, "NetworkPolicy") == []
