@@ -532,3 +532,11 @@ def test_api_network_policy_only_when_peers_are_named(default_docs):
     assert "http" in {p["name"] for p in _container(one(docs, "Deployment", "api"))["ports"]}
     off = documents(render(CHART, {"networkPolicy": {"enabled": False, "apiFrom": peers}}))
     assert by_kind(off, "NetworkPolicy") == []
+
+
+@pytest.mark.parametrize("kube_version", ["v1.25.0", "v1.37.0"])
+def test_helm_lint_is_clean_at_both_ends_of_the_supported_kubernetes_range(kube_version):
+    report = helm().lint(str(CHART), copy.deepcopy(FULL_VALUES), strict=True, with_subcharts=True,
+                         kube_version=kube_version)
+    assert report["errors"] == []
+    assert [m for m in report["messages"] if m["severity"] >= 2] == []
