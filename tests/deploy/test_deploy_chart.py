@@ -306,8 +306,8 @@ def test_values_schema_is_closed_everywhere():
 
 
 def test_derived_files_are_in_sync():
-    """values.schema.json's PlanRequest is the pydantic contract; the library and copy-paste
-    hook templates are the chart's own _preflight.tpl."""
+    """values.schema.json's PlanRequest is the pydantic contract; the copy-paste hook template
+    and the chart's vendored dependency carry the library chart's _preflight.tpl."""
     result = subprocess.run([sys.executable, str(ROOT / "tests" / "deploy" / "sync.py"), "--check"],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr

@@ -540,3 +540,26 @@ def test_helm_lint_is_clean_at_both_ends_of_the_supported_kubernetes_range(kube_
                          kube_version=kube_version)
     assert report["errors"] == []
     assert [m for m in report["messages"] if m["severity"] >= 2] == []
+
+
+# --------------------------------------------------------------------------- the docs' values file
+
+
+def test_docs_production_values_file_installs():
+    """The `sizing-values.yaml` docs/deploy.md shows renders, lints and validates as written."""
+    text = (ROOT / "docs" / "deploy.md").read_text()
+    blocks = [b.split("```", 1)[0] for b in text.split("```yaml\n")[1:]]
+    (block,) = [b for b in blocks if b.startswith("# sizing-values.yaml")]
+    values = yaml.safe_load(block)
+    docs = documents(render(CHART, values, name="mambasizer"))
+    kinds = sorted(d["kind"] for d in docs)
+    assert kinds == sorted(["ConfigMap", "ConfigMap", "Deployment", "Deployment", "HorizontalPodAutoscaler",
+                            "NetworkPolicy", "PodDisruptionBudget", "Secret", "Secret", "Service", "Service",
+                            "ServiceAccount", "ServiceMonitor"])
+    for doc in docs:
+        if doc["kind"] != "ServiceMonitor":
+            k8s_validate(doc)
+    report = helm().lint(str(CHART), values, strict=True)
+    assert report["errors"] == [] and [m for m in report["messages"] if m["severity"] >= 2] == []
+    names = {d["metadata"]["name"] for d in by_kind(docs, "Secret")}
+    assert names == {"mambasizer-trial-token", "mambasizer-worker-token"}
