@@ -563,3 +563,63 @@ def test_docs_production_values_file_installs():
     assert report["errors"] == [] and [m for m in report["messages"] if m["severity"] >= 2] == []
     names = {d["metadata"]["name"] for d in by_kind(docs, "Secret")}
     assert names == {"mambasizer-trial-token", "mambasizer-worker-token"}
+
+
+# --------------------------------------------------------------------------- against the real code
+
+
+def _materialise(deployment: dict, docs: list[dict], tmp_path) -> dict[str, str]:
+    """Write each Secret-backed mount of the pod under tmp_path, as the kubelet would, and
+    return {path in the pod: path here}."""
+    pod = _pod(deployment)
+    secrets = {d["metadata"]["name"]: d for d in by_kind(docs, "Secret")}
+    out = {}
+    for mount in _container(deployment)["volumeMounts"]:
+        (vol,) = [v for v in pod["volumes"] if v["name"] == mount["name"]]
+        if "secret" not in vol:
+            continue
+        data = secrets[vol["secret"]["secretName"]]["data"]
+        for item in vol["secret"]["items"]:
+            here = tmp_path / mount["name"] / item["path"]
+            here.parent.mkdir(parents=True, exist_ok=True)
+            here.write_bytes(base64.b64decode(data[item["key"]]))
+            out[f"{mount['mountPath']}/{item['path']}"] = str(here)
+    return out
+
+
+def test_worker_and_api_read_the_mounted_worker_token(full_docs, tmp_path, monkeypatch):
+    from service.cli import build_parser
+    from service.worker import client
+    from service.worker.app import read_token
+
+    token = _secret_token(full_docs, "ms-mambasizer-worker-token")
+    worker = one(full_docs, "Deployment", "worker")
+    files = _materialise(worker, full_docs, tmp_path / "worker")
+    args = build_parser().parse_args(_container(worker)["args"])
+    assert read_token(files[args.token_file]) == token
+
+    api = one(full_docs, "Deployment", "api")
+    files = _materialise(api, full_docs, tmp_path / "api")
+    env = {e["name"]: e["value"] for e in _container(api)["env"] if "value" in e}
+    monkeypatch.delenv(client.TOKEN_ENV, raising=False)
+    monkeypatch.setenv(client.TOKEN_FILE_ENV, files[env[client.TOKEN_FILE_ENV]])
+    assert client._token() == token
+
+
+def test_api_trial_settings_from_the_rendered_pod(tmp_path):
+    trials = pytest.importorskip("service.api.trials", reason="the API's trial settings are not in this tree yet")
+    values = {"trials": {"enabled": True, "memoryGiB": 2.5},
+              "api": {"resources": {"requests": {"cpu": "250m", "memory": "1Gi"}, "limits": {"memory": "4Gi"}}}}
+    docs = documents(render(CHART, values))
+    api = one(docs, "Deployment", "api")
+    files = _materialise(api, docs, tmp_path)
+    env = {e["name"]: e["value"] for e in _container(api)["env"] if "value" in e}
+    env[trials.TOKEN_FILE_ENV] = files[env[trials.TOKEN_FILE_ENV]]
+    settings = trials.TrialSettings.from_env(env)
+    assert settings.enabled is True
+    assert settings.memory_gib == 2.5
+    assert settings.token == _secret_token(docs, "ms-mambasizer-trial-token")
+    # and off by default
+    default_env = {e["name"]: e["value"] for e in _container(one(documents(render(CHART, {})), "Deployment", "api"))["env"]
+                   if "value" in e}
+    assert trials.TrialSettings.from_env(default_env).enabled is False
