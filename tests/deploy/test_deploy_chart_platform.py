@@ -5,8 +5,8 @@ switches, and the preflight hook as a real chart dependency."""
 
 from __future__ import annotations
 
-import copy
 import base64
+import copy
 import hashlib
 import importlib.util
 import shutil
