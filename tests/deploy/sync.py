@@ -62,14 +62,17 @@ def _rewrite_refs(node):
     return node
 
 
-# What POST /v1/plan and the deployments file take besides a PlanRequest: SGLang launch
-# arguments in place of `server_args` (service/api/wire.py: MAX_SGLANG_ARGS, MAX_SGLANG_ARG_CHARS).
-SGLANG_ARGS = {
-    "type": "array",
-    "maxItems": 1024,
-    "items": {"type": "string", "maxLength": 8192},
-    "description": "SGLang 0.5.23 launch arguments, in place of server_args (as POST /v1/plan takes them).",
-}
+def sglang_args_schema() -> dict:
+    """What POST /v1/plan and the deployments file take besides a PlanRequest: SGLang launch
+    arguments in place of `server_args`, with the API's own limits (service/api/wire.py)."""
+    from service.api import wire
+
+    return {
+        "type": "array",
+        "maxItems": wire.MAX_SGLANG_ARGS,
+        "items": {"type": "string", "maxLength": wire.MAX_SGLANG_ARG_CHARS},
+        "description": "SGLang 0.5.23 launch arguments, in place of server_args (as POST /v1/plan takes them).",
+    }
 
 
 def plan_request_schema() -> dict:
@@ -78,7 +81,7 @@ def plan_request_schema() -> dict:
     from schemas import PlanRequest
 
     schema = _rewrite_refs(PlanRequest.model_json_schema(mode="validation"))
-    schema["properties"]["sglang_args"] = SGLANG_ARGS
+    schema["properties"]["sglang_args"] = sglang_args_schema()
     schema["not"] = {"required": ["server_args", "sglang_args"]}
     return schema
 
