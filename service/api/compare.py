@@ -143,7 +143,7 @@ def compare(request: PlanRequest) -> dict:
     cand = plan(request.model_copy(update={"accounting": CANDIDATE}))
     deltas = {f: _delta(getattr(base, f), getattr(cand, f)) for f in TOP_FIELDS}
     deltas["feasible"] = _delta(base.feasible, cand.feasible)
-    stages = []
+    stages: list[dict[str, Any]] = []
     moves = []  # (pp_rank, d_mamba, d_kv, d_idle)
     for sb, sc in zip(base.stages, cand.stages):
         vb, vc = _stage_values(sb), _stage_values(sc)
@@ -212,9 +212,10 @@ def _pin(request: PlanRequest, base: Plan) -> Optional[dict]:
 
 def _warning(base: Plan, cand: Plan, headline_moved: list, pool_moved: list, pin: Optional[dict]) -> str:
     parts = []
-    if base.feasible and not cand.feasible:
+    # error is set exactly when a plan is infeasible (the solver's invariant)
+    if base.feasible and cand.error is not None:
         parts.append(f"SGLang 0.5.23 would refuse to start what the whole-model accounting started: {cand.error.message}")
-    elif cand.feasible and not base.feasible:
+    elif cand.feasible and base.error is not None:
         parts.append(f"SGLang 0.5.23 starts where the whole-model accounting refused ({base.error.message})")
     else:
         parts.append(

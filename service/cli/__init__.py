@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Optional, Sequence
+from typing import NoReturn, Optional, Sequence
 
 EXIT_OK = 0
 EXIT_WOULD_NOT_START = 1
@@ -38,7 +38,7 @@ def port_number(text: str) -> int:
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one readable line, exit 2
+    def error(self, message: str) -> NoReturn:  # one readable line, exit 2
         print(f"mambasizer: error: {message}", file=sys.stderr)
         raise SystemExit(EXIT_INVALID)
 
