@@ -604,6 +604,7 @@ class Server:
         """Resident bytes of the server process and any worker children."""
         import psutil
 
+        assert self.proc is not None, "the server is not started"
         p = psutil.Process(self.proc.pid)
         total = p.memory_info().rss
         for c in p.children(recursive=True):
@@ -760,6 +761,7 @@ def srv_proc_cpu(srv: "Server") -> tuple:
     """User and system CPU seconds of the server process and its worker children."""
     import psutil
 
+    assert srv.proc is not None, "the server is not started"
     p = psutil.Process(srv.proc.pid)
     t = p.cpu_times()
     user, system = t.user, t.system
@@ -784,7 +786,7 @@ def http_post_json(url: str, body: bytes) -> tuple[int, Any]:
         return e.code, e.read().decode(errors="replace")
 
 
-def find_trivial(base: str, openapi: dict, bodies: list[bytes]) -> Endpoint:
+def find_trivial(base: str, openapi: Any, bodies: list[bytes]) -> Endpoint:
     """The app's cheapest route: a POST echo when the API has one (same body as /v1/plan),
     else GET /livez (or /healthz)."""
     paths = openapi.get("paths", {}) if isinstance(openapi, dict) else {}
@@ -829,7 +831,7 @@ def bench_http(
     if loadgen == "wrk" or (loadgen == "auto" and shutil.which("wrk")):
         if not shutil.which("wrk"):
             raise RuntimeError("--loadgen wrk: wrk is not installed (apt-get install -y wrk)")
-        load = WrkLoad(base, workdir)
+        load: WrkLoad | AsyncLoad = WrkLoad(base, workdir)
     else:
         load = AsyncLoad(host, port)
     log(f"  server: {' '.join(cmd)}")
@@ -870,7 +872,8 @@ def bench_http(
         levels: dict = {}
         errors = 0
         for conc in CONCURRENCIES:
-            runs_plan, runs_triv = [], []
+            runs_plan: list[dict] = []
+            runs_triv: list[dict] = []
             for k in range(runs):
                 order = (plan_ep, trivial) if k % 2 == 0 else (trivial, plan_ep)
                 for ep in order:

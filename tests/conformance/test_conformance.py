@@ -66,6 +66,7 @@ def _compare(case: dict) -> list[str]:
     if ref["error"] is not None:
         if ours.feasible:
             return [f"SGLang raised {ref['error']['exception']}: {ref['error']['message']!r}, we planned it feasible"]
+        assert ours.error is not None, "an infeasible plan carries its error"
         if ours.error.exception != ref["error"]["exception"]:
             problems.append(f"exception {ours.error.exception} != SGLang's {ref['error']['exception']}")
         rest_form_value_error = request["budget"].get("rest_gib") is not None and ref["error"]["exception"] == "ValueError"
@@ -73,6 +74,7 @@ def _compare(case: dict) -> list[str]:
             problems.append(f"message {ours.error.message!r} != SGLang's {ref['error']['message']!r}")
         return problems
     if not ours.feasible:
+        assert ours.error is not None, "an infeasible plan carries its error"
         return [f"we say SGLang would not start ({ours.error.exception}: {ours.error.message}) but it does"]
 
     for key in TOP_LEVEL:

@@ -451,7 +451,7 @@ def _subcommands() -> set[str]:
 
     parser = build_parser()
     (sub,) = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
-    return set(sub.choices)
+    return set(sub.choices or ())
 
 
 @pytest.mark.parametrize("component, subcommand", [("api", "serve"), ("worker", "worker")])

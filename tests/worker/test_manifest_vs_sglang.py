@@ -13,6 +13,7 @@ import importlib.util
 import sys
 import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -73,9 +74,9 @@ def _params(s: StateSpec, layers: list[int]):
     return Mamba2CacheParams(shape=shape, dtype=dt, layers=layers)
 
 
-def _record(monkeypatch):
+def _record(monkeypatch: pytest.MonkeyPatch) -> list[tuple[tuple[int, ...], Any]]:
     """Record every allocation on the meta device: (shape, dtype), in order."""
-    seen: list[tuple[tuple[int, ...], torch.dtype]] = []
+    seen: list[tuple[tuple[int, ...], Any]] = []  # (shape, torch dtype): torch is imported by importorskip
     depth = [0]  # meta kernels written in Python call torch.empty themselves: count the outer call only
     # torch.tensor builds the KV pool's pointer / stride tables from Python lists (8 bytes
     # per layer): not in the manifest, so not recorded.
