@@ -753,7 +753,7 @@ class AsyncLoad:
 
         elapsed = asyncio.run(main())
         lat.sort()
-        q = lambda p: lat[min(len(lat) - 1, int(math.ceil(p / 100 * len(lat))) - 1)]  # noqa: E731
+        q = lambda p: lat[min(len(lat) - 1, math.ceil(p / 100 * len(lat)) - 1)]  # noqa: E731
         return {"requests": len(lat), "rps": len(lat) / elapsed, "p50_ms": q(50) * 1e3, "p99_ms": q(99) * 1e3, "errors": errs[0]}
 
 
@@ -850,7 +850,7 @@ def bench_http(
 
         # The service answers what the solver answers (else the benchmark would time errors).
         equal = 0
-        for (name, req), body in zip(requests.items(), bodies):
+        for (name, req), body in zip(requests.items(), bodies, strict=True):
             status, got = http_post_json(base + "/v1/plan", body)
             if status != 200:
                 raise RuntimeError(f"POST /v1/plan {name}: HTTP {status}: {str(got)[:500]}")

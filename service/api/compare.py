@@ -15,7 +15,7 @@ by planning them under SGLang 0.5.23's accounting.
 from __future__ import annotations
 
 import json
-from typing import Any, Optional, Union
+from typing import Any, Optional
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
@@ -68,7 +68,7 @@ PIN_FLAGS = {
 }
 PIN_ARGS = {"max_mamba_cache_size": "max_mamba_cache_size", "max_total_num_tokens": "max_total_tokens", "max_running_requests": "max_running_requests"}
 
-Number = Union[int, float]
+Number = int | float
 
 
 class CompareRequest(PlanRequest):
@@ -145,7 +145,7 @@ def compare(request: PlanRequest) -> dict:
     deltas["feasible"] = _delta(base.feasible, cand.feasible)
     stages: list[dict[str, Any]] = []
     moves = []  # (pp_rank, d_mamba, d_kv, d_idle)
-    for sb, sc in zip(base.stages, cand.stages):
+    for sb, sc in zip(base.stages, cand.stages, strict=True):  # one request: the same stages
         vb, vc = _stage_values(sb), _stage_values(sc)
         fields = {f: _delta(vb[f], vc[f]) for f in STAGE_FIELDS}
         stages.append({"pp_rank": sb.pp_rank, "fields": fields})

@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import NoReturn, Optional, Sequence
+from collections.abc import Sequence
+from typing import NoReturn
 
 EXIT_OK = 0
 EXIT_WOULD_NOT_START = 1
@@ -49,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"mambasizer {__version__} (reference sglang==0.5.23)")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for name, module in SUBCOMMANDS.items():
+    for module in SUBCOMMANDS.values():
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:
@@ -60,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     return int(args.run(args) or 0)

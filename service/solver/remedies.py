@@ -101,7 +101,7 @@ def remedies_for(req: PlanRequest, layout: ModelLayout, launch: Launch, plan: Pl
         if best is not None:
             out.append(f"a rest budget of at least {best / 100:.2f} GiB starts (rest_gib={best / 100:.2f})")
     elif launch.mem_fraction_static is not None:
-        base = int(round(launch.mem_fraction_static * 1000))
+        base = round(launch.mem_fraction_static * 1000)
         best = _smallest_int(base, 999, lambda v: _starts(_with(req, server_args={"mem_fraction_static": v / 1000}), layout))
         if best is not None and best > base:
             out.append(f"--mem-fraction-static {best / 1000:.3f} starts (the smallest value that does, all else equal)")
@@ -146,11 +146,11 @@ def advice_for_target_concurrency(req: PlanRequest, layout: ModelLayout, launch:
         return []
     p = replan(target)
     if p is not None and p.feasible:
-        return [
+        return [(
             f"--max-mamba-cache-size {target} reaches the requested max_running_requests {wanted} "
             f"(got {p.max_running_requests}); max_total_num_tokens then {p.max_total_num_tokens:,} "
             f"instead of {plan.max_total_num_tokens:,}"
-        ]
+        )]
     # Past the point where U // ratio meets max_total_num_tokens // 2 the KV cache binds
     # instead; and a pool that cannot hold one request at full context is no answer. So:
     # the largest size still mamba-bound whose KV pool holds the context length.
@@ -168,8 +168,8 @@ def advice_for_target_concurrency(req: PlanRequest, layout: ModelLayout, launch:
         return []
     p = replan(best)
     assert p is not None  # best passed useful(), which replanned it
-    return [
+    return [(
         f"--max-mamba-cache-size {best} gives the most running requests this budget allows while the KV cache "
         f"still holds one full {launch.context_len:,}-token context: max_running_requests {p.max_running_requests} "
         f"(of the {wanted} requested), max_total_num_tokens {p.max_total_num_tokens:,}"
-    ]
+    )]

@@ -94,7 +94,7 @@ def run_trial(
 def _run(request, options: TrialOptions, backend: Backend, plan: Optional[Plan], cancel, cpu_margin, held: list) -> TrialResult:
     if options.budget == "device" and backend.kind != "cuda":
         return _rejected(backend, "budget 'device' measures a GPU's free memory: it needs a CUDA device")
-    hold = int(round((options.hold_weights_gib or 0.0) * GIB))
+    hold = round((options.hold_weights_gib or 0.0) * GIB)
     replanned: Optional[Plan] = None
     if options.budget == "device":
         free_before, total = backend.mem_get_info()
@@ -218,7 +218,7 @@ def _trial_stage(rank: int, tensors: list[TensorSpec], backend: Backend, cancel:
                 before = backend.snapshot()
                 try:
                     t = backend.zeros(spec.shape, spec.dtype)
-                except Exception as exc:  # noqa: BLE001 - only OOMs are results
+                except Exception as exc:  # only OOMs are results
                     if not is_oom(exc):
                         raise
                     raise _StageOOM(_oom_info(spec, tensors[i:], backend, exc)) from None
@@ -253,7 +253,7 @@ def _accumulate(acc: dict[str, int], before, after) -> None:
 def _oom_info(spec: TensorSpec, remaining: list[TensorSpec], backend: Backend, exc: BaseException) -> OOMInfo:
     try:
         free = backend.free_bytes()
-    except Exception:  # noqa: BLE001 - best effort while out of memory
+    except Exception:  # best effort while out of memory
         free = None
     rest = sum(t.nbytes for t in remaining)
     return OOMInfo(
@@ -340,7 +340,7 @@ def _hold(backend: Backend, nbytes: int, held: list) -> Optional[BaseException]:
     try:
         held.append(backend.zeros((nbytes,), "uint8"))
         return None
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         if not is_oom(exc):
             raise
         return exc

@@ -86,7 +86,7 @@ def _compare(case: dict) -> list[str]:
     if len(ours.stages) != len(ref["stages"]):
         return problems + [f"{len(ours.stages)} stages != SGLang's {len(ref['stages'])}"]
     K = ref["max_mamba_cache_size"]
-    for o, r in zip(ours.stages, ref["stages"]):
+    for o, r in zip(ours.stages, ref["stages"], strict=True):
         for key in ("pp_rank", "start_layer", "end_layer", "mamba_layers", "full_attention_layers", "kv_cell_bytes", "kv_tokens"):
             if getattr(o, key) != r[key]:
                 problems.append(f"stage {r['pp_rank']} {key}: ours {getattr(o, key)!r} != SGLang {r[key]!r}")

@@ -125,7 +125,7 @@ def test_api_target():
     from http.server import BaseHTTPRequestHandler, HTTPServer
 
     class Livez(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             self.send_response(200 if self.path == "/livez" else 404)
             self.send_header("content-length", "0")
             self.end_headers()

@@ -42,9 +42,9 @@ def mp():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 import sglang.srt.mem_cache.memory_pool as memory_pool
-                import sglang.srt.mem_cache.mamba_checkpoint_pool  # noqa: F401 - imported lazily by the pool
+                import sglang.srt.mem_cache.mamba_checkpoint_pool  # imported lazily by the pool
                 import sglang.srt.mem_cache.ple_state_pool  # noqa: F401
-    except Exception as exc:  # noqa: BLE001 - an environment without the wheel's deps
+    except Exception as exc:  # an environment without the wheel's deps
         pytest.skip(f"SGLang's memory_pool cannot be imported here: {exc}")
     return memory_pool
 
