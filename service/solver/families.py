@@ -537,7 +537,7 @@ def layout_from_hf_config(hf_config: dict, name: str = "", path: str = "model.hf
     arch = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else ""
     model_type = hf_config.get("model_type") or _ARCH_TO_MODEL_TYPE.get(arch)
     family = _BY_MODEL_TYPE.get(model_type) if isinstance(model_type, str) else None
-    if family is None or not isinstance(model_type, str):  # (the second only narrows the type)
+    if family is None or not isinstance(model_type, str):  # a family implies a str model_type; said for mypy
         got = f"model_type={model_type!r}" if model_type else f"architectures={archs!r}"
         raise PlanInputError(
             f"{path}.model_type",
