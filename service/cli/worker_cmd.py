@@ -5,17 +5,31 @@
 `POST /v1/trial` allocates, with torch on this node's device, what SGLang 0.5.23 allocates
 for a plan's stages and returns measured against predicted bytes per pool. One trial runs
 per device; up to --queue-max wait, the rest get 429. With a token (--token-file, or
-MAMBASIZER_WORKER_TOKEN) every trial needs `Authorization: Bearer <token>`.
+MAMBASIZER_WORKER_TOKEN) every trial needs `Authorization: Bearer <token>`; bound beyond
+loopback (e.g. 0.0.0.0) the worker refuses to start without one (exit 2). A CUDA worker
+runs no CPU trials.
 Point the API at it with MAMBASIZER_WORKER_URL=http://<host>:<port>.
 """
 
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import sys
 from typing import Any
 
 from service.cli import EXIT_INVALID, EXIT_OK, port_number
+
+
+def is_loopback(host: str) -> bool:
+    """Whether binding `host` keeps the worker on this machine (a name other than
+    localhost may resolve anywhere, so it counts as reachable)."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 def _non_negative_int(text: str) -> int:
@@ -58,6 +72,13 @@ def run(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"mambasizer: error: --token-file: {exc}", file=sys.stderr)
         return EXIT_INVALID
+    if token is None and not is_loopback(args.host):
+        print(
+            f"mambasizer: error: --host {args.host} is reachable beyond this machine, but no token is configured: "
+            "set MAMBASIZER_WORKER_TOKEN or --token-file (or bind 127.0.0.1)",
+            file=sys.stderr,
+        )
+        return EXIT_INVALID
     try:
         import torch
     except ImportError:
@@ -70,7 +91,5 @@ def run(args: argparse.Namespace) -> int:
 
     runner = TrialRunner(RunnerConfig(device=args.device, queue_max=args.queue_max, cuda_index=args.cuda_index))
     app = create_app(runner, token=token, token_from_env=False)
-    if token is None and args.host not in ("127.0.0.1", "localhost", "::1"):
-        print("mambasizer: warning: no token configured and the worker binds beyond localhost: anyone who reaches it can occupy the GPU", file=sys.stderr)
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, server_header=False, lifespan="on")
     return EXIT_OK

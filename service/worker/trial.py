@@ -71,6 +71,7 @@ def run_trial(
     plan: Optional[Plan] = None,
     cancel: Optional[threading.Event] = None,
     cpu_margin: Optional[int] = None,
+    cpu_budget: Optional[int] = None,
 ) -> TrialResult:
     """Run one trial on `backend` in this thread. An OOM, a plan that cannot start and a
     cancel are results, never exceptions (input that cannot be sized still raises the
@@ -81,7 +82,7 @@ def run_trial(
     baseline = backend.snapshot().allocated
     held: list = []
     try:
-        result = _run(request, options, backend, plan, cancel, cpu_margin, held)
+        result = _run(request, options, backend, plan, cancel, cpu_margin, held, cpu_budget)
     finally:
         held.clear()
         backend.release()
@@ -89,7 +90,8 @@ def run_trial(
     return result.model_copy(update={"baseline_restored": restored, "elapsed_s": round(time.monotonic() - t0, 3)})
 
 
-def _run(request, options: TrialOptions, backend: Backend, plan: Optional[Plan], cancel, cpu_margin, held: list) -> TrialResult:
+def _run(request, options: TrialOptions, backend: Backend, plan: Optional[Plan], cancel, cpu_margin, held: list,
+         cpu_budget: Optional[int] = None) -> TrialResult:
     if options.budget == "device" and backend.kind != "cuda":
         return _rejected(backend, "budget 'device' measures a GPU's free memory: it needs a CUDA device")
     hold = int(round((options.hold_weights_gib or 0.0) * GIB))
@@ -131,6 +133,15 @@ def _run(request, options: TrialOptions, backend: Backend, plan: Optional[Plan],
         cap = getattr(backend, "cap_bytes", None)
         if cap is not None:
             need = min(need, cap)  # a simulated device never holds more than its cap
+        if cpu_budget is not None and need > cpu_budget:
+            return _rejected(
+                backend,
+                f"a CPU trial of this plan needs {need / GIB:.3g} GiB (its largest selected stage"
+                f"{' plus the held weights' if hold else ''}), above this server's trial memory budget of "
+                f"{cpu_budget / GIB:.3g} GiB. Trial fewer stages (trial.stages) or a smaller budget, "
+                "or ask the operator for a GPU worker.",
+                budget_info, replanned,
+            )
         margin = cpu_margin_bytes() if cpu_margin is None else cpu_margin
         available = host_available_bytes()
         if need > available - margin:
