@@ -15,6 +15,15 @@ import sys
 from typing import Any
 
 from service.api.trials import DEFAULT_MEMORY_GIB, TrialSettingsError, parse_memory_gib
+from service.api.read_timeouts import (
+    BODY_TIMEOUT_ENV,
+    DEFAULT_BODY_TIMEOUT_S,
+    DEFAULT_HEADER_TIMEOUT_S,
+    HEADER_TIMEOUT_ENV,
+    TimeoutSettingError,
+    parse_timeout,
+    resolve,
+)
 from service.cli import EXIT_INVALID, EXIT_OK, port_number
 
 
@@ -23,6 +32,40 @@ def _memory_gib(text: str) -> float:
         return parse_memory_gib(text, "--trial-memory-gib")
     except TrialSettingsError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _seconds(flag: str):
+    def parse(text: str) -> float:
+        try:
+            return parse_timeout(text, flag)
+        except TimeoutSettingError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
+
+
+def add_read_timeouts(p: argparse.ArgumentParser) -> None:
+    """--header-timeout / --body-timeout (serve and worker): slow clients are closed."""
+    p.add_argument(
+        "--header-timeout", type=_seconds("--header-timeout"), metavar="SECONDS",
+        help=f"close a connection whose request headers are not complete within this time: 408 "
+        f"(env {HEADER_TIMEOUT_ENV}, default {DEFAULT_HEADER_TIMEOUT_S:g})",
+    )
+    p.add_argument(
+        "--body-timeout", type=_seconds("--body-timeout"), metavar="SECONDS",
+        help=f"close a connection whose request body is not complete within this time after its headers "
+        f"(env {BODY_TIMEOUT_ENV}, default {DEFAULT_BODY_TIMEOUT_S:g})",
+    )
+
+
+def http_protocol(args: argparse.Namespace):
+    """uvicorn's `http=`: h11 with the read deadlines (TimeoutSettingError for a bad env var)."""
+    from service.api.timed_h11 import timed_h11
+
+    return timed_h11(
+        resolve(args.header_timeout, HEADER_TIMEOUT_ENV, DEFAULT_HEADER_TIMEOUT_S),
+        resolve(args.body_timeout, BODY_TIMEOUT_ENV, DEFAULT_BODY_TIMEOUT_S),
+    )
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -39,6 +82,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="FILE",
         help="YAML file: deployment name -> PlanRequest, exported as mambasizer_plan_* gauges; re-read on SIGHUP",
     )
+    add_read_timeouts(p)
     trials = p.add_argument_group(
         "trials",
         "`trial` on POST /v1/plan allocates memory; off unless enabled. Each flag wins over its environment variable.",
@@ -78,7 +122,8 @@ def run(args: argparse.Namespace) -> int:
     logs.configure(args.log_level)
     try:
         trials = TrialSettings.from_env(enabled=args.enable_trials, token_file=args.trial_token_file, memory_gib=args.trial_memory_gib)
-    except TrialSettingsError as exc:
+        protocol = http_protocol(args)
+    except (TrialSettingsError, TimeoutSettingError) as exc:
         print(f"mambasizer: error: {exc}", file=sys.stderr)
         return EXIT_INVALID
     try:
@@ -95,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
         access_log=False,  # the app writes its own structured access line
         server_header=False,
         timeout_graceful_shutdown=args.graceful_timeout,
+        http=protocol,  # h11 with header / body read deadlines (slow clients are closed)
         lifespan="on",
     )
     return EXIT_OK

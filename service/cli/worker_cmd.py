@@ -18,7 +18,9 @@ import ipaddress
 import sys
 from typing import Any
 
+from service.api.read_timeouts import TimeoutSettingError
 from service.cli import EXIT_INVALID, EXIT_OK, port_number
+from service.cli.serve_cmd import add_read_timeouts, http_protocol
 
 
 def is_loopback(host: str) -> bool:
@@ -58,6 +60,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--cuda-index", type=_non_negative_int, default=0, help="which GPU (default 0; or set CUDA_VISIBLE_DEVICES)")
     p.add_argument("--queue-max", type=_non_negative_int, default=4, help="trials that may wait while one runs (default 4); more get 429")
     p.add_argument("--token-file", metavar="FILE", help="file holding the bearer token trials must present (wins over MAMBASIZER_WORKER_TOKEN)")
+    add_read_timeouts(p)
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"], help="default info")
     p.set_defaults(run=run)
     return p
@@ -71,6 +74,11 @@ def run(args: argparse.Namespace) -> int:
         token = read_token(args.token_file)
     except (OSError, ValueError) as exc:
         print(f"mambasizer: error: --token-file: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        protocol = http_protocol(args)
+    except TimeoutSettingError as exc:
+        print(f"mambasizer: error: {exc}", file=sys.stderr)
         return EXIT_INVALID
     if token is None and not is_loopback(args.host):
         print(
@@ -91,5 +99,5 @@ def run(args: argparse.Namespace) -> int:
 
     runner = TrialRunner(RunnerConfig(device=args.device, queue_max=args.queue_max, cuda_index=args.cuda_index))
     app = create_app(runner, token=token, token_from_env=False)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, server_header=False, lifespan="on")
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, server_header=False, lifespan="on", http=protocol)
     return EXIT_OK
