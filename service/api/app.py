@@ -82,6 +82,28 @@ def _log_trial_settings(settings: TrialSettings, worker: Any) -> None:
         )
 
 
+def _coalescing_reload(loop: asyncio.AbstractEventLoop, store: DeploymentStore) -> Callable[[], None]:
+    """The SIGHUP handler: reload in a worker thread, never on the event loop; signals that
+    arrive during a reload are folded into one more reload after it (a burst of SIGHUPs
+    is one or two reloads, not a queue of them)."""
+    state = {"running": False, "again": False}
+
+    def done(_fut: Any) -> None:
+        state["running"] = False
+        if state["again"]:
+            state["again"] = False
+            start()
+
+    def start() -> None:
+        if state["running"]:
+            state["again"] = True
+            return
+        state["running"] = True
+        loop.run_in_executor(None, store.reload).add_done_callback(done)  # runs on the loop
+
+    return start
+
+
 def create_app(deployments_path: Optional[str] = None, worker: Any = None,
                trials: Optional[TrialSettings] = None) -> FastAPI:
     """Build the app. Raises DeploymentsFileError when the deployments file cannot be
@@ -101,7 +123,7 @@ def create_app(deployments_path: Optional[str] = None, worker: Any = None,
         hup = False
         if store.configured and hasattr(signal, "SIGHUP"):
             try:
-                loop.add_signal_handler(signal.SIGHUP, lambda: loop.run_in_executor(None, store.reload))
+                loop.add_signal_handler(signal.SIGHUP, _coalescing_reload(loop, store))
                 hup = True
             except (NotImplementedError, RuntimeError, ValueError):
                 # Not the main thread (e.g. an in-process test client): reload() still works.
