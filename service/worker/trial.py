@@ -12,6 +12,7 @@ queue and the timeout.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -33,6 +34,8 @@ from schemas.trial import (
 from service.solver import plan as solve
 from service.solver.allocation import TensorSpec, plan_stage_tensors
 from service.worker.devices import GIB, MIB, Backend, is_oom
+
+log = logging.getLogger("mambasizer.worker")
 
 POOLS = ("req_to_token", "conv_state", "ssm_state", "replayssm_ring", "intermediate_state", "side_tables", "kv_pool")
 CPU_MARGIN_ENV = "MAMBASIZER_WORKER_CPU_MARGIN_GIB"
@@ -145,11 +148,14 @@ def _run(request, options: TrialOptions, backend: Backend, plan: Optional[Plan],
         margin = cpu_margin_bytes() if cpu_margin is None else cpu_margin
         available = host_available_bytes()
         if need > available - margin:
+            # The host's own figures go to the log; the caller learns what its trial needs.
+            log.warning("CPU trial refused: not enough free host memory", extra={"fields": {
+                "event": "trial_host_memory", "need_bytes": need, "available_bytes": available, "margin_bytes": margin}})
             return _rejected(
                 backend,
                 f"a CPU trial of this plan needs {need / GIB:.2f} GiB (its largest selected stage"
-                f"{' plus the held weights' if hold else ''}), but this machine has {available / GIB:.2f} GiB "
-                f"available and keeps a {margin / GIB:.2f} GiB margin: refusing rather than swapping. "
+                f"{' plus the held weights' if hold else ''}), more than this machine can spare now: "
+                "refusing rather than swapping. "
                 "Trial fewer stages (trial.stages) or a smaller budget, or run the trial on a GPU worker.",
                 budget_info, replanned,
             )
