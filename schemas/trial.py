@@ -179,7 +179,11 @@ class TrialRefusal(_Strict):
                     "detail": "trials are disabled on this server; the plan above is unaffected "
                     "(an operator enables them with --enable-trials or MAMBASIZER_TRIALS_ENABLED=true)",
                 },
-                {"status": "rejected", "detail": "this server requires a trial credential: send Authorization: Bearer <trial token>; the plan above is unaffected"},
+                {
+                    "status": "rejected",
+                    "detail": "this server requires a trial credential: send Authorization: Bearer <trial token>; "
+                    "the plan above is unaffected",
+                },
             ]
         }
     )

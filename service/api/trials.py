@@ -81,6 +81,7 @@ class TrialSettings:
             raw = env.get(MEMORY_ENV, "").strip()
             memory_gib = parse_memory_gib(raw, MEMORY_ENV) if raw else DEFAULT_MEMORY_GIB
         token_file = token_file or env.get(TOKEN_FILE_ENV, "").strip() or None
+        token: Optional[str]
         if token_file:
             token = read_token_file(token_file)
         else:

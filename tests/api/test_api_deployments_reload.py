@@ -59,7 +59,7 @@ def test_livez_keeps_answering_while_a_large_file_is_reloaded(tmp_path):
             answers: list = []
             stop_polling = threading.Event()
 
-            def poll():
+            def poll(answers=answers, stop_polling=stop_polling):
                 with httpx.Client(timeout=5) as c:  # generous: liveness, not a latency target
                     while not stop_polling.is_set():
                         answers.append(c.get(f"{base}/livez").status_code)

@@ -47,7 +47,7 @@ def test_an_oversize_streamed_body_is_refused_before_it_is_all_sent():
                 sent += 64 << 10
                 try:
                     got = sock.recv(65536)
-                except socket.timeout:
+                except TimeoutError:
                     continue
                 if got:
                     reply += got
@@ -123,6 +123,15 @@ def test_a_caller_that_goes_away_cancels_its_trial():
         assert time.monotonic() - t0 < 15
     assert backend.live_bytes() == 0
     assert backend.allocations <= 2  # stopped after the allocation in flight, not after all 6
+
+
+def test_worker_read_timeouts_parse():
+    from service.cli import build_parser
+
+    args = build_parser().parse_args(["worker", "--header-timeout", "3", "--body-timeout", "7.5"])
+    assert (args.header_timeout, args.body_timeout) == (3.0, 7.5)
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["worker", "--header-timeout", "-1"])
 
 
 @pytest.mark.parametrize("host,loop", [("127.0.0.1", True), ("::1", True), ("localhost", True), ("127.0.0.2", True),
