@@ -321,3 +321,42 @@ def test_serve_flags_parse_and_bad_settings_are_one_line_exit_2(tmp_path):
         assert out.returncode == 2, out.stderr
         lines = out.stderr.strip().splitlines()
         assert len(lines) == 1 and needle in lines[0] and "Traceback" not in out.stderr
+
+
+def test_the_openapi_documents_the_refusal_with_an_example():
+    doc = create_app().openapi()
+    schemas = doc["components"]["schemas"]
+    refusal = schemas["TrialRefusal"]
+    assert set(refusal["properties"]) == {"status", "detail"}
+    assert refusal["additionalProperties"] is False
+    assert any(e["status"] == "rejected" and "--enable-trials" in e["detail"] for e in refusal["examples"])
+    refs = {r.get("$ref") for r in schemas["PlanResponse"]["properties"]["trial"]["anyOf"]}
+    assert {"#/components/schemas/TrialResult", "#/components/schemas/TrialRefusal"} <= refs
+    assert "--enable-trials" in schemas["ApiPlanRequest"]["properties"]["trial"]["description"]
+
+
+def test_real_serve_wires_the_trial_flags(tmp_path):
+    pytest.importorskip("torch")
+    import httpx
+
+    from test_api_slow_clients import start_serve, stop
+
+    env = {k: "" for k in (trials.ENABLED_ENV, trials.TOKEN_ENV, trials.TOKEN_FILE_ENV, "MAMBASIZER_WORKER_URL")}
+    proc, port, stderr = start_serve(tmp_path, env=env)
+    try:
+        r = httpx.post(f"http://127.0.0.1:{port}/v1/plan", json={**TINY, "trial": {}}, timeout=30)
+        assert r.status_code == 200 and r.json()["trial"] == {"status": "rejected", "detail": trials.DISABLED_DETAIL}
+    finally:
+        stop(proc, stderr)
+    token = tmp_path / "trial-token"
+    token.write_text("t-123\n")
+    proc, port, stderr = start_serve(tmp_path, "--enable-trials", "--trial-token-file", str(token), env=env)
+    try:
+        url = f"http://127.0.0.1:{port}/v1/plan"
+        r = httpx.post(url, json={**TINY, "trial": {}}, timeout=30)
+        assert r.json()["trial"] == {"status": "rejected", "detail": trials.NO_CREDENTIAL_DETAIL}
+        r = httpx.post(url, json={**TINY, "trial": {"device": "cpu"}}, headers={"Authorization": "Bearer t-123"}, timeout=60)
+        trial = r.json()["trial"]
+        assert trial["status"] == "ok" and trial["device"] == "cpu" and trial["baseline_restored"] is True
+    finally:
+        stop(proc, stderr)
