@@ -70,7 +70,7 @@ def _warm_up() -> None:
                 log.warning("preset cannot be sized", extra={"fields": {"event": "preset_unsizable", "preset": preset.name}})
 
 
-def _log_trial_settings(settings: TrialSettings, worker: Any) -> None:
+def _log_trial_settings(settings: TrialSettings) -> None:
     fields = {"event": "trials_configured", "enabled": settings.enabled, "credential_required": settings.token is not None,
               "embedded_memory_gib": settings.memory_gib}
     log.info("trial settings", extra={"fields": fields})
@@ -165,7 +165,7 @@ def create_app(deployments_path: Optional[str] = None, worker: Any = None,
     app.state.worker = worker
     app.state.trial_hook = _trial_hook(worker)
     app.state.trials = trials
-    _log_trial_settings(trials, worker)
+    _log_trial_settings(trials)
 
     problems.install(app)
     for module in (plan, compare, presets, health, metrics):
