@@ -14,7 +14,8 @@ when the file is loaded, never at scrape time, and exported as `mambasizer_plan_
 gauges (see service.api.metrics); an infeasible one is logged at warning with SGLang's
 error. The file is re-read on SIGHUP, off the event loop (PyYAML's C loader where it was
 built with libyaml), and swapped in as one reference, so probes and scrapes keep being
-answered while a large file is planned: a file that cannot be
+answered while a large file is planned. A name (or any key) written twice is an error,
+not a silent override. A file that cannot be
 read or parsed keeps the previous deployments (and says so in the log and in
 `mambasizer_deployments_last_reload_success`); an entry that cannot be sized is reported
 (`mambasizer_deployment_input_valid` = 0, the log, `/readyz`) without affecting the others.
@@ -37,9 +38,33 @@ from service.solver import PlanInputError, plan
 
 log = logging.getLogger("mambasizer.deployments")
 
+
+
+def _unique_keys(base: type) -> type:
+    """`base` (a safe loader) refusing a key written twice in one mapping: YAML would keep
+    the last silently, and two deployments of one name are a mistake, not an override."""
+
+    class Loader(base):  # type: ignore[valid-type, misc]
+        def construct_mapping(self, node, deep=False):
+            seen: set = set()
+            for key_node, _ in node.value:
+                if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                    key = (key_node.tag, key_node.value)
+                    if key in seen:
+                        raise yaml.constructor.ConstructorError(
+                            "while constructing a mapping", node.start_mark,
+                            f"{key_node.value[:100]!r} is given twice", key_node.start_mark,
+                        )
+                    seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    Loader.__name__ = f"Unique{base.__name__}"
+    return Loader
+
+
 # libyaml's parser when PyYAML was built with it (several times faster, so a reload of a
 # large file holds the GIL for less time); the pure-Python safe loader otherwise.
-YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+YAML_LOADER = _unique_keys(getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 MAX_FILE_BYTES = 16 << 20
 MAX_DEPLOYMENTS = 1000
 # A deployment name becomes a label value: keep it bounded and readable (as the Helm chart does).

@@ -41,10 +41,8 @@ def _reloads(port: int) -> dict:
 
 
 def test_the_c_loader_is_used_where_pyyaml_has_it():
-    if getattr(yaml, "__with_libyaml__", False):
-        assert deployments.YAML_LOADER is yaml.CSafeLoader
-    else:
-        assert deployments.YAML_LOADER is yaml.SafeLoader
+    base = yaml.CSafeLoader if getattr(yaml, "__with_libyaml__", False) else yaml.SafeLoader
+    assert issubclass(deployments.YAML_LOADER, base)
 
 
 def test_livez_keeps_answering_while_a_large_file_is_reloaded(tmp_path):
@@ -136,6 +134,7 @@ def test_infeasible_deployments_are_logged_at_warning_with_their_error(tmp_path,
     ("[" * 20000 + "]" * 20000, "nest"),  # libyaml: "exceeded maximum nesting depth"; Python: "nested too deeply"
     ("a: [unclosed\n", "not valid YAML"),
     ("- 1\n- 2\n", "must map deployment names"),
+    ("a: {model: {preset: p}}\nb: {}\na: {model: {preset: q}}\n", "'a' is given twice"),
     ("a: &x [*x]\nb: {model: {preset: nope}}\n" + "bad name!: {}\n", "deployment name"),
 ])
 def test_an_unusable_file_at_start_up_is_one_line_and_exit_2(tmp_path, content, needle):
@@ -163,7 +162,7 @@ def test_an_entry_the_solver_trips_on_is_invalid_not_fatal(tmp_path, monkeypatch
 
 
 def test_the_python_loader_fallback_refuses_deep_nesting_with_one_line(tmp_path, monkeypatch):
-    monkeypatch.setattr(deployments, "YAML_LOADER", yaml.SafeLoader)  # PyYAML built without libyaml
+    monkeypatch.setattr(deployments, "YAML_LOADER", deployments._unique_keys(yaml.SafeLoader))  # PyYAML without libyaml
     path = tmp_path / "d.yaml"
     path.write_text("[" * 20000 + "]" * 20000)
     with pytest.raises(deployments.DeploymentsFileError, match="nested too deeply"):
