@@ -15,9 +15,9 @@ gauges (see service.api.metrics); an infeasible one is logged at warning with SG
 error. The file is re-read on SIGHUP, off the event loop (PyYAML's C loader where it was
 built with libyaml), and swapped in as one reference, so probes and scrapes keep being
 answered while a large file is planned. A name (or any key) written twice is an error,
-not a silent override. A file that cannot be
-read or parsed keeps the previous deployments (and says so in the log and in
-`mambasizer_deployments_last_reload_success`); an entry that cannot be sized is reported
+not a silent override. A file that cannot be read or parsed keeps the previous
+deployments (and says so in the log and in `mambasizer_deployments_last_reload_success`);
+an entry that cannot be sized is reported
 (`mambasizer_deployment_input_valid` = 0, the log, `/readyz`) without affecting the others.
 """
 
