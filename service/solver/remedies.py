@@ -77,6 +77,16 @@ def _ratio_or_1(launch: Launch) -> int:
         return 1
 
 
+def _slot_cap(launch: Launch, plan: Plan, asked: int) -> int:
+    """An upper end for a slot-count search that no longer grows with the value asked:
+    (K + 1) state rows of P bytes must fit in the rest R0 on every attention-DP worker,
+    so no global K above attn_dp * (R0 // P + 1) starts. Without a known P, the value."""
+    per_req = plan.stages[0].stage_per_req_bytes if plan.stages else 0
+    if plan.rest_gib is None or per_req <= 0:
+        return asked
+    return min(asked, launch.attn_dp_size * (int(max(plan.rest_gib, 0.0) * (1 << 30)) // per_req + 2))
+
+
 def remedies_for(req: PlanRequest, layout: ModelLayout, launch: Launch, plan: Plan) -> list[str]:
     out: list[str] = []
     err = plan.error
@@ -112,11 +122,12 @@ def remedies_for(req: PlanRequest, layout: ModelLayout, launch: Launch, plan: Pl
     if args.max_mamba_cache_size is not None:
         # Fewer than `ratio` slots per DP worker can never serve a request.
         floor = _ratio_or_1(launch) * launch.attn_dp_size
-        best = _largest_int(floor, max(args.max_mamba_cache_size, floor), lambda v: _starts(_with(req, server_args={"max_mamba_cache_size": v}), layout))
+        hi = max(_slot_cap(launch, plan, args.max_mamba_cache_size), floor)
+        best = _largest_int(floor, hi, lambda v: _starts(_with(req, server_args={"max_mamba_cache_size": v}), layout))
         if best is not None:
             out.append(f"--max-mamba-cache-size {best} starts (the largest value that does)")
     if args.max_running_requests is not None and (args.disable_radix_cache or args.speculative_algorithm):
-        best = _largest_int(1, args.max_running_requests, lambda v: _starts(_with(req, server_args={"max_running_requests": v}), layout))
+        best = _largest_int(1, max(1, _slot_cap(launch, plan, args.max_running_requests)), lambda v: _starts(_with(req, server_args={"max_running_requests": v}), layout))
         if best is not None:
             out.append(f"--max-running-requests {best} starts (the largest value that does)")
     if args.speculative_algorithm and (launch.num_draft_tokens or 0) > 1:

@@ -292,6 +292,22 @@ def test_cases_cover_every_family_and_both_outcomes():
     assert None in outcomes and any(o is not None for o in outcomes)
 
 
+def test_prefill_graph_size_count_is_sglangs_list_length():
+    """The closed-form count of prefill CUDA-graph capture sizes equals the length of the
+    list SGLang builds, at every limit up to 20,000 and at scattered larger ones (the
+    count is what the automatic mem_fraction_static charges 8 MiB apiece)."""
+    from service.solver.launch import prefill_graph_size_count
+    from tests.conformance import launch_ref
+
+    with launch_ref._import_fakes():
+        from sglang.srt.arg_groups.cuda_graph_hook import generate_prefill_cuda_graph_batch_sizes
+    limits = list(range(-2, 20001)) + [65535, 65536, 123457, 1 << 20, 1_000_003]
+    mismatches = [n for n in limits if prefill_graph_size_count(n) != len(generate_prefill_cuda_graph_batch_sizes(n))]
+    assert mismatches == []
+    # Past the table, one size per 512 tokens (SGLang's list would hold ~2^31 entries).
+    assert prefill_graph_size_count(1 << 40) == 50 + ((1 << 40) - 4608) // 512 + 1
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])
 def test_launch_resolution_matches_sglang(case):
     problem = diff(case)
