@@ -96,8 +96,38 @@ class MLAKV(Strict):
     qk_rope_head_dim: Annotated[StrictInt, Field(ge=0, le=MAX_DIM)]
 
 
+# The architectures an explicit layout may be resolved as (SGLang 0.5.23's launch rules differ
+# by architecture: radix-cache strategy, PP support, chunk size), each with the linear mixer
+# it has, and the default for each mixer. Text architectures only: a multimodal wrapper's
+# resolution reads its vision config, which a layout does not carry (send its config.json).
+LAYOUT_ARCHITECTURES: dict[str, str] = {
+    "NemotronHForCausalLM": "mamba2",
+    "FalconH1ForCausalLM": "mamba2",
+    "GraniteMoeHybridForCausalLM": "mamba2",
+    "Lfm2ForCausalLM": "mamba2",
+    "Lfm2MoeForCausalLM": "mamba2",
+    "Qwen3NextForCausalLM": "gdn",
+    "Qwen3_5ForCausalLM": "gdn",
+    "Qwen3_5MoeForCausalLM": "gdn",
+    "KimiLinearForCausalLM": "kda",
+}
+# The configs whose mamba_ssm_dtype SGLang's mamba2_state_dtype(config) reads (KimiLinear,
+# GraniteMoeHybrid and LFM2-MoE never pass their config to it).
+CONFIG_SSM_DTYPE_ARCHITECTURES = frozenset({
+    "NemotronHForCausalLM", "FalconH1ForCausalLM", "Lfm2ForCausalLM",
+    "Qwen3NextForCausalLM", "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM",
+})
+DEFAULT_LAYOUT_ARCHITECTURE = {"mamba2": "NemotronHForCausalLM", "gdn": "Qwen3NextForCausalLM", "kda": "KimiLinearForCausalLM"}
+LayoutArchitecture = Literal[
+    "NemotronHForCausalLM", "FalconH1ForCausalLM", "GraniteMoeHybridForCausalLM", "Lfm2ForCausalLM",
+    "Lfm2MoeForCausalLM", "Qwen3NextForCausalLM", "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM",
+    "KimiLinearForCausalLM",
+]
+
+
 class Layout(Strict):
-    """An explicit layout, for a model that has no config.json yet."""
+    """An explicit layout, for a model that has no config.json yet. It is resolved as the
+    SGLang architecture `architecture` (default by `linear_kind`)."""
 
     num_hidden_layers: Annotated[StrictInt, Field(ge=1, le=MAX_LAYERS)]
     mamba_layer_ids: Annotated[list[LayerId], Field(max_length=MAX_LAYERS)]
@@ -109,11 +139,48 @@ class Layout(Strict):
     linear_kind: Literal["mamba2", "gdn", "kda"] = Field(
         "mamba2", description="Which linear mixer: decides ReplaySSM support and ring layout."
     )
+    architecture: Optional[LayoutArchitecture] = Field(
+        None,
+        description="The SGLang model class to resolve the launch flags as (radix-cache strategy, "
+        "PP support, mamba chunk size), one whose mixer is `linear_kind`. Default by `linear_kind`: "
+        "mamba2 -> NemotronHForCausalLM, gdn -> Qwen3NextForCausalLM, kda -> KimiLinearForCausalLM.",
+    )
     mamba_ssm_dtype: Optional[Literal["float32", "bfloat16", "float16"]] = Field(
-        None, description="The config's own mamba_ssm_dtype (lowest priority, as in configs that honour it)."
+        None,
+        description="The config's own mamba_ssm_dtype (lowest priority). Refused for the architectures "
+        "whose config SGLang does not read it from (KimiLinear, GraniteMoeHybrid, Lfm2Moe).",
+    )
+    mamba_chunk_size: Optional[Annotated[StrictInt, Field(ge=1, le=MAX_DIM)]] = Field(
+        None,
+        description="The config's mamba_chunk_size (SGLang checks it against the page size with the "
+        "extra_buffer strategy); default: the architecture's (256 for NemotronH, FalconH1, GraniteMoeHybrid; else 64).",
     )
     num_nextn_predict_layers: Annotated[StrictInt, Field(ge=0, le=64)] = 0
     is_multimodal: StrictBool = False
+
+    @field_validator("architecture")
+    @classmethod
+    def _architecture_has_this_mixer(cls, v: Optional[str], info: ValidationInfo) -> Optional[str]:
+        kind = info.data.get("linear_kind")
+        if v is not None and kind is not None and LAYOUT_ARCHITECTURES[v] != kind:
+            fits = [a for a, k in LAYOUT_ARCHITECTURES.items() if k == kind]
+            raise ValueError(f"{v} has {LAYOUT_ARCHITECTURES[v]} layers, not linear_kind={kind!r}; for {kind} use one of {', '.join(fits)}")
+        return v
+
+    @field_validator("mamba_ssm_dtype")
+    @classmethod
+    def _ssm_dtype_read_by_the_architecture(cls, v: Optional[str], info: ValidationInfo) -> Optional[str]:
+        arch = info.data.get("architecture") or DEFAULT_LAYOUT_ARCHITECTURE.get(info.data.get("linear_kind", ""))
+        if v is not None and arch is not None and arch not in CONFIG_SSM_DTYPE_ARCHITECTURES:
+            raise ValueError(
+                f"{arch} does not read mamba_ssm_dtype from its config in SGLang 0.5.23; "
+                "set server_args.mamba_ssm_dtype (or env.SGLANG_MAMBA_SSM_DTYPE) instead"
+            )
+        return v
+
+    @property
+    def resolved_architecture(self) -> str:
+        return self.architecture or DEFAULT_LAYOUT_ARCHITECTURE[self.linear_kind]
 
     @model_validator(mode="after")
     def _layers_in_range(self) -> "Layout":

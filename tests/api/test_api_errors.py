@@ -334,3 +334,52 @@ def test_pp_size_above_the_layer_count_is_refused_by_name(client):
     assert "num_hidden_layers=8" in problem["detail"]
     req["server_args"]["pp_size"] = 8
     assert client.post("/v1/plan", json=req).status_code == 200
+
+
+# --------------------------------------------------------------------------- layout architecture
+def test_layout_architecture_outside_the_modelled_ones_is_refused_by_name(client):
+    req = {"model": {"layout": {**LAYOUT, "architecture": "MambaForCausalLM"}}, "budget": B}
+    problem = assert_problem(client.post("/v1/plan", json=req), 422, field="model.layout.architecture", type_=INVALID_INPUT)
+    assert "NemotronHForCausalLM" in problem["allowed"] and "MambaForCausalLM" not in problem["allowed"]
+
+
+def test_layout_architecture_must_have_the_layouts_mixer(client):
+    req = {"model": {"layout": {**LAYOUT, "linear_kind": "gdn", "architecture": "NemotronHForCausalLM"}}, "budget": B}
+    problem = assert_problem(client.post("/v1/plan", json=req), 422, field="model.layout.architecture")
+    assert "Qwen3NextForCausalLM" in problem["detail"]
+
+
+def test_layout_ssm_dtype_refused_where_the_architecture_does_not_read_it(client):
+    layout = {**LAYOUT, "architecture": "GraniteMoeHybridForCausalLM", "mamba_ssm_dtype": "bfloat16"}
+    problem = assert_problem(client.post("/v1/plan", json={"model": {"layout": layout}, "budget": B}), 422, field="model.layout.mamba_ssm_dtype")
+    assert "server_args.mamba_ssm_dtype" in problem["detail"]
+
+
+@pytest.mark.parametrize(
+    "architecture, server_args, strategy, ratio",
+    [
+        # Nemotron-H takes extra_buffer: auto with overlap on picks it (ratio 1 + 2 buffers + overlap).
+        (None, {}, "extra_buffer", 5),
+        # PP turns overlap off only after the strategy resolved: still extra_buffer, 4 slots.
+        (None, {"pp_size": 2}, "extra_buffer", 4),
+        # LFM2 is not an extra-buffer architecture: auto -> no_buffer, overlap off.
+        ("Lfm2ForCausalLM", {}, "no_buffer", 3),
+    ],
+)
+def test_layout_resolves_its_radix_strategy_as_its_architecture(client, architecture, server_args, strategy, ratio):
+    layout = dict(LAYOUT, **({"architecture": architecture} if architecture else {}))
+    body = client.post("/v1/plan", json={"model": {"layout": layout}, "budget": B, "server_args": server_args}).json()
+    assert body["family"] == ("lfm2" if architecture else "nemotron_h")
+    assert (body["resolved"]["mamba_radix_cache_strategy"], body["mamba_ratio"]) == (strategy, ratio)
+
+
+def test_layout_no_buffer_with_overlap_on_is_refused_as_sglang_refuses_it(client):
+    req = {"model": {"layout": LAYOUT}, "budget": B, "server_args": {"mamba_radix_cache_strategy": "no_buffer"}}
+    body = client.post("/v1/plan", json=req).json()
+    assert body["feasible"] is False and body["error"]["kind"] == "launch_rejected"
+    assert body["error"]["message"].startswith("no_buffer do not support overlap schedule")
+
+
+def test_layout_pp_on_an_architecture_that_asserts_pp_1_is_refused(client):
+    req = {"model": {"layout": {**LAYOUT, "architecture": "FalconH1ForCausalLM"}}, "budget": B, "server_args": {"pp_size": 2}}
+    assert_problem(client.post("/v1/plan", json=req), 422, field="server_args.pp_size")
