@@ -146,12 +146,38 @@ def replan(req: PlanRequest, layout: ModelLayout) -> Plan:
     return _run(req, layout, _resolve(req, layout))
 
 
+def stage_split(req: PlanRequest, layout: ModelLayout, pp_size: int) -> tuple[stages.StageRange, ...]:
+    """The request's PP stages (raises PlanInputError for a bad partition)."""
+    partition = stages.parse_partition(req.env.SGLANG_PP_LAYER_PARTITION, pp_size, layout.num_hidden_layers)
+    return stages.pp_stages(layout.num_hidden_layers, pp_size, partition, layout.mamba_layer_ids, layout.full_attention_layer_ids)
+
+
+def _state(layout: ModelLayout, launch: Launch) -> StateSpec:
+    state_tp = launch.tp_size if layout.state_tp == "tp" else launch.attn_tp_size
+    return layout.state_at(state_tp, launch.conv_dtype, launch.ssm_dtype)
+
+
+def starts(req: PlanRequest, layout: ModelLayout, stage_ranges: Optional[tuple[stages.StageRange, ...]] = None) -> bool:
+    """Whether `replan(req, layout)` would be feasible, without assembling the Plan: what
+    the remedy search asks up to ~30 times per plan, so its cost (one pass over the
+    stages) stays small at 1,024 stages. `stage_ranges`: the request's split, when the
+    caller holds it (the searches never change pp_size or the partition).
+    tests/solver/test_errors_and_remedies.py checks it against replan()."""
+    try:
+        launch = _resolve(req, layout)
+        if launch.rejections:
+            return False
+        ranges = stage_ranges if stage_ranges is not None else stage_split(req, layout, launch.pp_size)
+        _pipeline(req, layout, launch, ranges, _state(layout, launch), req.accounting == "whole-model", _Partial(), [])
+    except (PlanInputError, SGLangStartupError):
+        return False
+    return True
+
+
 def _run(req: PlanRequest, layout: ModelLayout, launch: Launch) -> Plan:
     whole_model = req.accounting == "whole-model"
-    partition = stages.parse_partition(req.env.SGLANG_PP_LAYER_PARTITION, launch.pp_size, layout.num_hidden_layers)
-    stage_ranges = stages.pp_stages(layout.num_hidden_layers, launch.pp_size, partition, layout.mamba_layer_ids, layout.full_attention_layer_ids)
-    state_tp = launch.tp_size if layout.state_tp == "tp" else launch.attn_tp_size
-    state = layout.state_at(state_tp, launch.conv_dtype, launch.ssm_dtype)
+    stage_ranges = stage_split(req, layout, launch.pp_size)
+    state = _state(layout, launch)
     warnings = list(launch.warnings)
     p = _Partial()
     error: Optional[SGLangStartupError] = None
@@ -297,10 +323,8 @@ def stage_allocation_inputs(request: Union[PlanRequest, dict, Any], result: Plan
         raise ValueError("the plan's sizing did not finish (max_mamba_cache_size, max_running_requests or max_total_num_tokens is unknown)")
     layout = model_layout(req)
     launch = _resolve(req, layout)
-    partition = stages.parse_partition(req.env.SGLANG_PP_LAYER_PARTITION, launch.pp_size, layout.num_hidden_layers)
-    stage_ranges = stages.pp_stages(layout.num_hidden_layers, launch.pp_size, partition, layout.mamba_layer_ids, layout.full_attention_layer_ids)
-    state_tp = launch.tp_size if layout.state_tp == "tp" else launch.attn_tp_size
-    state = layout.state_at(state_tp, launch.conv_dtype, launch.ssm_dtype)
+    stage_ranges = stage_split(req, layout, launch.pp_size)
+    state = _state(layout, launch)
     return _stage_inputs(req, layout, launch, stage_ranges, state, K, N, T, device_kind)
 
 

@@ -27,9 +27,10 @@ def _replan(req: PlanRequest, layout: ModelLayout) -> Optional[Plan]:
         return None
 
 
-def _starts(req: PlanRequest, layout: ModelLayout) -> bool:
-    p = _replan(req, layout)
-    return bool(p and p.feasible)
+def _starts_with(req: PlanRequest, layout: ModelLayout, split=None) -> bool:
+    from service.solver.plan import starts
+
+    return starts(req, layout, split)
 
 
 def _with(req: PlanRequest, *, budget: Optional[dict] = None, server_args: Optional[dict] = None) -> PlanRequest:
@@ -103,6 +104,18 @@ def remedies_for(req: PlanRequest, layout: ModelLayout, launch: Launch, plan: Pl
         elif "context_length" in msg:
             out.append(f"use --context-length {layout.derived_context_len} or less (the model's derived context length)")
         return out
+
+    # The searches change budgets and sizes, never pp_size or the partition: one stage split
+    # serves every candidate (at 1,024 stages, splitting is most of a candidate's cost).
+    from service.solver.plan import stage_split
+
+    try:
+        split = stage_split(req, layout, launch.pp_size)
+    except PlanInputError:
+        split = None
+
+    def _starts(r: PlanRequest, lay: ModelLayout) -> bool:
+        return _starts_with(r, lay, split)
 
     b = req.budget
     if b.rest_gib is not None:

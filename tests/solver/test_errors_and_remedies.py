@@ -174,3 +174,35 @@ def test_advice_when_the_target_cannot_fit_keeps_a_full_context_in_the_kv_cache(
 
 def test_no_advice_without_a_requested_concurrency():
     assert plan({**QWEN_H200, "server_args": {"tp_size": 4}}).advice == []
+
+
+def test_the_remedy_searchs_feasibility_check_is_replans_verdict():
+    """`starts` (the remedy search's check: the pipeline without the Plan assembly) says
+    feasible exactly where replan() plans feasible, over generated cases of every family,
+    feasible and not, with and without the caller's stage split."""
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "conformance"))
+    import cases
+
+    from service.solver.plan import model_layout, parse_request, replan, stage_split, starts
+
+    seen: dict = {True: 0, False: 0, "input error": 0}
+    for case in cases.generate_cases(400, 11):
+        request = parse_request(cases.wire(case))
+        try:
+            layout = model_layout(request)
+        except PlanInputError:
+            continue
+        try:
+            expected = replan(request, layout).feasible
+        except PlanInputError:
+            assert starts(request, layout) is False, case["_id"]
+            seen["input error"] += 1
+            continue
+        assert starts(request, layout) is expected, case["_id"]
+        split = stage_split(request, layout, request.server_args.pp_size)
+        assert starts(request, layout, split) is expected, case["_id"]
+        seen[expected] += 1
+    assert seen[True] > 100 and seen[False] > 50 and seen["input error"] > 5, seen
