@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Optional, Union
+from typing import Any, NamedTuple, Optional, Union
 
 from pydantic import ValidationError
 
@@ -157,21 +157,35 @@ def _state(layout: ModelLayout, launch: Launch) -> StateSpec:
     return layout.state_at(state_tp, launch.conv_dtype, launch.ssm_dtype)
 
 
-def starts(req: PlanRequest, layout: ModelLayout, stage_ranges: Optional[tuple[stages.StageRange, ...]] = None) -> bool:
-    """Whether `replan(req, layout)` would be feasible, without assembling the Plan: what
-    the remedy search asks up to ~30 times per plan, so its cost (one pass over the
-    stages) stays small at 1,024 stages. `stage_ranges`: the request's split, when the
-    caller holds it (the searches never change pp_size or the partition).
-    tests/solver/test_errors_and_remedies.py checks it against replan()."""
+class Sized(NamedTuple):
+    """The figures of a plan SGLang would start, without the Plan around them."""
+
+    max_running_requests: int
+    max_total_num_tokens: int
+    binding_limit: str
+
+
+def sized(req: PlanRequest, layout: ModelLayout, stage_ranges: Optional[tuple[stages.StageRange, ...]] = None) -> Optional[Sized]:
+    """`replan(req, layout)`'s headline figures when it is feasible, else None, without
+    assembling the Plan: what the remedy and advice searches ask up to ~40 times per plan,
+    so a candidate costs one pass over the stages even at 1,024 stages. `stage_ranges`:
+    the request's split, when the caller holds it (the searches never change pp_size or
+    the partition). tests/solver/test_errors_and_remedies.py checks it against replan()."""
     try:
         launch = _resolve(req, layout)
         if launch.rejections:
-            return False
+            return None
         ranges = stage_ranges if stage_ranges is not None else stage_split(req, layout, launch.pp_size)
-        _pipeline(req, layout, launch, ranges, _state(layout, launch), req.accounting == "whole-model", _Partial(), [])
+        p = _Partial()
+        _pipeline(req, layout, launch, ranges, _state(layout, launch), req.accounting == "whole-model", p, [])
     except (PlanInputError, SGLangStartupError):
-        return False
-    return True
+        return None
+    return Sized(p.limit.max_running_requests, p.tokens, p.limit.binding_limit)
+
+
+def starts(req: PlanRequest, layout: ModelLayout, stage_ranges: Optional[tuple[stages.StageRange, ...]] = None) -> bool:
+    """Whether SGLang would start `req` (see `sized`)."""
+    return sized(req, layout, stage_ranges) is not None
 
 
 def _run(req: PlanRequest, layout: ModelLayout, launch: Launch) -> Plan:

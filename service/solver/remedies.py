@@ -157,8 +157,12 @@ def advice_for_target_concurrency(req: PlanRequest, layout: ModelLayout, launch:
     """--max-running-requests R was asked for but the mamba slots cap it: the
     --max-mamba-cache-size that reaches R (ratio x R per DP worker) and what it costs the KV
     pool, or, when that does not start, the largest size that does and what it reaches."""
+    from service.solver.plan import sized, stage_split
+
     def replan(size: int) -> Optional[Plan]:
         return _replan(_with(req, server_args={"max_mamba_cache_size": size}), layout)
+
+    split = stage_split(req, layout, launch.pp_size)  # the plan was sized: the split is valid
 
     wanted = max(1, launch.max_running_requests // launch.attn_dp_size)
     ratio = plan.mamba_ratio or _ratio_or_1(launch)
@@ -178,10 +182,12 @@ def advice_for_target_concurrency(req: PlanRequest, layout: ModelLayout, launch:
     floor = ratio * launch.attn_dp_size
 
     def useful(v: int) -> bool:
-        q = replan(v)
-        return bool(q and q.feasible and q.binding_limit == "mamba_slots" and q.max_total_num_tokens >= launch.context_len)
+        q = sized(_with(req, server_args={"max_mamba_cache_size": v}), layout, split)
+        return bool(q and q.binding_limit == "mamba_slots" and q.max_total_num_tokens >= launch.context_len)
 
-    best = _largest_int(floor, target, useful)
+    # No size above what the memory holds starts: the search ends there, not at the target
+    # (ratio x a requested max_running_requests of up to 2^40).
+    best = _largest_int(floor, max(floor, _slot_cap(launch, plan, target)), useful)
     if best is None or best <= (plan.max_mamba_cache_size or 0) * launch.attn_dp_size:
         return []
     p = replan(best)
