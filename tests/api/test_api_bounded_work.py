@@ -208,3 +208,20 @@ def test_each_launch_flag_at_its_extreme_is_answered_in_bounded_time_and_memory(
     body = {"model": {"preset": preset}, "budget": {"rest_gib": 40.0}, "sglang_args": argv}
     status = _bounded(warm_client, url, body, " ".join(argv))
     assert status in (200, 422)
+
+
+# The widest request the schema admits: the largest layout split over the most stages
+# (1,024 stages in every answer, twice in a compare), with each launch value at its
+# maximum on top. Its work is bounded by those schema limits, not by the values: about a
+# tenth of a second; the limit is ten times that.
+WIDE_TIME_LIMIT_S = 1.0
+WIDE_CASES = [(p[1], v) for p, leaf in LEAVES if p[:1] == ("server_args",) and p[1] != "pp_size" for v in extremes(leaf)[:1]]
+
+
+@pytest.mark.parametrize(("field", "value"), WIDE_CASES, ids=[f"{f}={v}" for f, v in WIDE_CASES])
+def test_the_widest_layout_at_the_most_stages_is_bounded_too(warm_client, field, value):
+    body = {"model": {"layout": copy.deepcopy(BIG_LAYOUT)}, "budget": {"rest_gib": 40.0}, "server_args": {"pp_size": 1024, field: value}}
+    runs = [_measure(warm_client, "/v1/plan/compare", body) for _ in range(2)]
+    assert runs[0][0] in (200, 422)
+    assert min(r[1] for r in runs) < WIDE_TIME_LIMIT_S, f"{field}={value} at pp_size 1024 took {min(r[1] for r in runs):.2f} s"
+    assert max(r[2] for r in runs) < RSS_LIMIT
