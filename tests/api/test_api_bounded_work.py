@@ -156,15 +156,22 @@ def warm_client():
             c.post(url, json=_base(("server_args", "tp_size")))
             c.post(url, json=_base(("model", "layout", "context_length")))
             c.post(url, json={**_base(("server_args", "tp_size")), "server_args": None, "sglang_args": ["--tp", "4"]})
-        yield c
+        # What the process holds now is not the requests' doing: frozen out of the collector,
+        # so the collections around each request (cycles a request left) take microseconds.
+        gc.collect()
+        gc.freeze()
+        try:
+            yield c
+        finally:
+            gc.unfreeze()
 
 
 def _bounded(client, url: str, body: dict, what: str) -> int:
-    # The best of two: a scheduler hiccup on a shared machine is not the request's work.
-    runs = [_measure(client, url, body) for _ in range(2)]
-    status = runs[0][0]
-    elapsed = min(r[1] for r in runs)
-    grown = max(r[2] for r in runs)
+    status, elapsed, grown = _measure(client, url, body)
+    if elapsed >= TIME_LIMIT_S:
+        # Once more before failing: a scheduler hiccup on a shared machine is not the
+        # request's work (work proportional to the value is slow every time).
+        elapsed = min(elapsed, _measure(client, url, body)[1])
     assert elapsed < TIME_LIMIT_S, f"{what} took {elapsed * 1000:.0f} ms on {url}"
     assert grown < RSS_LIMIT, f"{what} grew RSS by {grown / 2**20:.1f} MiB on {url}"
     return status
@@ -221,7 +228,9 @@ WIDE_CASES = [(p[1], v) for p, leaf in LEAVES if p[:1] == ("server_args",) and p
 @pytest.mark.parametrize(("field", "value"), WIDE_CASES, ids=[f"{f}={v}" for f, v in WIDE_CASES])
 def test_the_widest_layout_at_the_most_stages_is_bounded_too(warm_client, field, value):
     body = {"model": {"layout": copy.deepcopy(BIG_LAYOUT)}, "budget": {"rest_gib": 40.0}, "server_args": {"pp_size": 1024, field: value}}
-    runs = [_measure(warm_client, "/v1/plan/compare", body) for _ in range(2)]
-    assert runs[0][0] in (200, 422)
-    assert min(r[1] for r in runs) < WIDE_TIME_LIMIT_S, f"{field}={value} at pp_size 1024 took {min(r[1] for r in runs):.2f} s"
-    assert max(r[2] for r in runs) < RSS_LIMIT
+    status, elapsed, grown = _measure(warm_client, "/v1/plan/compare", body)
+    if elapsed >= WIDE_TIME_LIMIT_S:
+        elapsed = min(elapsed, _measure(warm_client, "/v1/plan/compare", body)[1])
+    assert status in (200, 422)
+    assert elapsed < WIDE_TIME_LIMIT_S, f"{field}={value} at pp_size 1024 took {elapsed:.2f} s"
+    assert grown < RSS_LIMIT, f"{field}={value} at pp_size 1024 grew RSS by {grown / 2**20:.1f} MiB"
