@@ -9,7 +9,7 @@ so a request can never make the solver loop or allocate without limit.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Optional, Union, get_args
 
 from pydantic import (
     BaseModel,
@@ -123,6 +123,7 @@ LayoutArchitecture = Literal[
     "Lfm2MoeForCausalLM", "Qwen3NextForCausalLM", "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM",
     "KimiLinearForCausalLM",
 ]
+assert set(get_args(LayoutArchitecture)) == set(LAYOUT_ARCHITECTURES)  # one list, two spellings
 
 
 class Layout(Strict):

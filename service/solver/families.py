@@ -584,8 +584,7 @@ def layout_from_explicit(lay: "Layout") -> ModelLayout:
     else:
         kvspec = KVSpec(kind="mha", total_kv_heads=lay.kv.num_kv_heads, head_dim=lay.kv.head_dim, v_head_dim=lay.kv.v_head_dim or lay.kv.head_dim)
     arch = lay.resolved_architecture
-    family = _ARCH_TO_MODEL_TYPE[arch]
-    family = _BY_MODEL_TYPE[family].name if family in _BY_MODEL_TYPE else family
+    family = _BY_MODEL_TYPE[_ARCH_TO_MODEL_TYPE[arch]].name
     return ModelLayout(
         # Resolved as a real architecture (its family's launch rules: PP support, chunk size,
         # LFM2's backend check), so the radix-cache strategy step runs as SGLang runs it.

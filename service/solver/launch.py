@@ -21,9 +21,9 @@ in the order SGLang's pipeline runs its hooks:
 
 Flags SGLang refuses become `rejections` (the plan is then not startable), in the order
 SGLang would raise them, with SGLang's exception class and wording. Three input errors stay
-PlanInputErrors: attn_dp_size not dividing tp_size, and pp_size > 1 for a model class that
-asserts pp_size == 1 (Qwen3-Next, Falcon-H1, LFM2; SGLang fails at model construction).
-A third comes after the flags are accepted: pp_size above the model's layer count (SGLang's
+PlanInputErrors: attn_dp_size not dividing tp_size; pp_size > 1 for a model class that
+asserts pp_size == 1 (Qwen3-Next, Falcon-H1, LFM2; SGLang fails at model construction);
+and, once the flags are accepted, pp_size above the model's layer count (SGLang's
 `make_layers` asserts num_hidden_layers >= pp_size when it builds the model).
 
 The machine is a CUDA Hopper GPU (SM90, CUDA >= 12.3, FlashInfer installed): the SM100
