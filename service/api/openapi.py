@@ -68,7 +68,7 @@ PLAN_EXAMPLES: dict[str, dict[str, Any]] = {
         },
     },
     "layout": {
-        "summary": "An explicit layout, for a model without a config.json yet",
+        "summary": "An explicit layout, for a model without a config.json yet, resolved as a real architecture",
         "value": {
             "model": {
                 "layout": {
@@ -79,6 +79,7 @@ PLAN_EXAMPLES: dict[str, dict[str, Any]] = {
                     "kv": {"type": "mha", "num_kv_heads": 8, "head_dim": 128},
                     "context_length": 32768,
                     "linear_kind": "mamba2",
+                    "architecture": "NemotronHForCausalLM",
                 }
             },
             "budget": {"rest_gib": 20.0},
