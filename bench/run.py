@@ -14,7 +14,8 @@ For the three requests in bench/requests/ it prints:
    functions driven by the conformance oracle (`tests/conformance/sglang_ref.py`,
    `reference_plan`), same process, same explicit request (the preset expanded to its
    `hf_config`, launch values resolved: page_size, strategy, overlap, mem_fraction_static),
-   and the ratio. Our plan with the `preset` form (what the service sees) is shown too.
+   and the ratio. Our plan with the `preset` form (what the service sees) is shown too,
+   and the same request planned from the GPU alone (`budget: {"gpu": "h200"}`) against it.
 2. HTTP: `POST /v1/plan` (the three bodies in rotation) against a trivial endpoint of the
    same app (same server process, same settings), requests/s and p50/p99 at concurrency
    1, 16 and 64, from `wrk` (Lua body) when it is installed, else an asyncio keep-alive
@@ -74,6 +75,9 @@ TARGETS = {
 
 
 # --------------------------------------------------------------------------- helpers
+
+
+GPU_ONLY = "h200"  # the GPU the GPU-only plans are timed on (the requests' measured budgets are H200 figures)
 
 
 def stat(values: list[float]) -> dict:
@@ -435,7 +439,12 @@ def bench_inprocess(
         row: dict = {}
         ours = plan(explicit)  # warm
         plan(req)
-        ours_r, preset_r, ref_r, bare_r, fn_ms, mc_ms, rs_ms = [], [], [], [], [], [], []
+        # The same request planned from the GPU alone (budget.gpu): weights per stage
+        # (cached per preset and parallel layout), estimated residents, the same pipeline and
+        # the 2% sensitivity re-run. Timed against the preset form with the measured budget.
+        gpu_req = {**req, "budget": {"gpu": GPU_ONLY}}
+        gpu_plan = plan(gpu_req)
+        ours_r, preset_r, gpu_r, ref_r, bare_r, fn_ms, mc_ms, rs_ms = [], [], [], [], [], [], [], []
         if reference_plan is not None:
             t0 = time.perf_counter()
             ref = reference_plan(explicit)  # warm: imports the wheel once, caches ModelConfig
@@ -452,6 +461,7 @@ def bench_inprocess(
         for _ in range(runs):  # interleaved, so drift hits every side alike
             ours_r.append(rate(plan, explicit, min_time_ours, 1))
             preset_r.append(rate(plan, req, min_time_ours, 1))
+            gpu_r.append(rate(plan, gpu_req, min_time_ours, 1))
             if reference_plan is not None:
                 ref_r.append(rate(reference_plan, explicit, min_time_ref, min_iters_ref))
                 with oracle_probe_off():
@@ -463,6 +473,11 @@ def bench_inprocess(
         row["ours_preset_form_plans_per_s"] = stat(preset_r)
         row["ours_us_per_plan"] = 1e6 / row["ours_plans_per_s"]["median"]
         row["stages"] = len(ours.stages)
+        row["gpu_only_plans_per_s"] = stat(gpu_r)
+        row["gpu_only_feasible"] = gpu_plan.feasible
+        row["gpu_only_error"] = gpu_plan.error.kind if gpu_plan.error else None
+        # Cost of a GPU-only plan over a measured-budget plan of the same request (target <= 2).
+        row["gpu_only_vs_measured"] = row["ours_preset_form_plans_per_s"]["median"] / row["gpu_only_plans_per_s"]["median"]
         if ref_r:
             row["sglang_oracle_plans_per_s"] = stat(ref_r)
             row["sglang_plans_per_s"] = stat(bare_r)
@@ -503,6 +518,20 @@ def bench_inprocess(
     return out
 
 
+def print_gpu_only(res: dict) -> None:
+    print(
+        f"\n   GPU-only plans (budget.gpu={GPU_ONLY!r}: weights exact, residents estimated) against the same request"
+        "\n   with its measured budget, both in the preset form; an infeasible GPU-only plan includes its remedy search."
+        f"\n   {'request':26} {'measured plans/s':>22} {'GPU-only plans/s':>22} {'cost':>6}  GPU-only answer"
+    )
+    for name, r in res["requests"].items():
+        verdict = "starts" if r["gpu_only_feasible"] else f"does not start ({r['gpu_only_error']})"
+        print(
+            f"   {name:26} {fmt_stat(r['ours_preset_form_plans_per_s']):>22} {fmt_stat(r['gpu_only_plans_per_s']):>22}"
+            f" {r['gpu_only_vs_measured']:>5.2f}x  {verdict}"
+        )
+
+
 def print_inprocess(res: dict) -> None:
     print(
         "\n== 1. In-process, median [min..max] of runs. Both sides get the same request: the preset expanded to its"
@@ -527,6 +556,7 @@ def print_inprocess(res: dict) -> None:
         )
         if r.get("outputs_differ"):
             print(f"   ! outputs differ from SGLang's: {r['outputs_differ']}")
+    print_gpu_only(res)
     if "plan_speedup_vs_sglang" not in res:
         return
     print(
@@ -966,6 +996,7 @@ def headline(out: dict) -> dict:
         head["rss_growth_pct"] = round(h["rss"]["growth_pct"], 2)
     if ip.get("requests"):
         head["ours_us_per_plan"] = {n: round(r["ours_us_per_plan"], 1) for n, r in ip["requests"].items()}
+        head["gpu_only_vs_measured"] = {n: round(r["gpu_only_vs_measured"], 2) for n, r in ip["requests"].items()}
         if "plan_speedup_total_time" in ip:
             head["plan_speedup_total_time"] = round(ip["plan_speedup_total_time"], 1)
             head["plan_speedup_config_parsed"] = round(ip["plan_speedup_config_parsed"], 1)

@@ -52,6 +52,7 @@ class PlanError(Out):
         "not_enough_memory",  # MemoryPoolConfig RuntimeError (T <= 0)
         "state_cache_serves_no_request",  # resolve_max_num_reqs RuntimeError
         "launch_rejected",  # an assertion SGLang raises while resolving or starting
+        "weights_do_not_fit",  # estimated budget: the weights alone exceed the GPU (CUDA OOM while loading)
     ]
     exception: str = Field(description="The Python exception SGLang raises.")
     message: str = Field(description="SGLang's own wording.")
@@ -108,6 +109,9 @@ class Stage(Out):
     kv_pool_bytes: int = Field(description="Bytes the target KV pool allocates: (max_total_num_tokens + page_size) x cell of the stage's own full-attention layers.")
     req_to_token_bytes: int = Field(description="The req-to-token table: (max_running_requests + 1) x (context_len + extra) int32; not budgeted by SGLang.")
     idle_bytes: int = Field(description="Budgeted but not allocated on this stage: KV capacity above the MIN, and the charge above this stage's own mamba layers.")
+    weights_bytes: Optional[int] = Field(None, description="Estimated budget only: parameter bytes SGLang 0.5.23 loads on this stage's largest TP rank (target, MTP and draft); null when measured.")
+    free_gib_before_load: Optional[float] = Field(None, description="Estimated budget only: free GiB on this stage's ranks before the weights load (GPU capacity minus CUDA/NCCL residents); null when measured.")
+    free_gib_after_load: Optional[float] = Field(None, description="Estimated budget only: free GiB this stage's largest rank would measure after its weights load, before SGLang's world MIN; null when measured.")
 
 
 class Plan(Out):
@@ -133,4 +137,12 @@ class Plan(Out):
     max_running_requests: Optional[int]
     pp_max_micro_batch_size: Optional[int]
     binding_limit: Optional[BindingLimit]
+    budget_source: Literal["measured", "estimated"] = Field(
+        "measured", description="measured: the budget came from figures SGLang printed (rest_gib or free GiB); "
+        "estimated: from the GPU alone (budget.gpu / gpu_memory_mib): weights exact, residents calibrated.",
+    )
+    gpu_memory_mib: Optional[int] = Field(None, description="The GPU capacity the plan used (nvidia-smi memory.total), when known.")
+    free_gib_before_load: Optional[float] = Field(None, description="F_pre the pipeline ran with (the world MIN SGLang's probe returns); null for rest_gib.")
+    free_gib_after_load: Optional[float] = Field(None, description="F_post the pipeline ran with (the world MIN after the weights load); null for rest_gib.")
+    min_free_stage: Optional[int] = Field(None, description="Estimated budget only: the PP stage whose largest rank set the world MIN of free memory after load.")
     stages: list[Stage]

@@ -167,6 +167,9 @@ class ServerArgs(Strict):
     attn_dp_size: Annotated[int, Field(ge=1, le=MAX_PARALLEL)] = Field(
         1, description="Attention data-parallel size (`--dp-size` with `--enable-dp-attention`)."
     )
+    ep_size: Annotated[int, Field(ge=1, le=MAX_PARALLEL)] = Field(
+        1, description="Expert-parallel size (`--ep-size`): how MoE experts shard; only the estimated budget's weights read it."
+    )
     page_size: Optional[Annotated[int, Field(ge=1, le=1 << 16)]] = None
     kv_cache_dtype: KVCacheDType = "auto"
     mamba_ssm_dtype: Optional[Literal["float32", "bfloat16", "float16"]] = None
@@ -231,8 +234,12 @@ Gib = Annotated[float, Field(ge=0, le=MAX_GIB, allow_inf_nan=False)]
 
 
 class Budget(Strict):
-    """Memory per GPU, in one of three forms:
+    """Memory per GPU, in one of these forms:
 
+    * `{"gpu": "h200"}` (a `GET /v1/gpus` name) or `{"gpu_memory_mib": N}` alone: nothing
+      measured; mambasizer estimates what SGLang's probes would return on that GPU (the
+      weights per stage exactly, the CUDA/NCCL residents from calibrated constants, or
+      `reserved_gib`) and runs the same pipeline on it (`budget_source: "estimated"`);
     * `{"rest_gib"}`: the GiB SGLang hands to `_handle_max_mamba_cache` (after slack);
     * `{"free_gib_before_load", "free_gib_after_load"}` with `server_args.mem_fraction_static`:
       SGLang's profiler path, figures as its probe returns them (GiB, min over ranks);
@@ -240,19 +247,44 @@ class Budget(Strict):
       automatic rule.
     """
 
+    gpu: Optional[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
+        None, description="A modelled GPU by name (`GET /v1/gpus`): its capacity and Hopper's resolution rules."
+    )
     rest_gib: Optional[Annotated[float, Field(ge=-MAX_GIB, le=MAX_GIB, allow_inf_nan=False)]] = None
     free_gib_before_load: Optional[Gib] = None
     free_gib_after_load: Optional[Gib] = None
     gpu_memory_mib: Optional[Annotated[int, Field(ge=1, le=1 << 30)]] = None
+    reserved_gib: Optional[Gib] = Field(
+        None, description="With `gpu` / `gpu_memory_mib` alone: GiB resident before the weights load "
+        "(CUDA context, cuBLAS, NCCL, custom all-reduce), replacing the calibrated estimate.",
+    )
+
+    @property
+    def estimated(self) -> bool:
+        """The GPU-only form: nothing measured, the budget is estimated."""
+        return self.rest_gib is None and self.free_gib_before_load is None and self.free_gib_after_load is None
 
     @model_validator(mode="after")
     def _one_form(self) -> "Budget":
         profiled = self.free_gib_before_load is not None or self.free_gib_after_load is not None
-        if self.rest_gib is not None and (profiled or self.gpu_memory_mib is not None):
+        if self.gpu is not None and self.gpu_memory_mib is not None:
+            raise ValueError("give gpu or gpu_memory_mib, not both (gpu implies its capacity)")
+        if self.rest_gib is not None and (profiled or self.gpu_memory_mib is not None or self.gpu is not None):
             raise ValueError(
                 "give either rest_gib, or free_gib_before_load + free_gib_after_load "
-                "(+ gpu_memory_mib), not both forms"
+                "(+ gpu_memory_mib), or gpu / gpu_memory_mib alone, not two forms"
             )
+        if self.estimated:
+            if self.gpu is None and self.gpu_memory_mib is None:
+                raise ValueError(
+                    'needs gpu (e.g. {"gpu": "h200"}), gpu_memory_mib alone, rest_gib, or both '
+                    "free_gib_before_load and free_gib_after_load"
+                )
+            return self
+        if self.gpu is not None:
+            raise ValueError("gpu is the estimated form: give it alone (with reserved_gib at most), not with measured figures")
+        if self.reserved_gib is not None:
+            raise ValueError("reserved_gib only applies to the estimated form (gpu or gpu_memory_mib alone)")
         if self.rest_gib is None:
             if self.free_gib_before_load is None or self.free_gib_after_load is None:
                 raise ValueError(

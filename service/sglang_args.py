@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any, Callable, Optional, Union
 
 from service.solver.errors import PlanInputError
 
@@ -125,6 +125,8 @@ MODELLED: dict[str, Optional[Callable[[str], Any]]] = {
     "tp_size": _int,
     "pp_size": _int,
     "attn_dp_size": _int,
+    # Experts shard over it: read only by the estimated budget's weights.
+    "ep_size": _int,
     "page_size": _int,
     "kv_cache_dtype": _choice("auto", "bfloat16", "bf16", "fp8_e4m3", "fp8_e5m2"),
     "mamba_ssm_dtype": _choice("float32", "bfloat16", "float16"),
@@ -211,7 +213,7 @@ IGNORED = frozenset("""
     enable_torch_compile_debug_mode torch_compile_max_bs speculative_draft_model_revision
     speculative_draft_load_format speculative_accept_threshold_single speculative_accept_threshold_acc
     speculative_draft_model_quantization spec_trace_dir moe_runner_backend
-    flashinfer_mxfp4_moe_precision ep_size ep_num_redundant_experts ep_dispatch_algorithm
+    flashinfer_mxfp4_moe_precision ep_num_redundant_experts ep_dispatch_algorithm
     init_expert_location enable_eplb eplb_algorithm eplb_rebalance_num_iterations
     eplb_rebalance_layers_per_chunk eplb_min_rebalancing_utilization_threshold
     expert_distribution_recorder_mode expert_distribution_recorder_buffer_size
@@ -495,12 +497,14 @@ def _resolve_dp(values: dict, out: ParsedArgs) -> None:
         out.warnings.append(f"--dp-size {dp}: {dp} independent replicas; each is sized like this one")
 
 
-def request_from_launch_args(preset: str, budget_gib: float, argv: list[str]) -> dict:
-    """A PlanRequest dict for a shipped preset, a rest budget (GiB) and an SGLang command line."""
+def request_from_launch_args(preset: str, budget_gib: Union[float, dict], argv: list[str]) -> dict:
+    """A PlanRequest dict for a shipped preset, a budget and an SGLang command line. The
+    budget is a rest budget in GiB, or a budget object (e.g. `{"gpu": "h200"}`)."""
     parsed = parse_sglang_args(argv)
+    budget = dict(budget_gib) if isinstance(budget_gib, dict) else {"rest_gib": budget_gib}
     return {
         "model": {"preset": preset},
         "server_args": parsed.server_args,
         "env": parsed.env,
-        "budget": {"rest_gib": budget_gib},
+        "budget": budget,
     }

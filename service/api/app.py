@@ -20,7 +20,7 @@ from typing import Any, Awaitable, Callable, Optional
 from fastapi import FastAPI
 
 from service import __version__
-from service.api import checklog, compare, health, metrics, openapi, plan, presets, problems
+from service.api import checklog, compare, gpus, health, metrics, openapi, plan, presets, problems
 from service.api.deployments import DeploymentsFileError, DeploymentStore
 from service.api.metrics import Metrics
 from service.api.middleware import ObservabilityMiddleware
@@ -115,7 +115,7 @@ def create_app(deployments_path: Optional[str] = None, worker: Any = None) -> Fa
         redoc_url=None,
         openapi_tags=[
             {"name": "plan", "description": "Sizing questions."},
-            {"name": "presets", "description": "The shipped model layouts."},
+            {"name": "presets", "description": "The shipped model layouts and the modelled GPUs."},
             {"name": "operations", "description": "Probes and metrics."},
         ],
     )
@@ -126,7 +126,7 @@ def create_app(deployments_path: Optional[str] = None, worker: Any = None) -> Fa
     app.state.trial_hook = _trial_hook(worker)
 
     problems.install(app)
-    for module in (plan, compare, checklog, presets, health, metrics):
+    for module in (plan, compare, checklog, presets, gpus, health, metrics):
         app.include_router(module.router)
     openapi.install(app)
     app.add_middleware(ObservabilityMiddleware, metrics=app_metrics, max_body_bytes=MAX_BODY_BYTES)

@@ -22,6 +22,17 @@ H200_MIB = 143771  # what torch reports as an H200's total memory
 _NEMOTRON_H_8B = dict(PRESETS["nemotron-h-8b-base-8k"].hf_config)
 
 PLAN_EXAMPLES: dict[str, dict[str, Any]] = {
+    "gpu": {
+        "summary": "From the GPU alone: nothing measured, no boot needed",
+        "description": "Qwen3-Next-80B-A3B on H200s at TP 4. mambasizer computes each stage's weights as SGLang "
+        "0.5.23 loads them and estimates the CUDA/NCCL residents, then runs the same pipeline "
+        "(`budget_source: \"estimated\"`). `GET /v1/gpus` lists the names.",
+        "value": {
+            "model": {"preset": "qwen3-next-80b-a3b-instruct"},
+            "server_args": {"tp_size": 4},
+            "budget": {"gpu": "h200"},
+        },
+    },
     "preset": {
         "summary": "A shipped preset; budget as SGLang's profiler measures it, automatic mem_fraction_static",
         "description": "Qwen3-Next-80B-A3B on H200s at TP 4 (SIZING_SPEC E1): free GiB before and after the "

@@ -8,6 +8,7 @@ container's termination log (`/dev/termination-log`, or `$MAMBASIZER_TERMINATION
 that `kubectl describe pod` and `helm install` show it.
 
     mambasizer check REQUEST.json            # a PlanRequest; `-` reads it from stdin
+    mambasizer check --preset NAME --gpu h200 -- <sglang launch args...>
     mambasizer check --preset NAME --budget-gib X -- <sglang launch args...>
 """
 
@@ -78,7 +79,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             "forms:\n"
             "  mambasizer check REQUEST.json\n"
             "  mambasizer check - < REQUEST.json\n"
+            "  mambasizer check --preset NAME --gpu h200 -- --tp-size 8 --max-running-requests 64 ...\n"
             "  mambasizer check --preset NAME --budget-gib X -- --tp-size 8 --max-running-requests 64 ...\n"
+            "  mambasizer check REQUEST.json --gpu h100     (replaces the file's budget)\n"
             "exit codes: 0 pass, 1 would not start or a requirement is missed, 2 invalid input"
         ),
     )
@@ -96,6 +99,24 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="X",
         help="GiB per GPU that SGLang hands to the mamba/KV split after weights and "
         "activations (the request's budget.rest_gib; needed with --preset)",
+    )
+    p.add_argument(
+        "--gpu",
+        metavar="NAME",
+        help="plan from the GPU alone (budget.gpu; `mambasizer gpus` / GET /v1/gpus list the names): "
+        "weights per stage exact, CUDA/NCCL residents estimated; no measured figures needed",
+    )
+    p.add_argument(
+        "--gpu-memory-mib",
+        type=_positive_int,
+        metavar="N",
+        help="plan from a GPU capacity alone (nvidia-smi memory.total; Hopper's rules apply, with a warning off the catalog)",
+    )
+    p.add_argument(
+        "--reserved-gib",
+        type=_budget,
+        metavar="X",
+        help="with --gpu / --gpu-memory-mib: GiB resident before the weights load, replacing the calibrated estimate",
     )
     p.add_argument("--require-max-running-requests", type=_positive_int, metavar="N")
     p.add_argument("--require-max-total-tokens", type=_positive_int, metavar="N")
@@ -248,17 +269,35 @@ def _read_request(source: str) -> dict:
     return data
 
 
+def _gpu_budget(args: argparse.Namespace) -> Optional[dict]:
+    """The estimated-budget object the GPU flags ask for, or None."""
+    gpu, mib, reserved = getattr(args, "gpu", None), getattr(args, "gpu_memory_mib", None), getattr(args, "reserved_gib", None)
+    if gpu is not None and mib is not None:
+        raise _invalid("give --gpu or --gpu-memory-mib, not both")
+    if gpu is None and mib is None:
+        if reserved is not None:
+            raise _invalid("--reserved-gib needs --gpu or --gpu-memory-mib")
+        return None
+    if args.budget_gib is not None:
+        raise _invalid("give --budget-gib or --gpu / --gpu-memory-mib, not both")
+    budget: dict = {"gpu": gpu} if gpu is not None else {"gpu_memory_mib": mib}
+    if reserved is not None:
+        budget["reserved_gib"] = reserved
+    return budget
+
+
 def _request_from_args(args: argparse.Namespace) -> dict:
+    gpu_budget = _gpu_budget(args)
     if args.preset is not None:
-        if args.budget_gib is None:
-            raise _invalid("--preset needs --budget-gib")
+        if args.budget_gib is None and gpu_budget is None:
+            raise _invalid("--preset needs --budget-gib X, or --gpu NAME (or --gpu-memory-mib N) to plan from the GPU alone")
         try:
             from service.sglang_args import request_from_launch_args
         except ImportError as exc:
             raise _invalid(f"the --preset form needs service.sglang_args, which this install lacks ({exc})") from None
         PlanInputError = _plan_input_error()
         try:
-            request = request_from_launch_args(args.preset, args.budget_gib, list(args.inputs))
+            request = request_from_launch_args(args.preset, gpu_budget if gpu_budget is not None else args.budget_gib, list(args.inputs))
         except PlanInputError as exc:
             raise _invalid(_input_error_line(exc)) from None
         except ValueError as exc:  # pydantic's ValidationError is a ValueError
@@ -272,12 +311,15 @@ def _request_from_args(args: argparse.Namespace) -> dict:
         raise _invalid("--budget-gib is only used with --preset")
     if len(args.inputs) != 1:
         if not args.inputs:
-            raise _invalid("give a PlanRequest file (or `-` for stdin), or --preset NAME --budget-gib X -- <sglang args>")
+            raise _invalid("give a PlanRequest file (or `-` for stdin), or --preset NAME --gpu NAME (or --budget-gib X) -- <sglang args>")
         raise _invalid(
             f"expected one PlanRequest file, got {len(args.inputs)} arguments "
-            "(SGLang launch arguments need --preset and --budget-gib)"
+            "(SGLang launch arguments need --preset and --gpu or --budget-gib)"
         )
-    return _read_request(args.inputs[0])
+    request = _read_request(args.inputs[0])
+    if gpu_budget is not None:
+        request["budget"] = gpu_budget  # the file's model and arguments, planned from the GPU alone
+    return request
 
 
 # --------------------------------------------------------------------------- plan
@@ -361,6 +403,8 @@ def _summary(plan: dict) -> str:
     ]
     if plan.get("binding_limit"):
         parts.append(f"binding_limit={plan['binding_limit']}")
+    if plan.get("budget_source") == "estimated":
+        parts.append(f"budget=estimated (free_gib_after_load={plan.get('free_gib_after_load'):.2f}, set by pp stage {plan.get('min_free_stage')})")
     return ", ".join(parts)
 
 
@@ -406,6 +450,9 @@ def verdict(plan: dict, args: argparse.Namespace) -> str:
     line = f"{PROG}: OK: {model} starts under SGLang 0.5.23 with {_summary(plan)}"
     if met:
         line += "; requirements met: " + ", ".join(met)
+    close = [w for w in plan.get("warnings") or [] if "the estimate decides feasibility" in w]
+    if close:
+        line += "; WARNING: " + close[0].removeprefix("mambasizer: ")
     return _one_line(line)
 
 

@@ -69,6 +69,12 @@ def render(plan: Any, ignored: Optional[list[str]] = None, arg_warnings: Sequenc
         f"conv/ssm {r.conv_dtype}/{r.ssm_dtype}"
         + (f", spec {r.speculative_algorithm}" if r.speculative_algorithm else "")
     )
+    if plan.budget_source == "estimated":
+        low = plan.free_gib_after_load
+        out.append(
+            f"  budget ESTIMATED from a {plan.gpu_memory_mib:,} MiB GPU: free before load {plan.free_gib_before_load:.2f} GiB, "
+            f"after load {low:.2f} GiB (world MIN, set by pp stage {plan.min_free_stage})"
+        )
     rest = "-" if plan.rest_gib is None else f"{plan.rest_gib:.4f} GiB"
     out.append(f"  rest for the mamba split {rest}, {plan.mamba_ratio} mamba slots per request, "
                f"{_num(plan.mamba_cache_per_req_bytes)} state bytes per request")
@@ -84,12 +90,13 @@ def render(plan: Any, ignored: Optional[list[str]] = None, arg_warnings: Sequenc
     width = max(len(k) for k, _ in rows)
     out += [f"  {k:<{width}}  {v}" for k, v in rows]
     out.append("")
-    header = ("pp_rank", "layers", "mamba", "attn", "mamba pool", "KV pool", "KV tokens", "req_to_token", "idle")
+    header = ("pp_rank", "layers", "mamba", "attn", "weights", "mamba pool", "KV pool", "KV tokens", "req_to_token", "idle")
     table = [header]
     for s in plan.stages:
         mamba = s.conv_state_bytes + s.ssm_state_bytes + s.intermediate_state_bytes + s.replayssm_ring_bytes
         table.append((
             str(s.pp_rank), f"{s.start_layer}-{s.end_layer - 1}", str(s.mamba_layers), str(s.full_attention_layers),
+            _gib(s.weights_bytes),
             _gib(mamba) if plan.feasible else "-", _gib(s.kv_pool_bytes) if plan.feasible else "-",
             _num(s.kv_tokens), _gib(s.req_to_token_bytes) if plan.feasible else "-",
             _gib(s.idle_bytes) if plan.feasible else "-",

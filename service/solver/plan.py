@@ -14,19 +14,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Optional, Union
+from typing import Any, Optional, Sequence, Union
 
 from pydantic import ValidationError
 
 from schemas.plan import REFERENCE, Plan, PlanError, ResolvedArgs, Stage
 from schemas.request import HFConfigModel, LayoutModel, PlanRequest, PresetModel
 from service.presets import get_preset
-from service.solver import allocation, budget, kv, mamba, requests, stages
+from service.solver import allocation, budget, gpu_budget, gpus, kv, mamba, requests, stages
 from service.solver.errors import PlanInputError, SGLangStartupError
 from service.solver.families import layout_from_explicit, layout_from_hf_config
 from service.solver.launch import Launch, resolve
 from service.solver.layout import ModelLayout
 from service.solver.specs import StateSpec
+from service.solver.weights import stage_weight_bytes
 
 GIB = 1 << 30
 
@@ -46,6 +47,7 @@ class _Partial:
     tokens: Optional[int] = None
     limit: Optional[requests.RequestLimit] = None
     micro: Optional[int] = None
+    estimate: Optional[gpu_budget.EstimatedBudget] = None
 
 
 # Preset layouts are built once: the request path re-validates nothing it has seen.
@@ -128,13 +130,19 @@ def plan(request: Union[PlanRequest, dict, Any]) -> Plan:
     return result
 
 
+def capacity_mib(req: PlanRequest) -> Optional[int]:
+    """The GPU capacity (MiB) the request gives: `gpu_memory_mib`, or its catalog GPU's."""
+    b = req.budget
+    return gpus.lookup(b.gpu).memory_mib if b.gpu is not None else b.gpu_memory_mib
+
+
 def _resolve(req: PlanRequest, layout: ModelLayout) -> Launch:
     b = req.budget
     return resolve(
         layout,
         req.server_args,
         req.env,
-        gpu_memory_mib=b.gpu_memory_mib,
+        gpu_memory_mib=capacity_mib(req),
         draft_layers=req.draft_model.num_layers if req.draft_model else None,
         needs_mfs=b.rest_gib is None,
     )
@@ -143,10 +151,13 @@ def _resolve(req: PlanRequest, layout: ModelLayout) -> Launch:
 def replan(req: PlanRequest, layout: ModelLayout) -> Plan:
     """Resolve and run the pipeline alone (no remedies): what the remedy search repeats.
     Raises PlanInputError like plan()."""
-    return _run(req, layout, _resolve(req, layout))
+    return _run(req, layout, _resolve(req, layout), sensitivity=False)
 
 
-def _run(req: PlanRequest, layout: ModelLayout, launch: Launch) -> Plan:
+def _run(req: PlanRequest, layout: ModelLayout, launch: Launch, sensitivity: bool = True) -> Plan:
+    """The pipeline and the Plan. `sensitivity`: also re-plan the estimated budget with 2%
+    more (or fewer) weights to warn when the estimate decides feasibility (off for the
+    remedy search's re-plans, whose answers only say whether a change starts)."""
     whole_model = req.accounting == "whole-model"
     partition = stages.parse_partition(req.env.SGLANG_PP_LAYER_PARTITION, launch.pp_size, layout.num_hidden_layers)
     stage_ranges = stages.pp_stages(layout.num_hidden_layers, launch.pp_size, partition, layout.mamba_layer_ids, layout.full_attention_layer_ids)
@@ -158,20 +169,132 @@ def _run(req: PlanRequest, layout: ModelLayout, launch: Launch) -> Plan:
     if launch.rejections:
         first = launch.rejections[0]
         error = SGLangStartupError("launch_rejected", first.exception, first.message)
+    weights: Optional[tuple[int, ...]] = None
+    if req.budget.estimated:
+        weights = estimated_weights(req, layout, launch, stage_ranges)
+        p.estimate = _estimate(req, launch, weights)
+        warnings.extend(_estimate_warnings(req))
     try:
         _pipeline(req, layout, launch, stage_ranges, state, whole_model, p, warnings)
     except SGLangStartupError as exc:
         error = error or exc
+    if sensitivity and weights is not None and not launch.rejections:
+        note = _sensitivity(req, layout, launch, stage_ranges, state, whole_model, weights, started=error is None)
+        if note:
+            warnings.append(note)
     return _assemble(req, layout, launch, stage_ranges, state, p, warnings, error)
+
+
+# ------------------------------------------------------------------ the estimated budget
+
+
+def estimated_weights(req: PlanRequest, layout: ModelLayout, launch: Launch, stage_ranges) -> tuple[int, ...]:
+    """Per stage, the parameter bytes on its largest TP rank (weights.py), with the MTP
+    layers when speculative decoding loads them from the target checkpoint and the draft
+    model when one is given."""
+    ep = req.server_args.ep_size
+    if launch.tp_size % ep != 0:
+        raise PlanInputError("server_args.ep_size", f"must divide tp_size={launch.tp_size} (experts shard over ep_size, the rest over tp_size // ep_size)")
+    spec = launch.speculative_algorithm
+    draft = req.draft_model.num_layers if req.draft_model is not None else None
+    load_nextn = spec in ("EAGLE", "NEXTN") and draft is None and layout.num_nextn_predict_layers > 0
+    key = (launch.tp_size, launch.pp_size, ep, tuple((s.start, s.end) for s in stage_ranges), load_nextn, draft)
+    cached = _WEIGHTS_CACHE.get(id(layout))
+    if cached is not None and cached[0] is layout and key in cached[1]:
+        return cached[1][key]
+    try:
+        weights = tuple(stage_weight_bytes(
+            layout, tp_size=launch.tp_size, pp_size=launch.pp_size, ep_size=ep, stages=stage_ranges,
+            load_nextn=load_nextn, draft_num_layers=draft,
+        ))
+    except PlanInputError as exc:
+        if isinstance(req.model, PresetModel) and exc.field.startswith("model.hf_config"):
+            # The user sent a preset name, not a config: say which preset lacks what.
+            key = exc.field[len("model.hf_config"):].lstrip(".") or "config"
+            raise PlanInputError(
+                "model.preset",
+                f"preset {req.model.preset!r} cannot be planned from the GPU alone: its {key}: {exc.message}. "
+                "Give a measured budget (free_gib_before_load / free_gib_after_load or rest_gib), or the full config.json as model.hf_config.",
+            ) from None
+        raise
+    if cached is None or cached[0] is not layout:
+        if len(_WEIGHTS_CACHE) >= 64:
+            _WEIGHTS_CACHE.pop(next(iter(_WEIGHTS_CACHE)))
+        cached = _WEIGHTS_CACHE[id(layout)] = (layout, {})
+    if len(cached[1]) < 256:
+        cached[1][key] = weights
+    return weights
+
+
+# Weights per layout object and parallel layout: a preset's layout lives for the process, so
+# its weights are computed once per (tp, pp, ep, stages, MTP, draft); a pasted config's layout
+# is new per request and is cached only for the remedy re-plans of that request. The layout
+# is kept beside its id so a recycled id never matches.
+_WEIGHTS_CACHE: dict[int, tuple[ModelLayout, dict]] = {}
+
+
+def _estimate(req: PlanRequest, launch: Launch, weights: Sequence[int], scale: float = 1.0) -> gpu_budget.EstimatedBudget:
+    return gpu_budget.estimate(
+        capacity_mib(req), weights, tp_size=launch.tp_size, pp_size=launch.pp_size,
+        reserved_gib=req.budget.reserved_gib, weights_scale=scale,
+    )
+
+
+def _estimate_warnings(req: PlanRequest) -> list[str]:
+    b = req.budget
+    if b.gpu is None and gpus.by_capacity(b.gpu_memory_mib) is None:
+        return [
+            f"mambasizer: budget.gpu_memory_mib={b.gpu_memory_mib} is not a catalog GPU: the plan applies "
+            "Hopper's resolution (page size, attention backend, automatic mem_fraction_static) and Hopper-calibrated "
+            "CUDA/NCCL residents to it; SGLang on another architecture may decide differently."
+        ]
+    return []
+
+
+def _sensitivity(req, layout, launch, stage_ranges, state, whole_model, weights, started: bool) -> Optional[str]:
+    """Does the estimate decide feasibility? Re-run the pipeline with 2% more weights (when
+    the plan starts) or 2% fewer (when it does not)."""
+    scale = 1 + gpu_budget.WEIGHTS_SENSITIVITY if started else 1 - gpu_budget.WEIGHTS_SENSITIVITY
+    q = _Partial(estimate=_estimate(req, launch, weights, scale))
+    try:
+        _pipeline(req, layout, launch, stage_ranges, state, whole_model, q, [])
+        other = True
+    except SGLangStartupError:
+        other = False
+    if other == started:
+        return None
+    pct = round(gpu_budget.WEIGHTS_SENSITIVITY * 100)
+    if started:
+        return (
+            f"mambasizer: the estimate decides feasibility: this plan starts with the estimated weights and "
+            f"residents but would not with {pct}% more weights. Measure free_gib_before_load / free_gib_after_load "
+            "on one boot (or set budget.reserved_gib) and re-plan before relying on it."
+        )
+    return (
+        f"mambasizer: the estimate decides feasibility: this plan does not start with the estimated weights but "
+        f"would with {pct}% fewer. Measure free_gib_before_load / free_gib_after_load on one boot and re-plan."
+    )
 
 
 def _pipeline(req, layout, launch: Launch, stage_ranges, state: StateSpec, whole_model: bool, p: _Partial, warnings: list[str]) -> None:
     b = req.budget
+    free_before, free_after = b.free_gib_before_load, b.free_gib_after_load
+    if p.estimate is not None:
+        est = p.estimate
+        if min(est.stage_free_after_bytes) < 0:
+            s = est.min_stage
+            raise SGLangStartupError(
+                "weights_do_not_fit", "torch.OutOfMemoryError",
+                f"CUDA out of memory while loading the weights: PP stage {s}'s largest rank needs "
+                f"{est.stage_weights_bytes[s] / GIB:.2f} GiB of parameters but has {est.free_before_bytes / GIB:.2f} GiB free "
+                f"before the load (estimated on a {est.capacity_mib} MiB GPU). Use more GPUs (tp_size / pp_size) or a larger GPU.",
+            )
+        free_before, free_after = est.free_before_gib, est.free_after_gib
     # A: the rest handed to the mamba split.
     if b.rest_gib is not None:
         p.rest_gib = b.rest_gib
     else:
-        p.rest_gib = budget.rest_gib(b.free_gib_before_load, b.free_gib_after_load, launch.mem_fraction_static, layout.is_multimodal)
+        p.rest_gib = budget.rest_gib(free_before, free_after, launch.mem_fraction_static, layout.is_multimodal)
 
     # B: the mamba split, charged at the largest stage's share.
     def ratio() -> int:
@@ -209,7 +332,7 @@ def _pipeline(req, layout, launch: Launch, stage_ranges, state: StateSpec, whole
     # C: the non-positive rest check, then the single float -> bytes conversion.
     rest = p.split.rest_after_gib
     if rest <= 0:
-        raise budget.no_memory_for_kv(b.free_gib_before_load, b.free_gib_after_load, launch.mem_fraction_static, rest)
+        raise budget.no_memory_for_kv(free_before, free_after, launch.mem_fraction_static, rest)
     p.budget_bytes = int(rest * GIB)
 
     # D: tokens per stage.
@@ -342,12 +465,17 @@ def _assemble(req, layout: ModelLayout, launch: Launch, stage_ranges, state: Sta
                 "req_to_token_bytes": pools.get("req_to_token", 0),
                 "idle_bytes": idle,
             }
+        est = p.estimate
         out_stages.append(Stage.trusted({
             "pp_rank": s.pp_rank, "start_layer": s.start, "end_layer": s.end,
             "mamba_layers": counts[0], "full_attention_layers": counts[1],
             "mamba_layer_ids": list(s.mamba_layer_ids), "full_attention_layer_ids": list(s.full_attention_layer_ids),
             **figures,
+            "weights_bytes": None if est is None else est.stage_weights_bytes[i],
+            "free_gib_before_load": None if est is None else est.free_before_bytes / GIB,
+            "free_gib_after_load": None if est is None else est.stage_free_after_bytes[i] / GIB,
         }))
+    est = p.estimate
     mfs = launch.mem_fraction_static
     resolved = ResolvedArgs.trusted({
         "tp_size": launch.tp_size, "pp_size": launch.pp_size, "attn_dp_size": launch.attn_dp_size,
@@ -383,5 +511,10 @@ def _assemble(req, layout: ModelLayout, launch: Launch, stage_ranges, state: Sta
         "max_running_requests": N,
         "pp_max_micro_batch_size": p.micro,
         "binding_limit": p.limit.binding_limit if p.limit else None,
+        "budget_source": "measured" if est is None else "estimated",
+        "gpu_memory_mib": capacity_mib(req),
+        "free_gib_before_load": est.free_before_gib if est is not None else req.budget.free_gib_before_load,
+        "free_gib_after_load": est.free_after_gib if est is not None else req.budget.free_gib_after_load,
+        "min_free_stage": None if est is None else est.min_stage,
         "stages": out_stages,
     })

@@ -95,6 +95,8 @@ def remedies_for(req: PlanRequest, layout: ModelLayout, launch: Launch, plan: Pl
         return out
 
     b = req.budget
+    if err.kind == "weights_do_not_fit":
+        return _parallel_that_fits(req, layout)
     if b.rest_gib is not None:
         # Smallest rest (1/100 GiB steps) that starts.
         best = _smallest_int(max(int(b.rest_gib * 100), 0), 1 << 27, lambda v: _starts(_with(req, budget={"rest_gib": v / 100}), layout))
@@ -127,6 +129,21 @@ def remedies_for(req: PlanRequest, layout: ModelLayout, launch: Launch, plan: Pl
         if _starts(_with(req, server_args={"mamba_ssm_dtype": "bfloat16"}), layout):
             out.append("--mamba-ssm-dtype bfloat16 halves the SSM state and starts")
     return out
+
+
+def _parallel_that_fits(req: PlanRequest, layout: ModelLayout) -> list[str]:
+    """Estimated budget whose weights exceed the GPU: the smallest TP (then PP) multiple of
+    today's that starts, each verified by a re-plan (at most 8 of them)."""
+    args = req.server_args
+    out: list[str] = []
+    for name, flag in (("tp_size", "--tp-size"), ("pp_size", "--pp-size")):
+        size = getattr(args, name)
+        for _ in range(4):
+            size *= 2
+            if _starts(_with(req, server_args={name: size}), layout):
+                out.append(f"{flag} {size} starts (the weights then fit; the smallest doubling that does)")
+                break
+    return out or ["the weights do not fit at 16x today's TP or PP on this GPU: use a larger GPU or a quantized checkpoint"]
 
 
 def advice_for_target_concurrency(req: PlanRequest, layout: ModelLayout, launch: Launch, plan: Plan) -> list[str]:

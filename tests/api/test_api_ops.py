@@ -279,7 +279,7 @@ def test_committed_openapi_matches_the_app():
 
 def test_openapi_documents_every_route_and_request_form(client):
     doc = client.get("/openapi.json").json()
-    assert set(doc["paths"]) == {"/v1/plan", "/plan", "/v1/plan/compare", "/v1/check-log", "/v1/presets", "/v1/presets/{name}", "/livez", "/readyz", "/metrics"}
+    assert set(doc["paths"]) == {"/v1/plan", "/plan", "/v1/plan/compare", "/v1/check-log", "/v1/presets", "/v1/presets/{name}", "/v1/gpus", "/livez", "/readyz", "/metrics"}
     examples = doc["paths"]["/v1/plan"]["post"]["requestBody"]["content"]["application/json"]["examples"]
     forms = {json.dumps(e["value"]) for e in examples.values()}
     assert any('"hf_config"' in f for f in forms)
@@ -288,6 +288,7 @@ def test_openapi_documents_every_route_and_request_form(client):
     assert any('"sglang_args"' in f for f in forms)
     assert any('"rest_gib"' in f for f in forms)
     assert any('"gpu_memory_mib"' in f for f in forms)
+    assert any('"budget": {"gpu": "h200"}' in f for f in forms)
     assert any('"mem_fraction_static"' in f and '"free_gib_after_load"' in f for f in forms)
     assert doc["paths"]["/v1/plan"]["post"]["responses"]["422"]["content"]["application/problem+json"]["schema"] == {"$ref": "#/components/schemas/Problem"}
     schema = doc["components"]["schemas"]["ApiPlanRequest"]

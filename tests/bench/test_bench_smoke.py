@@ -45,6 +45,7 @@ def test_inprocess_headline_line(bench, capsys):
     last = capsys.readouterr().out.strip().splitlines()[-1]
     head = json.loads(last)
     assert head["ours_us_per_plan"]["qwen3-next tp4 eagle"] > 0
+    assert head["gpu_only_vs_measured"]["qwen3-next tp4 eagle"] > 0  # the GPU-only plan timed beside it
     if _has_sglang():
         assert head["plan_speedup_vs_sglang"] > 0
         assert head["plan_speedup_total_time"] > 0

@@ -438,7 +438,7 @@ def test_copy_paste_template_in_an_sglang_chart(tmp_path):
     job = one(documents(render(chart, name="qwen-prod", namespace="llm")), "Job")
     c = _assert_hook_job(job)
     assert c["image"] == "mambasizer/api:0.1.0"
-    assert c["args"][:5] == ["check", "--preset", "qwen3-next-80b-a3b-instruct", "--budget-gib", "40"]
+    assert c["args"][:5] == ["check", "--preset", "qwen3-next-80b-a3b-instruct", "--gpu", "h200"]
     # disabled: renders nothing
     assert documents(render(chart, {"mambasizerPreflight": {"enabled": False}})) == []
 

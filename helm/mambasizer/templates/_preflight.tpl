@@ -18,7 +18,9 @@ Call it from any chart:
   hookWeight              int     helm.sh/hook-weight (default -5)
   activeDeadlineSeconds   int     Job deadline (default 300)
   request                 object  a PlanRequest (form 1)
-  preset, budgetGiB, sglangArgs   form 2: `check --preset P --budget-gib X -- ARGS`
+  preset, gpu, sglangArgs         form 2: `check --preset P --gpu G -- ARGS` (planned from the
+                                  GPU alone: `mambasizer check --help`, GET /v1/gpus)
+  preset, budgetGiB, sglangArgs   form 2b: `check --preset P --budget-gib X -- ARGS`
   require.maxRunningRequests / maxTotalTokens / contextLength   int, 0 = none
   url                     string  ask a running mambasizer service instead
   resources, nodeSelector, tolerations, podAnnotations, serviceAccountName
@@ -60,10 +62,10 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace 
 {{- $hasRequest := not (empty $v.request) -}}
 {{- $hasPreset := not (empty $v.preset) -}}
 {{- if eq $hasRequest $hasPreset }}
-{{- fail "mambasizer preflight: set exactly one of request (a PlanRequest) or preset (with budgetGiB and sglangArgs)" }}
+{{- fail "mambasizer preflight: set exactly one of request (a PlanRequest) or preset (with gpu or budgetGiB, and sglangArgs)" }}
 {{- end }}
-{{- if and $hasPreset (not $v.budgetGiB) }}
-{{- fail "mambasizer preflight: preset needs budgetGiB (budget.rest_gib: GiB per GPU left for the mamba/KV split)" }}
+{{- if and $hasPreset (eq (empty $v.gpu) (not $v.budgetGiB)) }}
+{{- fail "mambasizer preflight: preset needs exactly one of gpu (e.g. h200: planned from the GPU alone) or budgetGiB (budget.rest_gib: GiB per GPU left for the mamba/KV split)" }}
 {{- end }}
 {{- $extra := include "mambasizer-preflight.args" . | fromJsonArray -}}
 {{- $ctx := . }}
@@ -134,8 +136,13 @@ spec:
             - check
             - --preset
             - {{ $v.preset | quote }}
+            {{- if $v.gpu }}
+            - --gpu
+            - {{ $v.gpu | toString | quote }}
+            {{- else }}
             - --budget-gib
             - {{ $v.budgetGiB | toString | quote }}
+            {{- end }}
             {{- range $extra }}
             - {{ . | quote }}
             {{- end }}

@@ -1,0 +1,806 @@
+"""Weight bytes per pipeline stage, on the stage's largest TP rank, as SGLang 0.5.23 allocates
+them when it loads a hybrid model (`weight mem usage` in its start-up log).
+
+Pure: stdlib and our own modules only. The caller gets bytes; the numbers come from walking
+the model the way SGLang's model class builds it (`sglang/srt/models/<family>.py`):
+
+* which parameters each PP stage holds (`make_pp_layers` / `PPMissingLayer`): embeddings on
+  the first stage, final norm and lm_head on the last; tied embeddings share one tensor when
+  pp_size == 1 and become a separate lm_head on the last stage when pp_size > 1;
+* TP sharding of each linear (column / row / merged / QKV with KV heads replicated when fewer
+  than TP / replicated), vocabulary padding (`pad_vocab_size`: to 64, or 64*tp when the
+  64-padded size does not split over TP), Mamba2 group replication (`extra_groups_for_head_shards`);
+* MoE experts over `ep_size` (moe_tp = tp / ep shards each expert), SGLang's CUDA shared-expert
+  fusion for Qwen MoE (the shared expert becomes one more local expert slot);
+* dtypes: parameters in the model dtype unless SGLang creates them otherwise (A / A_log /
+  dt_bias / e_score_correction_bias in float32 where the model class says so, KDA conv in float32);
+* quantization from `quantization_config` (see `_quant_scheme`): each quant method's
+  `create_weights` shapes and dtypes, with ignored / excluded modules left in the model dtype.
+
+What is exact and what is estimated:
+* Exact (byte for byte against SGLang's own model classes built on the `meta` device, see
+  tests/conformance/test_weights_conformance.py, which lists the families and formats it
+  checks): the parameters and buffers the model class allocates at construction.
+* Estimated: anything a load step allocates after construction (a kernel backend's repacking,
+  e.g. FlashInfer/Marlin shuffles, DeepGEMM scale re-layouts), multimodal towers (counted from
+  `vision_config`), and MTP / draft layers (counted as one more decoder layer of the draft's
+  kind per nextn layer plus its fusion projection and norms). The boot-log test
+  (tests/conformance/test_weights_bootlogs.py) holds these to 3% of real `weight mem usage`.
+
+A quantization method this module does not model raises PlanInputError naming
+`...quantization_config.quant_method`: never a silent bf16 guess.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any, Iterable, Mapping, NamedTuple, Optional, Sequence
+
+from service.solver.errors import PlanInputError
+from service.solver.layout import ModelLayout
+from service.solver.stages import StageRange
+
+# The config classes' vocab_size defaults (configs/<family>.py, transformers for Granite / LFM2).
+_VOCAB_DEFAULT = {"qwen3_next": 151936, "nemotron_h": 131072, "falcon_h1": 128000, "kimi_linear": 163840,
+                  "granitemoehybrid": 32000, "lfm2": 65536}
+DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
+VOCAB_PADDING = 64  # vocab_parallel_embedding.DEFAULT_VOCAB_PADDING_SIZE
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def pad_vocab(vocab: int, tp: int) -> int:
+    """`VocabParallelEmbedding`'s padded vocabulary (all ranks together)."""
+    pad = VOCAB_PADDING
+    if _cdiv(vocab, pad) * pad % tp != 0:
+        pad *= tp
+    return _cdiv(vocab, pad) * pad
+
+
+class StageWeights(NamedTuple):
+    """One PP stage's weights on its largest TP rank, by parameter group."""
+
+    pp_rank: int
+    total_bytes: int
+    groups: tuple[tuple[str, int], ...]  # (group, bytes), e.g. ("embed", ...), ("experts", ...)
+
+
+# --------------------------------------------------------------------------- quantization
+
+
+class _Quant:
+    """How linear / MoE / embedding parameters are stored. Subclasses model one quant method."""
+
+    name = "none"
+
+    def __init__(self, act_bytes: int, skip: Sequence[str] = ()):
+        self.act = act_bytes  # the model dtype's bytes (unquantized parameters)
+        self.skip = tuple(skip)
+
+    # `prefix` names the module as the checkpoint does (model.layers.3.mlp.down_proj);
+    # fused modules pass their checkpoint parts so an ignore list matches like SGLang's
+    # is_layer_skipped (all parts must agree).
+    def skipped(self, parts: Sequence[str]) -> bool:
+        return any(_matches(p, self.skip) for p in parts)
+
+    def linear(self, in_pr: int, outs_pr: Sequence[int], parts: Sequence[str]) -> int:
+        return in_pr * sum(outs_pr) * self.act
+
+    def experts(self, n_local: int, w13_pr: int, hidden: int, inter_pr: int, parts: Sequence[str]) -> int:
+        return n_local * (w13_pr * hidden + hidden * inter_pr) * self.act
+
+
+def _matches(name: str, patterns: Sequence[str]) -> bool:
+    for pat in patterns:
+        if pat.startswith("re:"):
+            if re.match(pat[3:], name):
+                return True
+        elif name == pat or name.endswith("." + pat) or pat in name.split(".") or name.startswith(pat + "."):
+            return True
+        elif "*" in pat and re.fullmatch(pat.replace(".", r"\.").replace("*", ".*"), name):
+            return True
+    return False
+
+
+class _Fp8(_Quant):
+    """`Fp8LinearMethod` / `Fp8MoEMethod` for a serialized fp8 checkpoint: fp8 weights,
+    block-wise `weight_scale_inv` (float32, one per block) or per-tensor `weight_scale`
+    (float32, one per logical shard) plus `input_scale` when activations are static."""
+
+    name = "fp8"
+
+    def __init__(self, act_bytes, skip, block: Optional[Sequence[int]], static: bool):
+        super().__init__(act_bytes, skip)
+        self.block = tuple(block) if block else None
+        self.static = static
+
+    def linear(self, in_pr, outs_pr, parts):
+        if self.skipped(parts):
+            return super().linear(in_pr, outs_pr, parts)
+        out = sum(outs_pr)
+        if self.block:
+            bn, bk = self.block
+            return in_pr * out + 4 * _cdiv(out, bn) * _cdiv(in_pr, bk)
+        return in_pr * out + 4 * len(outs_pr) + (4 * len(outs_pr) if self.static else 0)
+
+    def experts(self, n_local, w13_pr, hidden, inter_pr, parts):
+        if self.skipped(parts):
+            return super().experts(n_local, w13_pr, hidden, inter_pr, parts)
+        w = n_local * (w13_pr * hidden + hidden * inter_pr)
+        if self.block:
+            bn, bk = self.block
+            s = n_local * (_cdiv(w13_pr, bn) * _cdiv(hidden, bk) + _cdiv(hidden, bn) * _cdiv(inter_pr, bk))
+            return w + 4 * s
+        shards = 2 if w13_pr == 2 * inter_pr else 1
+        scales = n_local * (shards + 1)
+        return w + 4 * scales + (4 * 2 * n_local if self.static else 0)
+
+
+class _ModelOptFp8(_Quant):
+    """ModelOpt FP8 (per-tensor): fp8 weight, float32 weight_scale and input_scale per shard."""
+
+    name = "modelopt_fp8"
+
+    def linear(self, in_pr, outs_pr, parts):
+        if self.skipped(parts):
+            return super().linear(in_pr, outs_pr, parts)
+        return in_pr * sum(outs_pr) + 8 * len(outs_pr)
+
+    def experts(self, n_local, w13_pr, hidden, inter_pr, parts):
+        if self.skipped(parts):
+            return super().experts(n_local, w13_pr, hidden, inter_pr, parts)
+        shards = 2 if w13_pr == 2 * inter_pr else 1
+        return n_local * (w13_pr * hidden + hidden * inter_pr) + 4 * n_local * (shards + 1) * 2
+
+
+class _Nvfp4(_Quant):
+    """ModelOpt NVFP4 (group 16): packed uint8 weight (2 values a byte), fp8 block scales
+    (one per 16 inputs), float32 weight_scale_2 and input_scale per shard."""
+
+    name = "modelopt_fp4"
+
+    def __init__(self, act_bytes, skip, group: int = 16):
+        super().__init__(act_bytes, skip)
+        self.group = group
+
+    def linear(self, in_pr, outs_pr, parts):
+        if self.skipped(parts):
+            return super().linear(in_pr, outs_pr, parts)
+        out = sum(outs_pr)
+        return out * in_pr // 2 + out * _cdiv(in_pr, self.group) + 8 * len(outs_pr)
+
+    def experts(self, n_local, w13_pr, hidden, inter_pr, parts):
+        if self.skipped(parts):
+            return super().experts(n_local, w13_pr, hidden, inter_pr, parts)
+        g = self.group
+        shards = 2 if w13_pr == 2 * inter_pr else 1
+        w = n_local * (w13_pr * hidden // 2 + hidden * inter_pr // 2)
+        s = n_local * (w13_pr * _cdiv(hidden, g) + hidden * _cdiv(inter_pr, g))
+        return w + s + 4 * n_local * (shards + 1) * 2
+
+
+class _WNA16(_Quant):
+    """Int4 weight-only with group scales: compressed-tensors pack-quantized
+    (`weight_packed` int32, `weight_scale` in the model dtype, `weight_shape` int64[2]) and
+    AWQ / GPTQ (`qweight` int32, fp16 `scales`, int32 `qzeros`, GPTQ's int32 `g_idx`)."""
+
+    def __init__(self, act_bytes, skip, bits: int, group: int, flavour: str, zero_point: bool):
+        super().__init__(act_bytes, skip)
+        self.bits, self.group, self.flavour, self.zp = bits, group, flavour, zero_point
+        self.name = flavour
+
+    def _one(self, in_pr: int, out: int) -> int:
+        pack = 32 // self.bits
+        groups = _cdiv(in_pr, self.group) if self.group > 0 else 1
+        w = in_pr * out // pack * 4
+        if self.flavour == "compressed-tensors":
+            return w + groups * out * self.act + 16 + (groups * out // pack * 4 if self.zp else 0)
+        total = w + groups * out * 2 + groups * out // pack * 4
+        return total + (in_pr * 4 if self.flavour == "gptq" else 0)
+
+    def linear(self, in_pr, outs_pr, parts):
+        if self.skipped(parts):
+            return super().linear(in_pr, outs_pr, parts)
+        return self._one(in_pr, sum(outs_pr))
+
+    def experts(self, n_local, w13_pr, hidden, inter_pr, parts):
+        if self.skipped(parts):
+            return super().experts(n_local, w13_pr, hidden, inter_pr, parts)
+        return n_local * (self._one(hidden, w13_pr) + self._one(inter_pr, hidden))
+
+
+class _Mxfp4(_Quant):
+    """MXFP4 (group 32): packed uint8 weight, uint8 (E8M0) scale per 32 inputs."""
+
+    name = "mxfp4"
+
+    def linear(self, in_pr, outs_pr, parts):
+        if self.skipped(parts):
+            return super().linear(in_pr, outs_pr, parts)
+        out = sum(outs_pr)
+        return out * in_pr // 2 + out * _cdiv(in_pr, 32)
+
+    def experts(self, n_local, w13_pr, hidden, inter_pr, parts):
+        if self.skipped(parts):
+            return super().experts(n_local, w13_pr, hidden, inter_pr, parts)
+        return n_local * (w13_pr * hidden // 2 + w13_pr * _cdiv(hidden, 32) + hidden * inter_pr // 2 + hidden * _cdiv(inter_pr, 32))
+
+
+def _quant_scheme(hf: Mapping[str, Any], text: Mapping[str, Any], act_bytes: int, path: str) -> _Quant:
+    qc = hf.get("quantization_config") or text.get("quantization_config")
+    qpath = f"{path}.quantization_config" if hf.get("quantization_config") else f"{path}.text_config.quantization_config"
+    if not qc:
+        return _Quant(act_bytes)
+    if not isinstance(qc, dict):
+        raise PlanInputError(qpath, "must be an object (the checkpoint's quantization_config)")
+    method = str(qc.get("quant_method", "")).lower()
+    field = f"{qpath}.quant_method"
+    skip = list(qc.get("ignored_layers") or []) + list(qc.get("modules_to_not_convert") or []) + list(qc.get("ignore") or [])
+    if method == "fp8":
+        block = qc.get("weight_block_size")
+        if block is not None and (not isinstance(block, list) or len(block) != 2 or not all(isinstance(b, int) and b > 0 for b in block)):
+            raise PlanInputError(f"{qpath}.weight_block_size", "must be two positive integers [block_n, block_k]")
+        return _Fp8(act_bytes, skip, block, qc.get("activation_scheme", "dynamic") == "static")
+    if method in ("modelopt", "modelopt_fp8", "modelopt_fp4"):
+        algo = str(qc.get("quant_algo") or (qc.get("quantization") or {}).get("quant_algo") or "").upper()
+        skip += list(qc.get("exclude_modules") or (qc.get("quantization") or {}).get("exclude_modules") or [])
+        if algo == "FP8":
+            return _ModelOptFp8(act_bytes, skip)
+        if algo == "NVFP4":
+            return _Nvfp4(act_bytes, skip, int(qc.get("group_size") or 16))
+        raise PlanInputError(f"{qpath}.quant_algo", f"ModelOpt quant_algo {algo or None!r} is not modelled (FP8 and NVFP4 are); give a budget with measured memory instead")
+    if method in ("awq", "gptq", "auto-round"):
+        bits = qc.get("bits", qc.get("w_bit", 4))
+        group = qc.get("group_size", qc.get("q_group_size", 128))
+        if bits != 4 or not isinstance(group, int):
+            raise PlanInputError(f"{qpath}.bits", f"only 4-bit {method} is modelled, got bits={bits!r}")
+        flavour = "awq" if method == "awq" or str(qc.get("packing_format", "")).endswith("awq") else "gptq"
+        return _WNA16(act_bytes, skip, 4, group, flavour, True)
+    if method == "compressed-tensors":
+        groups = qc.get("config_groups") or {}
+        if not isinstance(groups, dict) or len(groups) != 1:
+            raise PlanInputError(f"{qpath}.config_groups", "exactly one config group is modelled")
+        g = next(iter(groups.values()))
+        w = (g or {}).get("weights") or {}
+        fmt = str(g.get("format") or qc.get("format") or "")
+        if w.get("num_bits") == 4 and w.get("type") == "float" and "mxfp4" in fmt:
+            return _Mxfp4(act_bytes, skip)
+        if w.get("num_bits") == 4 and w.get("type", "int") == "int":
+            return _WNA16(act_bytes, skip, 4, int(w.get("group_size") or -1), "compressed-tensors", not w.get("symmetric", True))
+        if w.get("num_bits") == 8 and w.get("type") == "float":
+            block = w.get("block_structure")
+            return _Fp8(act_bytes, skip, block if w.get("strategy") == "block" else None, not (g.get("input_activations") or {}).get("dynamic", True))
+        raise PlanInputError(field, f"compressed-tensors format {fmt or w!r} is not modelled (int4 pack-quantized, fp8 and mxfp4 are)"[:300])
+    raise PlanInputError(field, f"quant_method {method!r} is not modelled (fp8, modelopt FP8/NVFP4, awq, gptq, compressed-tensors are); give a budget with measured memory instead")
+
+
+# --------------------------------------------------------------------------- the walk
+
+
+class _Rank:
+    """Accumulates one rank's bytes by group while the family walker describes the model."""
+
+    def __init__(self, tp: int, ep: int, act_bytes: int, quant: _Quant):
+        self.tp, self.ep, self.act, self.q = tp, ep, act_bytes, quant
+        self.moe_tp = tp // ep
+        self.groups: dict[str, int] = {}
+
+    def add(self, group: str, nbytes: int) -> None:
+        self.groups[group] = self.groups.get(group, 0) + nbytes
+
+    def _shard(self, n: int, what: str) -> int:
+        if n % self.tp:
+            raise PlanInputError("server_args.tp_size", f"{what}={n} is not divisible by the TP size {self.tp} (SGLang asserts this when it builds the model); pick a TP size that divides it")
+        return n // self.tp
+
+    # Linear layers: sizes are whole-model; parts are checkpoint names for ignore lists.
+    def column(self, group, in_f, outs, name, parts=None, bias=False, quant=True):
+        outs_pr = [self._shard(o, name) for o in outs]
+        self._linear(group, in_f, outs_pr, name, parts, bias, quant)
+
+    def row(self, group, in_f, out_f, name, bias=False, quant=True):
+        self._linear(group, self._shard(in_f, name), [out_f], name, None, bias, quant)
+
+    def replicated(self, group, in_f, out_f, name, bias=False, quant=True):
+        self._linear(group, in_f, [out_f], name, None, bias, quant)
+
+    def qkv(self, group, hidden, head_dim, heads, kv_heads, name, parts, bias=False, quant=True, v_head_dim=None):
+        q = self._shard(heads, f"{name} num_heads") * head_dim
+        if kv_heads >= self.tp:
+            kv = self._shard(kv_heads, f"{name} num_kv_heads")
+        else:
+            if self.tp % kv_heads:
+                raise PlanInputError("server_args.tp_size", f"the TP size {self.tp} is not a multiple of num_key_value_heads={kv_heads} (SGLang asserts this)")
+            kv = 1  # fewer KV heads than TP ranks: each rank holds one, replicated
+        self._linear(group, hidden, [q, kv * head_dim, kv * (v_head_dim or head_dim)], name, parts, bias, quant)
+
+    def _linear(self, group, in_pr, outs_pr, name, parts, bias, quant):
+        q = self.q if quant else _Quant(self.act)
+        self.add(group, q.linear(in_pr, outs_pr, parts or [name]) + (sum(outs_pr) * self.act if bias else 0))
+
+    def params(self, group, n, dtype_bytes=None):
+        self.add(group, n * (self.act if dtype_bytes is None else dtype_bytes))
+
+    def experts(self, group, n_experts, hidden, inter, name, gated=True, n_fused_shared=0):
+        if n_experts % self.ep:
+            raise PlanInputError("server_args.ep_size", f"{name}: {n_experts} experts do not split over ep_size={self.ep}")
+        if inter % self.moe_tp:
+            raise PlanInputError("server_args.tp_size", f"{name}: moe_intermediate_size={inter} is not divisible by tp/ep={self.moe_tp}")
+        local = n_experts // self.ep + n_fused_shared
+        i_pr = inter // self.moe_tp
+        self.add(group, self.q.experts(local, (2 if gated else 1) * i_pr, hidden, i_pr, [name]))
+
+    def vocab(self, group, vocab, hidden, name, quant=False):
+        per_rank = pad_vocab(vocab, self.tp) // self.tp
+        q = self.q if quant else _Quant(self.act)
+        self.add(group, q.linear(hidden, [per_rank], [name]))
+
+
+def _stage_layers(stage: StageRange) -> range:
+    return range(stage.start, stage.end)
+
+
+# --------------------------------------------------------------------------- families
+
+
+def _get(cfg: Mapping[str, Any], key: str, default: Any = None) -> Any:
+    v = cfg.get(key)
+    return default if v is None else v
+
+
+def _vocab(lay: ModelLayout) -> int:
+    v = lay.hf_text_config.get("vocab_size")
+    if v is None:
+        v = _VOCAB_DEFAULT.get(lay.family)
+    if v is None:
+        raise KeyError("vocab_size")
+    return int(v)
+
+
+def _gated_mlp(r: _Rank, h: int, inter: int, prefix: str, group: str = "mlp", bias=False):
+    r.column(group, h, [inter, inter], f"{prefix}.gate_up_proj", [f"{prefix}.gate_proj", f"{prefix}.up_proj"], bias)
+    r.row(group, inter, h, f"{prefix}.down_proj", bias)
+
+
+def _qwen_moe(r: _Rank, c: Mapping[str, Any], h: int, prefix: str):
+    n_exp = int(c["num_experts"])
+    shared = int(_get(c, "shared_expert_intermediate_size", 0))
+    moe_i = int(c["moe_intermediate_size"])
+    # CUDA fuses the shared expert into the MoE as one more expert slot on every EP rank
+    # when its width equals the routed experts' (qwen2_moe.can_fuse_shared_expert).
+    fuse = shared > 0 and shared == moe_i and not (isinstance(r.q, _Nvfp4) and any("shared_expert" in s and "shared_expert_gate" not in s for s in r.q.skip))
+    r.replicated("moe_gate", h, n_exp, f"{prefix}.gate", quant=False)
+    r.experts("experts", n_exp, h, moe_i, f"{prefix}.experts", n_fused_shared=1 if fuse else 0)
+    if shared > 0 and not fuse:
+        _gated_mlp(r, h, shared, f"{prefix}.shared_expert", "shared_expert")
+    if shared > 0 or True:
+        r.params("moe_gate", h)  # shared_expert_gate: torch.nn.Linear(hidden, 1)
+
+
+def _qwen_gdn_layer(r: _Rank, c: Mapping[str, Any], h: int, prefix: str, norm_dtype_bytes: int):
+    kh, vh = int(c["linear_num_key_heads"]), int(c["linear_num_value_heads"])
+    kd, vd, ck = int(c["linear_key_head_dim"]), int(c["linear_value_head_dim"]), int(c["linear_conv_kernel_dim"])
+    key, value = kh * kd, vh * vd
+    r.column("linear_attn", ck, [2 * key + value], f"{prefix}.conv1d", quant=False)
+    r.column("linear_attn", h, [key, key, value, value], f"{prefix}.in_proj_qkvz", [f"{prefix}.in_proj_qkv", f"{prefix}.in_proj_z"])
+    r.column("linear_attn", h, [vh, vh], f"{prefix}.in_proj_ba", [f"{prefix}.in_proj_b", f"{prefix}.in_proj_a"])
+    r.params("linear_attn", r._shard(vh, "linear_num_value_heads"))  # dt_bias
+    r.params("linear_attn", vh // r.tp, 4)  # A_log float32
+    r.params("linear_attn", vd, norm_dtype_bytes)  # gated RMSNorm over head_v_dim
+    r.row("linear_attn", value, h, f"{prefix}.out_proj")
+
+
+def _qwen_attn_layer(r: _Rank, c: Mapping[str, Any], h: int, prefix: str, quant_qkv: bool):
+    hd = int(_get(c, "head_dim", h // int(c["num_attention_heads"])))
+    heads, kv = int(c["num_attention_heads"]), int(c["num_key_value_heads"])
+    gate = 2 if _get(c, "attn_output_gate", True) else 1
+    r.qkv("attention", h, hd, heads * gate, kv, f"{prefix}.qkv_proj",
+          [f"{prefix}.q_proj", f"{prefix}.k_proj", f"{prefix}.v_proj"], quant=quant_qkv)
+    # qkv heads: q carries the output gate (heads * 2) sharded like the heads themselves.
+    r.row("attention", heads * hd, h, f"{prefix}.o_proj")
+    r.params("attention", 2 * hd)  # q_norm, k_norm
+
+
+def _walk_qwen(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, last: bool, pp: int, nextn: int):
+    c = lay.hf_text_config
+    h = int(c["hidden_size"])
+    vocab = _vocab(lay)
+    is_moe = "num_experts" in c and int(_get(c, "num_experts", 0)) > 0
+    modelopt_fp4 = isinstance(r.q, _Nvfp4)
+    lm = "model.language_model" if lay.hf_config is not lay.hf_text_config else "model"
+    tied = bool(_get(lay.hf_config, "tie_word_embeddings", _get(c, "tie_word_embeddings", False)))
+    # Qwen3-Next's RMSNormGated uses config.torch_dtype, Qwen3.5's the default dtype: both the model dtype.
+    if first:
+        r.vocab("embed", vocab, h, "model.embed_tokens")
+    full = set(lay.full_attention_layer_ids)
+
+    def layer(i: int, prefix: str):
+        if i in full:
+            _qwen_attn_layer(r, c, h, f"{prefix}.self_attn", quant_qkv=not (modelopt_fp4 and lay.family == "qwen3_next"))
+        else:
+            _qwen_gdn_layer(r, c, h, f"{prefix}.linear_attn", r.act)
+        if is_moe:
+            _qwen_moe(r, c, h, f"{prefix}.mlp")
+        else:
+            _gated_mlp(r, h, int(c["intermediate_size"]), f"{prefix}.mlp")
+        r.params("norms", 2 * h)
+
+    for i in _stage_layers(stage):
+        layer(i, f"{lm}.layers.{i}")
+    if last:
+        r.params("norms", h)
+        if not (tied and pp == 1):
+            r.vocab("lm_head", vocab, h, "lm_head", quant=True)
+        for k in range(nextn):  # MTP: one full-attention decoder layer + fc + norms (estimated)
+            r.column("mtp", 2 * h, [h], f"mtp.fc", quant=False)
+            r.params("mtp", 3 * h)
+            _qwen_attn_layer(r, c, h, f"mtp.layers.{k}.self_attn", True)
+            if is_moe:
+                _qwen_moe(r, c, h, f"mtp.layers.{k}.mlp")
+            else:
+                _gated_mlp(r, h, int(c["intermediate_size"]), f"mtp.layers.{k}.mlp")
+            r.params("mtp", 3 * h)
+    vc = lay.hf_config.get("vision_config") if lay.hf_config is not lay.hf_text_config else None
+    if isinstance(vc, dict) and first:
+        _qwen_vision(r, vc)
+
+
+def _qwen_vision(r: _Rank, vc: Mapping[str, Any]):
+    """Qwen3-VL vision tower (estimated): blocks with TP-sharded attention and MLP."""
+    d = int(_get(vc, "hidden_size", 1152))
+    depth = int(_get(vc, "depth", 27))
+    inter = int(_get(vc, "intermediate_size", 4304))
+    out = int(_get(vc, "out_hidden_size", 3584))
+    patch, tps, ch = int(_get(vc, "patch_size", 16)), int(_get(vc, "temporal_patch_size", 2)), int(_get(vc, "in_channels", 3))
+    merge = int(_get(vc, "spatial_merge_size", 2))
+    npos = int(_get(vc, "num_position_embeddings", 2304))
+    deep = len(_get(vc, "deepstack_visual_indexes", []) or [])
+    q = _Quant(r.act)
+    save, r.q = r.q, q
+    try:
+        r.params("vision", ch * tps * patch * patch * d + d)
+        r.vocab("vision", npos, d, "visual.pos_embed")
+        for _ in range(depth):
+            r.column("vision", d, [d, d, d], "visual.qkv", bias=True)
+            r.row("vision", d, d, "visual.proj", bias=False)
+            r.params("vision", d)
+            r.column("vision", d, [inter], "visual.fc1", bias=True)
+            r.row("vision", inter, d, "visual.fc2", bias=False)
+            r.params("vision", d)
+            r.params("vision", 4 * d)  # two LayerNorms (weight, bias)
+        m = d * merge * merge
+        for _ in range(1 + deep):
+            r.params("vision", 2 * m)
+            r.column("vision", m, [m], "visual.merger.fc1", bias=True)
+            r.row("vision", m, out, "visual.merger.fc2", bias=False)
+            r.params("vision", out)
+    finally:
+        r.q = save
+
+
+def _mamba2_mixer(r: _Rank, *, h: int, heads: int, head_dim: int, groups: int, state: int, conv_k: int,
+                  conv_bias: bool, proj_bias: bool, prefix: str, use_norm: bool = True, quant: bool = True):
+    inter = heads * head_dim
+    if groups % r.tp == 0:
+        gss = groups * state
+        r.column("mamba", conv_k, [inter, gss, gss], f"{prefix}.conv1d", bias=conv_bias, quant=False)
+        r.column("mamba", h, [inter, inter, gss, gss, heads], f"{prefix}.in_proj", bias=proj_bias, quant=quant)
+    else:
+        if groups != 1:
+            raise PlanInputError("server_args.tp_size", f"mamba n_groups={groups} does not split over the TP size {r.tp} and is not 1 (SGLang asserts this)")
+        conv_dim = inter + 2 * r.tp * state  # the one group is replicated to every rank
+        r.column("mamba", conv_k, [conv_dim], f"{prefix}.conv1d", bias=conv_bias, quant=False)
+        r.column("mamba", h, [inter + conv_dim + heads], f"{prefix}.in_proj", bias=proj_bias, quant=quant)
+    hp = r._shard(heads, "mamba num_heads")
+    r.params("mamba", hp, 4)  # A float32
+    r.params("mamba", 2 * hp)  # D, dt_bias
+    r.row("mamba", inter, h, f"{prefix}.out_proj", bias=proj_bias, quant=quant)
+    if use_norm:
+        r.params("mamba", inter // r.tp)
+
+
+_NEMOTRON_CHARS = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
+
+
+def _nemotron_blocks(c: Mapping[str, Any]) -> str:
+    """The block letters, from layers_block_type (newer configs) or hybrid_override_pattern."""
+    types = c.get("layers_block_type")
+    if isinstance(types, list):
+        return "".join(_NEMOTRON_CHARS.get(t, "?") for t in types)
+    pattern = c.get("hybrid_override_pattern")
+    if not isinstance(pattern, str):
+        raise KeyError("hybrid_override_pattern")
+    return pattern
+
+
+def _walk_nemotron(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, last: bool, pp: int, nextn: int):
+    c = lay.hf_text_config
+    h = int(c.get("hidden_size", 4096))
+    vocab = _vocab(lay)
+    blocks = _nemotron_blocks(c)
+    tied = bool(_get(c, "tie_word_embeddings", False))
+    if first:
+        r.vocab("embed", vocab, h, "backbone.embeddings")
+    for i in _stage_layers(stage):
+        _nemotron_block(r, c, h, blocks[i], f"backbone.layers.{i}.mixer")
+        r.params("norms", h)
+    if last:
+        r.params("norms", h)
+        if not (tied and pp == 1):
+            r.vocab("lm_head", vocab, h, "lm_head", quant=True)
+        pattern = str(_get(c, "mtp_hybrid_override_pattern", "*E"))
+        for k in range(nextn):  # MTP block (estimated): eh_proj + norms + the pattern's layers
+            r.replicated("mtp", 2 * h, h, f"mtp.layers.{k}.eh_proj", quant=False)
+            r.params("mtp", 4 * h)
+            for j, b in enumerate(pattern):
+                _nemotron_block(r, c, h, b, f"mtp.layers.{k}.{j}.mixer")
+                r.params("mtp", h)
+
+
+def _nemotron_block(r: _Rank, c: Mapping[str, Any], h: int, kind: str, prefix: str):
+    if kind == "M":
+        _mamba2_mixer(
+            r, h=h, heads=int(_get(c, "mamba_num_heads", 128)), head_dim=int(_get(c, "mamba_head_dim", 64)),
+            groups=int(c["n_groups"]), state=int(_get(c, "ssm_state_size", 128)),
+            conv_k=int(_get(c, "conv_kernel", 4)), conv_bias=bool(_get(c, "use_conv_bias", True)),
+            proj_bias=bool(_get(c, "use_bias", False)), prefix=prefix,
+        )
+    elif kind == "*":
+        hd = int(_get(c, "head_dim", h // int(c["num_attention_heads"])))
+        heads, kv = int(c["num_attention_heads"]), int(_get(c, "num_key_value_heads", 8))
+        r.qkv("attention", h, hd, heads, kv, f"{prefix}.qkv_proj", [f"{prefix}.q_proj", f"{prefix}.k_proj", f"{prefix}.v_proj"])
+        r.row("attention", heads * hd, h, f"{prefix}.o_proj")
+    elif kind == "-":
+        inter = c["intermediate_size"]
+        inter = int(inter[0] if isinstance(inter, list) else inter)
+        bias = bool(_get(c, "mlp_bias", False))
+        r.column("mlp", h, [inter], f"{prefix}.up_proj", bias=bias)
+        r.row("mlp", inter, h, f"{prefix}.down_proj", bias=bias)
+    elif kind == "E":
+        n = int(c["n_routed_experts"])
+        latent = c.get("moe_latent_size")
+        moe_h = int(latent) if latent else h
+        r.replicated("moe_gate", h, n, f"{prefix}.gate", quant=False)
+        r.params("moe_gate", n, 4)  # e_score_correction_bias float32
+        r.experts("experts", n, moe_h, int(c["moe_intermediate_size"]), f"{prefix}.experts", gated=False)
+        shared = int(_get(c, "n_shared_experts", 0) or 0)
+        if shared:
+            si = int(c["moe_shared_expert_intermediate_size"]) * shared
+            r.column("shared_expert", h, [si], f"{prefix}.shared_experts.up_proj")
+            r.row("shared_expert", si, h, f"{prefix}.shared_experts.down_proj")
+        if latent:
+            bias = bool(_get(c, "mlp_bias", False))
+            r.replicated("experts", h, moe_h, f"{prefix}.fc1_latent_proj", bias=bias)
+            r.replicated("experts", moe_h, h, f"{prefix}.fc2_latent_proj", bias=bias)
+    else:
+        raise PlanInputError("model.hf_config.hybrid_override_pattern", f"block {kind!r} has no weights model")
+
+
+def _walk_falcon(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, last: bool, pp: int, nextn: int):
+    c = lay.hf_text_config
+    h = int(_get(c, "hidden_size", 4096))
+    vocab = _vocab(lay)
+    heads = int(_get(c, "num_attention_heads", 32))
+    kv = int(_get(c, "num_key_value_heads", heads))
+    hd = int(_get(c, "head_dim", h // heads))
+    st = lay.state_at(1, "float32", "float32")
+    m_heads = int(_get(c, "mamba_n_heads", 128))
+    m_inter = st.temporal[0] * st.temporal[1]
+    m_hd = m_inter // m_heads
+    groups = int(_get(c, "mamba_n_groups", 1))
+    state = int(_get(c, "mamba_d_state", 256))
+    inter = int(c["intermediate_size"])
+    r.vocab("embed", vocab, h, "model.embed_tokens")
+    for i in _stage_layers(stage):
+        p = f"model.layers.{i}"
+        r.qkv("attention", h, hd, heads, kv, f"{p}.self_attn.qkv_proj", [f"{p}.self_attn.q_proj", f"{p}.self_attn.k_proj", f"{p}.self_attn.v_proj"])
+        r.row("attention", heads * hd, h, f"{p}.self_attn.o_proj")
+        _mamba2_mixer(r, h=h, heads=m_heads, head_dim=m_hd, groups=groups, state=state, conv_k=int(_get(c, "mamba_d_conv", 4)),
+                      conv_bias=bool(_get(c, "mamba_conv_bias", True)), proj_bias=bool(_get(c, "mamba_proj_bias", False)),
+                      prefix=f"{p}.mamba", use_norm=True, quant=False)
+        _gated_mlp(r, h, inter, f"{p}.feed_forward")
+        r.params("norms", 2 * h + 2 * hd)  # input / pre_ff layernorms, q_norm, k_norm
+        g_eff = groups if groups % r.tp == 0 else r.tp
+        r.params("mamba", (2 * m_inter + 2 * g_eff * state + m_heads) // r.tp)  # mup_vector buffer
+    r.params("norms", h)
+    if not _get(c, "tie_word_embeddings", False):
+        r.vocab("lm_head", vocab, h, "lm_head", quant=True)
+
+
+def _walk_granite(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, last: bool, pp: int, nextn: int):
+    c = lay.hf_text_config
+    h = int(_get(c, "hidden_size", 2048))
+    vocab = _vocab(lay)
+    heads = int(_get(c, "num_attention_heads", 32))
+    kv = int(_get(c, "num_key_value_heads", 8))
+    hd = h // heads
+    full = set(lay.full_attention_layer_ids)
+    n_exp = int(_get(c, "num_local_experts", 0))
+    shared = int(_get(c, "shared_intermediate_size", 0))
+    if first:
+        r.vocab("embed", vocab, h, "model.embed_tokens")
+    for i in _stage_layers(stage):
+        p = f"model.layers.{i}"
+        if i in full:
+            r.qkv("attention", h, hd, heads, kv, f"{p}.self_attn.qkv_proj", [f"{p}.self_attn.q_proj", f"{p}.self_attn.k_proj", f"{p}.self_attn.v_proj"], bias=bool(_get(c, "attention_bias", False)))
+            r.row("attention", heads * hd, h, f"{p}.self_attn.o_proj", bias=bool(_get(c, "attention_bias", False)))
+        else:
+            _mamba2_mixer(r, h=h, heads=int(_get(c, "mamba_n_heads", 64)), head_dim=int(_get(c, "mamba_d_head", 64)),
+                          groups=int(_get(c, "mamba_n_groups", 1)), state=int(_get(c, "mamba_d_state", 128)),
+                          conv_k=int(_get(c, "mamba_d_conv", 4)), conv_bias=bool(_get(c, "mamba_conv_bias", True)),
+                          proj_bias=bool(_get(c, "mamba_proj_bias", False)), prefix=f"{p}.mamba")
+        if n_exp > 0:
+            r.replicated("moe_gate", h, n_exp, f"{p}.block_sparse_moe.router.layer", quant=False)
+            r.experts("experts", n_exp, h, int(c["intermediate_size"]), f"{p}.block_sparse_moe.experts")
+        if shared:
+            r.column("shared_expert", h, [shared, shared], f"{p}.shared_mlp.input_linear")
+            r.row("shared_expert", shared, h, f"{p}.shared_mlp.output_linear")
+        r.params("norms", 2 * h)
+    if last:
+        r.params("norms", h)
+        if not _get(c, "tie_word_embeddings", False) or pp > 1:
+            r.vocab("lm_head", vocab, h, "lm_head", quant=True)
+
+
+def _walk_lfm2(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, last: bool, pp: int, nextn: int):
+    c = lay.hf_text_config
+    if c.get("model_type") == "lfm2_moe" or c.get("num_experts"):
+        raise PlanInputError("model.hf_config.model_type", "LFM2-MoE weights are not modelled yet; give a budget with measured memory instead")
+    h = int(_get(c, "hidden_size", 2560))
+    vocab = _vocab(lay)
+    heads = int(_get(c, "num_attention_heads", 32))
+    kv = int(_get(c, "num_key_value_heads", 8))
+    hd = h // heads
+    inter = int(_get(c, "intermediate_size", 12288))
+    if _get(c, "block_auto_adjust_ff_dim", True):
+        inter = int(2 * inter / 3)
+        mult = c.get("block_ffn_dim_multiplier", 1.0)
+        if mult is not None:
+            inter = int(mult * inter)
+        m = int(_get(c, "block_multiple_of", 256))
+        inter = m * ((inter + m - 1) // m)
+    k = int(_get(c, "conv_L_cache", 3))
+    full = set(lay.full_attention_layer_ids)
+    r.vocab("embed", vocab, h, "model.embed_tokens")
+    for i in _stage_layers(stage):
+        p = f"model.layers.{i}"
+        if i in full:
+            r.qkv("attention", h, hd, heads, kv, f"{p}.self_attn.qkv_proj", [f"{p}.self_attn.q_proj", f"{p}.self_attn.k_proj", f"{p}.self_attn.v_proj"])
+            r.row("attention", heads * hd, h, f"{p}.self_attn.out_proj")
+            r.params("norms", 2 * hd)
+        else:
+            bias = bool(_get(c, "conv_bias", False))
+            r.column("conv", h, [h, h, h], f"{p}.conv.in_proj", bias=bias)
+            r.row("conv", h, h, f"{p}.conv.out_proj", bias=bias)
+            r.params("conv", (h // r.tp) * k + (h // r.tp if bias else 0))
+        r.column("mlp", h, [inter], f"{p}.feed_forward.w1")
+        r.column("mlp", h, [inter], f"{p}.feed_forward.w3")
+        r.row("mlp", inter, h, f"{p}.feed_forward.w2")
+        r.params("norms", 2 * h)
+    r.params("norms", h)
+    r.vocab("lm_head", vocab, h, "lm_head", quant=True)
+
+
+def _walk_kimi(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, last: bool, pp: int, nextn: int):
+    c = lay.hf_text_config
+    h = int(_get(c, "hidden_size", 4096))
+    vocab = _vocab(lay)
+    lac = c["linear_attn_config"]
+    kh, kd, ck = int(lac["num_heads"]), int(lac["head_dim"]), int(lac["short_conv_kernel_size"])
+    proj = kh * kd
+    heads = int(_get(c, "num_attention_heads", 32))
+    nope, rope, vdim = int(c["qk_nope_head_dim"]), int(c["qk_rope_head_dim"]), int(c["v_head_dim"])
+    rank_kv = int(c["kv_lora_rank"])
+    q_rank = c.get("q_lora_rank")
+    n_exp = int(_get(c, "num_experts", 0))
+    first_dense = int(_get(c, "first_k_dense_replace", 0))
+    freq = int(_get(c, "moe_layer_freq", 1))
+    shared = c.get("num_shared_experts")
+    full = set(lay.full_attention_layer_ids)
+    tied = bool(_get(c, "tie_word_embeddings", False))
+    if first:
+        r.vocab("embed", vocab, h, "model.embed_tokens")
+    for i in _stage_layers(stage):
+        p = f"model.layers.{i}.self_attn"
+        if i in full:  # MLA (estimated: q_proj / kv_a / kv_b / o_proj, kv_a_layernorm)
+            if q_rank:
+                r.replicated("attention", h, int(q_rank), f"{p}.q_a_proj")
+                r.params("attention", int(q_rank))
+                r.column("attention", int(q_rank), [heads * (nope + rope)], f"{p}.q_b_proj")
+            else:
+                r.column("attention", h, [heads * (nope + rope)], f"{p}.q_proj")
+            r.replicated("attention", h, rank_kv + rope, f"{p}.kv_a_proj_with_mqa")
+            r.params("attention", rank_kv)
+            r.column("attention", rank_kv, [heads * (nope + vdim)], f"{p}.kv_b_proj")
+            r.row("attention", heads * vdim, h, f"{p}.o_proj")
+        else:  # KDA
+            r.column("linear_attn", h, [proj, proj, proj, kh], f"{p}.qkvb_proj", [f"{p}.q_proj", f"{p}.k_proj", f"{p}.v_proj", f"{p}.b_proj"])
+            r.replicated("linear_attn", h, 2 * kd, f"{p}.fg_a_proj", quant=False)
+            r.column("linear_attn", kd, [proj, proj], f"{p}.fg_b_proj", quant=False)
+            r.params("linear_attn", proj // r.tp, 4)  # dt_bias float32
+            r.add("linear_attn", 3 * (proj // r.tp) * ck * 4)  # qkv_conv1d float32
+            r.params("linear_attn", kh // r.tp, 4)  # A_log float32
+            r.params("linear_attn", kd)  # o_norm
+            r.row("linear_attn", proj, h, f"{p}.o_proj")
+        m = f"model.layers.{i}.mlp"
+        if n_exp and i >= first_dense and i % freq == 0:
+            r.replicated("moe_gate", h, n_exp, f"{m}.gate", quant=False)
+            r.params("moe_gate", n_exp, 4)
+            r.experts("experts", n_exp, h, int(c["moe_intermediate_size"]), f"{m}.experts")
+            if shared:
+                _gated_mlp(r, h, int(c["moe_intermediate_size"]) * int(shared), f"{m}.shared_experts", "shared_expert")
+        else:
+            _gated_mlp(r, h, int(c["intermediate_size"]), m)
+        r.params("norms", 2 * h)
+    if last:
+        r.params("norms", h)
+        if not (tied and pp == 1):
+            r.vocab("lm_head", vocab, h, "lm_head", quant=True)
+
+
+_WALKERS = {
+    "qwen3_next": _walk_qwen,
+    "qwen3_5": _walk_qwen,
+    "nemotron_h": _walk_nemotron,
+    "falcon_h1": _walk_falcon,
+    "granitemoehybrid": _walk_granite,
+    "lfm2": _walk_lfm2,
+    "kimi_linear": _walk_kimi,
+}
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def stage_weight_breakdown(layout: ModelLayout, *, tp_size: int, pp_size: int, ep_size: int,
+                           stages: Sequence[StageRange], load_nextn: bool,
+                           draft_num_layers: Optional[int] = None) -> tuple[StageWeights, ...]:
+    """Per PP stage, the largest TP rank's weight bytes by parameter group."""
+    walker = _WALKERS.get(layout.family)
+    if walker is None or not layout.hf_text_config:
+        raise PlanInputError(
+            "model.hf_config",
+            f"weights cannot be derived for this model form (family {layout.family!r}): give the model as a preset or its "
+            "config.json (model.hf_config), or give a budget with measured memory",
+        )
+    if tp_size < 1 or pp_size < 1 or ep_size < 1 or tp_size % ep_size:
+        raise PlanInputError("server_args.ep_size", f"ep_size={ep_size} must divide tp_size={tp_size}")
+    if len(stages) != pp_size:
+        raise PlanInputError("server_args.pp_size", f"{len(stages)} stages given for pp_size={pp_size}")
+    dtype = layout.hf_text_config.get("torch_dtype") or layout.hf_text_config.get("dtype") or layout.hf_config.get("torch_dtype") or layout.hf_config.get("dtype") or "bfloat16"
+    # SGLang loads float32 checkpoints in bfloat16 (dtype=auto), as it does float16 ones in float16.
+    act = DTYPE_BYTES.get(str(dtype), 2)
+    act = 2 if act == 4 else act
+    path = "model.hf_config"
+    quant = _quant_scheme(layout.hf_config, layout.hf_text_config, act, path)
+    nextn = layout.num_nextn_predict_layers or int(layout.hf_text_config.get("mtp_num_hidden_layers") or 0)
+    nextn = (draft_num_layers if draft_num_layers is not None else nextn) if load_nextn else 0
+    out = []
+    for s in stages:
+        r = _Rank(tp_size, ep_size, act, quant)
+        try:
+            walker(r, layout, s, s.pp_rank == 0, s.pp_rank == pp_size - 1, pp_size, nextn)
+        except KeyError as e:  # a key the model class needs and has no default for
+            raise PlanInputError(f"{path}.{e.args[0]}", "is needed to derive the weights (SGLang's config class has no default); add it from the checkpoint's config.json") from None
+        except (TypeError, ValueError, ZeroDivisionError) as e:
+            raise PlanInputError(path, f"a value the weights are derived from is malformed ({e}); check the config.json"[:300]) from None
+        groups = tuple(sorted(r.groups.items()))
+        out.append(StageWeights(s.pp_rank, sum(r.groups.values()), groups))
+    return tuple(out)
+
+
+def stage_weight_bytes(layout: ModelLayout, *, tp_size: int, pp_size: int, ep_size: int,
+                       stages: Sequence[StageRange], load_nextn: bool,
+                       draft_num_layers: Optional[int] = None) -> tuple[int, ...]:
+    """Per PP stage (same order as `stages`, from service/solver/stages.py pp_stages), the
+    parameter bytes SGLang 0.5.23 allocates on that stage's largest TP rank."""
+    return tuple(
+        s.total_bytes
+        for s in stage_weight_breakdown(
+            layout, tp_size=tp_size, pp_size=pp_size, ep_size=ep_size, stages=stages,
+            load_nextn=load_nextn, draft_num_layers=draft_num_layers,
+        )
+    )

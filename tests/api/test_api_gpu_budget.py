@@ -1,0 +1,95 @@
+"""`GET /v1/gpus` and `POST /v1/plan` with `budget: {"gpu": ...}` over HTTP: the estimated
+budget's fields, its errors as problem+json naming budget.gpu, and the same numbers as the
+solver."""
+
+from __future__ import annotations
+
+import pytest
+
+from api_helpers import assert_problem
+from service.solver import gpu_budget, parse_request, plan
+from service.solver.plan import model_layout
+from service.solver.stages import pp_stages
+from service.solver.weights import stage_weight_bytes
+
+QWEN = {"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "server_args": {"tp_size": 4}}
+
+
+def test_gpus_lists_the_catalog_with_sources(client):
+    resp = client.get("/v1/gpus")
+    assert resp.status_code == 200
+    body = resp.json()
+    by_name = {g["name"]: g for g in body["gpus"]}
+    assert by_name["h100"]["memory_mib"] == 81559
+    assert by_name["h200"]["memory_mib"] == 143771
+    assert by_name["h100-nvl"]["memory_mib"] == 95830
+    assert all(g["source"].startswith("https://") for g in body["gpus"])
+    assert "b200" in body["not_modelled"] and "mi300x" in body["not_modelled"]
+    assert body["resident_before_load_gib"] == {
+        "one_rank": gpu_budget.SINGLE_RANK_RESIDENT_GIB,
+        "several_ranks": round(gpu_budget.SINGLE_RANK_RESIDENT_GIB + gpu_budget.MULTI_RANK_EXTRA_GIB, 6),
+    }
+
+
+def test_plan_from_the_gpu_alone(client):
+    resp = client.post("/v1/plan", json={**QWEN, "budget": {"gpu": "h200"}})
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body["feasible"] and body["budget_source"] == "estimated"
+    assert body["gpu_memory_mib"] == 143771 and body["min_free_stage"] == 0
+    stage = body["stages"][0]
+    # Qwen3-Next-80B bf16 at TP 4: ~37.2 GiB of parameters on the largest rank, weights.py's figure.
+    layout = model_layout(parse_request({**QWEN, "budget": {"rest_gib": 1.0}}))
+    assert stage["weights_bytes"] == stage_weight_bytes(
+        layout, tp_size=4, pp_size=1, ep_size=1, stages=pp_stages(layout.num_hidden_layers, 1), load_nextn=False)[0]
+    assert 37 < stage["weights_bytes"] / 2**30 < 37.5
+    assert round(body["free_gib_before_load"], 2) == 138.11  # 140.40 GiB - 2.29 GiB residents
+    assert stage["free_gib_after_load"] == pytest.approx(body["free_gib_before_load"] - stage["weights_bytes"] / 2**30 - gpu_budget.LOAD_RESIDENT_GIB, abs=1e-4)
+    # The wire answer is the solver's, to the token.
+    p = plan({**QWEN, "budget": {"gpu": "h200"}})
+    assert (body["max_total_num_tokens"], body["max_running_requests"], body["max_mamba_cache_size"]) == (
+        p.max_total_num_tokens, p.max_running_requests, p.max_mamba_cache_size)
+
+
+def test_measured_plans_say_so(client):
+    body = client.post("/v1/plan", json={**QWEN, "budget": {"rest_gib": 40.0}}).json()
+    assert body["budget_source"] == "measured"
+    assert body["stages"][0]["weights_bytes"] is None and body["min_free_stage"] is None
+
+
+@pytest.mark.parametrize("gpu, part", [("b200", "Blackwell"), ("mi355x", "AMD"), ("v100-sxm2", "unknown GPU")])
+def test_unmodelled_gpu_is_a_422_naming_budget_gpu(client, gpu, part):
+    body = assert_problem(client.post("/v1/plan", json={**QWEN, "budget": {"gpu": gpu}}), 422, field="budget.gpu")
+    assert part in body["detail"]
+    assert body["allowed"] == ["h100", "h100-nvl", "h200"]
+
+
+def test_unmodelled_capacity_plans_with_a_warning(client):
+    body = client.post("/v1/plan", json={**QWEN, "budget": {"gpu_memory_mib": 183359}}).json()
+    assert body["feasible"] and body["budget_source"] == "estimated"
+    assert any("not a catalog GPU" in w for w in body["warnings"])
+
+
+def test_weights_that_do_not_fit_answer_with_a_verified_remedy(client):
+    body = client.post("/v1/plan", json={"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "budget": {"gpu": "h200"}}).json()
+    assert not body["feasible"]
+    assert body["error"]["kind"] == "weights_do_not_fit"
+    assert body["error"]["remedies"] == ["--tp-size 2 starts (the weights then fit; the smallest doubling that does)"]
+    assert client.post("/v1/plan", json={**QWEN, "server_args": {"tp_size": 2}, "budget": {"gpu": "h200"}}).json()["feasible"]
+
+
+def test_ep_size_flag_reaches_the_weights(client):
+    base = {"model": {"preset": "qwen3.5-35b-a3b"}, "budget": {"gpu": "h100"}}
+    tp = client.post("/v1/plan", json={**base, "sglang_args": ["--tp-size", "4"]}).json()
+    ep = client.post("/v1/plan", json={**base, "sglang_args": ["--tp-size", "4", "--ep-size", "4"]}).json()
+    assert tp["feasible"] and ep["feasible"]
+    assert ep["resolved"]["tp_size"] == 4
+    # Qwen3.5-35B-A3B on 4 ranks: experts sliced over TP or placed whole over EP; the wire
+    # carries weights.py's figure for each (its own tests check those bytes).
+    layout = model_layout(parse_request({**base, "server_args": {"tp_size": 4}}))
+    stages = pp_stages(layout.num_hidden_layers, 1)
+    for body, ep_size in ((tp, 1), (ep, 4)):
+        expected = stage_weight_bytes(layout, tp_size=4, pp_size=1, ep_size=ep_size, stages=stages, load_nextn=False)
+        assert body["stages"][0]["weights_bytes"] == expected[0]
+    assert tp["stages"][0]["weights_bytes"] != ep["stages"][0]["weights_bytes"]
+    assert tp["max_total_num_tokens"] != ep["max_total_num_tokens"]

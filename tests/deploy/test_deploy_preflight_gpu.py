@@ -1,0 +1,55 @@
+"""The preflight hook's GPU form (`preflight.gpu: h200`): the chart renders
+`check --preset P --gpu G -- ARGS`, the values schema takes exactly one of gpu / budgetGiB,
+and the rendered arguments pass through the real `mambasizer check`."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from deploy_helpers import CHART, FULL_VALUES, documents, helm, one, render
+from service.cli import main
+
+
+def _values(**preflight):
+    values = copy.deepcopy(FULL_VALUES)
+    pf = values["preflight"]
+    pf.pop("budgetGiB", None)
+    pf.update(preflight)
+    return values
+
+
+def test_chart_renders_the_gpu_form_and_the_real_cli_passes_it(tmp_path, monkeypatch, capsys):
+    job = one(documents(render(CHART, _values(gpu="h200", budgetGiB=0))), "Job")
+    args = job["spec"]["template"]["spec"]["containers"][0]["args"]
+    assert args[:5] == ["check", "--preset", "qwen3-next-80b-a3b-instruct", "--gpu", "h200"]
+    assert "--budget-gib" not in args
+    monkeypatch.setenv("MAMBASIZER_TERMINATION_LOG", str(tmp_path / "termination-log"))
+    code = main(args)
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "budget=estimated" in out
+
+
+@pytest.mark.parametrize("preflight", [{"gpu": "h200", "budgetGiB": 40}, {"gpu": "", "budgetGiB": 0}])
+def test_chart_needs_exactly_one_of_gpu_and_budget(preflight):
+    with pytest.raises(helm().HelmError) as info:
+        render(CHART, _values(**preflight))
+    # The values schema refuses it first (oneOf); the template's own fail names the fix.
+    assert "preflight" in str(info.value)
+
+
+def test_template_fail_names_the_gpu_form(tmp_path):
+    from deploy_helpers import LIBRARY_CHART, copy_chart
+
+    chart = tmp_path / "app"
+    (chart / "templates").mkdir(parents=True)
+    (chart / "Chart.yaml").write_text("apiVersion: v2\nname: app\nversion: 1.0.0\ndependencies:\n  - name: mambasizer-preflight\n    version: 0.1.0\n")
+    (chart / "values.yaml").write_text(
+        "pf:\n  image: {repository: mambasizer/api}\n  preset: qwen3-next-80b-a3b-instruct\n  sglangArgs: ['--tp-size', '4']\n")
+    (chart / "templates" / "hook.yaml").write_text('{{- include "mambasizer-preflight.job" (dict "root" $ "values" .Values.pf) }}\n')
+    copy_chart(LIBRARY_CHART, chart / "charts" / "mambasizer-preflight")
+    with pytest.raises(helm().HelmError) as info:
+        render(chart)
+    assert "preset needs exactly one of gpu (e.g. h200: planned from the GPU alone) or budgetGiB" in str(info.value)
