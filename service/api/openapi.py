@@ -158,9 +158,10 @@ def _component_schemas() -> dict:
     from service.api.compare import CompareRequest  # noqa: F401  (schema only)
     from service.api.problems import Problem
     from service.api.wire import ApiPlanRequest
+    from schemas.recommend import RecommendRequest
 
     out: dict = {}
-    for model in (ApiPlanRequest, CompareRequest, Problem):
+    for model in (ApiPlanRequest, CompareRequest, RecommendRequest, Problem):
         schema = TypeAdapter(model).json_schema(ref_template="#/components/schemas/{model}", mode="validation")
         for name, sub in schema.pop("$defs", {}).items():
             out.setdefault(name, sub)

@@ -6,15 +6,21 @@ A contiguous partition reaches SGLang's sizing only through three per-stage maxi
     M  the largest stage's mamba layer count: the per-slot charge every stage pays
     F  the largest stage's full-attention layer count: the largest KV cell, so the fewest tokens
 
-Every figure the plan reports (mamba slots, KV tokens, running requests) is non-increasing in
-each of W, M and F (less free memory, a larger per-slot charge, a larger cell). So the best
-partition for ANY objective over those figures is one whose (W, M, F) is Pareto-minimal, and
-`pareto_partitions` returns, for every Pareto-minimal triple of every partition, a partition at
-least as good in all three. It enumerates caps (M, F) and, for each, finds the least W reachable
-under them (bisection over W with a greedy feasibility check, exact for contiguous partitions);
-it stops raising a cap as soon as raising it can no longer lower W (the proof is in the loop
-comments). tests/recommend/test_partition.py checks it against brute force over every contiguous
-partition of thousands of generated layer sequences, and against plan() on real presets.
+The plan's figures are non-increasing in W and F, and in M whenever the mamba cache size is
+given (`--max-mamba-cache-size`, what the search sets to meet `running_requests`): the KV gets
+the rest minus (K + 1) x the per-slot charge. For any objective monotone in the triple, the best
+partition is one whose (W, M, F) is Pareto-minimal, and `pareto_partitions` returns, for every
+Pareto-minimal triple of every partition, a partition at least as good in all three. It
+enumerates caps (M, F) and, for each, finds the least W reachable under them (bisection over W
+with a greedy feasibility check, exact for contiguous partitions); it stops raising a cap as
+soon as raising it can no longer lower W (the proof is in the loop comments).
+tests/recommend/test_partition.py checks it against brute force over every contiguous partition
+of thousands of generated layer sequences, and against plan() on real presets.
+
+Under SGLang's default ratio split (no cache size given) the slots K = floor(B / P) - 1 still
+fall with M, but the KV keeps B mod P (the floor's remainder), so the KV tokens can RISE with a
+larger M by less than one slot's bytes per stage. There the search is exact for the monotone
+part and may miss such a remainder (0.05% of the tokens on the one case the tests show).
 
 Stages hold at least one layer each (SGLang's parser would accept 0, the model classes are not
 written for an empty stage).
