@@ -31,6 +31,7 @@ from schemas.recommend import Candidate, RecommendRequest, RecommendResponse, Ta
 from schemas.request import Budget, PlanRequest, ServerArgs
 from service.recommend import layers, partition
 from service.recommend.flags import launch_flags
+from service.solver import gpus
 from service.solver.errors import PlanInputError
 from service.solver.launch import _capacity_defaults
 from service.solver.plan import input_error_from_validation, model_layout, replan
@@ -64,15 +65,23 @@ def parse(raw: Union[RecommendRequest, dict, Any]) -> RecommendRequest:
     if not isinstance(raw, dict):
         raise PlanInputError("request", "must be a JSON object (a RecommendRequest)")
     raw = dict(raw)
+    if ("gpu" in raw and raw["gpu"] is not None) == ("budget" in raw and raw["budget"] is not None):
+        raise PlanInputError("gpu", 'give exactly one of gpu (a GET /v1/gpus name, e.g. "h200": planned from the GPU alone) or budget (a PlanRequest budget)')
     if raw.get("sglang_args") is not None:
         raw = _with_sglang_args(raw)
     try:
-        return RecommendRequest.model_validate(raw)
+        req = RecommendRequest.model_validate(raw)
     except ValidationError as exc:
         err = input_error_from_validation(exc)
         if err.message.startswith("unknown field"):
             err = PlanInputError(err.field, "unknown field (not part of the RecommendRequest contract)", err.allowed)
         raise err from None
+    if req.gpu is not None:
+        try:
+            gpus.lookup(req.gpu)  # an unknown or unmodelled GPU is the request's error, not a refusal
+        except PlanInputError as exc:
+            raise PlanInputError("gpu", exc.message, exc.allowed) from None
+    return req
 
 
 def _with_sglang_args(raw: dict) -> dict:
@@ -320,9 +329,9 @@ class _Search:
             p = at(k)
             if p is None or not p.feasible:
                 return True  # past the memory: the KV side (nothing left) is what limits
-            if p.binding_limit == "mamba_slots":
-                return False
-            return tpr is None or p.max_total_num_tokens // tpr <= k // ratio
+            if p.binding_limit != "mamba_slots":
+                return True  # the slots reach what the KV side (or SGLang's caps) allows
+            return tpr is not None and p.max_total_num_tokens // tpr <= k // ratio
 
         lo = ratio
         hi = max(lo, (p0.max_mamba_cache_size or lo))
