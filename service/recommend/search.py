@@ -192,8 +192,9 @@ def _rank_key(req: RecommendRequest, s: Setting) -> tuple:
 
 
 class _Search:
-    def __init__(self, req: RecommendRequest):
+    def __init__(self, req: RecommendRequest, trace: Optional[list] = None):
         self.req = req
+        self.trace = trace  # bench/run.py: the PlanRequests searched, to loop plan() over them
         budget = Budget(gpu=req.gpu) if req.gpu is not None else req.budget
         base_args = req.server_args
         if req.target.context_length is not None and "context_length" not in base_args.model_fields_set:
@@ -211,6 +212,8 @@ class _Search:
         self.searched += 1
         env = self.base.env if part is None else self.base.env.model_copy(update={"SGLANG_PP_LAYER_PARTITION": part})
         req = self.base.model_copy(update={"server_args": args, "env": env})
+        if self.trace is not None:
+            self.trace.append(req)
         try:
             p = replan(req, self.layout)
         except PlanInputError as exc:
@@ -299,6 +302,8 @@ class _Search:
         fixed = self.req.server_args.model_fields_set
         if not self.req.search.mamba_cache or fixed & {"max_mamba_cache_size", "mamba_full_memory_ratio"} or p0.mamba_ratio is None:
             return
+        if p0.error is not None and p0.error.kind == "weights_do_not_fit":
+            return  # decided before the split: no cache size changes it
         t, dp, ratio = self.req.target, args.attn_dp_size, p0.mamba_ratio
         if t.running_requests is not None:
             per_worker = -(-t.running_requests // dp)
@@ -358,9 +363,11 @@ def _requests_served(req: RecommendRequest, p: Plan) -> int:
 # ----------------------------------------------------------------------------- answer
 
 
-def recommend(raw: Union[RecommendRequest, dict, Any]) -> RecommendResponse:
+def recommend(raw: Union[RecommendRequest, dict, Any], trace: Optional[list] = None) -> RecommendResponse:
+    """The answer to a RecommendRequest. `trace`, when given, receives every PlanRequest the
+    search planned (the benchmark loops plan() over them)."""
     req = parse(raw)
-    search = _Search(req)
+    search = _Search(req, trace)
     for i, upd in enumerate(_grid(req)):
         search.grid_point(i, upd)
     return _answer(req, search)
