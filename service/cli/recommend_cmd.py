@@ -56,7 +56,7 @@ def render(result: Any) -> str:
             out.append(f"  {name}: {t.achieved:,} for {t.required:,} required ({'+' if t.margin >= 0 else ''}{t.margin:,})")
     out.append("")
     out.append(f"searched {result.searched:,} plans; refused: " + (", ".join(f"{k} {v:,}" for k, v in result.refused.items()) or "none"))
-    out.append(f"pareto front (GPUs, requests, KV tokens): " + ", ".join(f"({c.gpus}, {c.max_running_requests:,}, {c.max_total_num_tokens:,})" for c in result.pareto))
+    out.append("pareto front (GPUs, requests, KV tokens): " + ", ".join(f"({c.gpus}, {c.max_running_requests:,}, {c.max_total_num_tokens:,})" for c in result.pareto))
     if result.warnings:
         out.append("warnings:")
         out += [f"  - {w}" for w in result.warnings]
@@ -70,7 +70,11 @@ def run(args: argparse.Namespace) -> int:
 
     label = "stdin" if args.request == "-" else args.request
     try:
-        data = sys.stdin.buffer.read() if args.request == "-" else open(args.request, "rb").read()
+        if args.request == "-":
+            data = sys.stdin.buffer.read()
+        else:
+            with open(args.request, "rb") as fh:
+                data = fh.read()
     except OSError as exc:
         return _error(f"{label}: cannot read: {exc.strerror or exc}")
     try:

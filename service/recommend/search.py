@@ -27,7 +27,12 @@ from typing import Any, NamedTuple, Optional, Union
 from pydantic import ValidationError
 
 from schemas.plan import Plan
-from schemas.recommend import Candidate, RecommendRequest, RecommendResponse, TargetCheck
+from schemas.recommend import (
+    Candidate,
+    RecommendRequest,
+    RecommendResponse,
+    TargetCheck,
+)
 from schemas.request import Budget, PlanRequest, ServerArgs
 from service.recommend import layers, partition
 from service.recommend.flags import launch_flags
@@ -482,7 +487,7 @@ def _why(req: RecommendRequest, out: list[Candidate], search: _Search) -> str:
         detail.append(
             f"the layer partition {c.env['SGLANG_PP_LAYER_PARTITION']} (exact optimum over contiguous partitions) sets the largest stage to "
             + (f"{max(w) / GIB:.2f} GiB of weights, " if w else "")
-            + f"{mm} mamba and {ff} full-attention layers"
+            + f"{mm} mamba and {ff} full-attention layers" + _against_default(req, c)
         )
     if "--max-mamba-cache-size" in c.sglang_args:
         detail.append(f"--max-mamba-cache-size {p.resolved.max_mamba_cache_size} gives the mamba pool only what the requests need and the rest to KV")
@@ -493,6 +498,25 @@ def _why(req: RecommendRequest, out: list[Candidate], search: _Search) -> str:
     if p.budget_source == "estimated":
         tail += " Memory is estimated from the GPU (weights exact, CUDA/NCCL residents calibrated): measure one boot before relying on a thin margin."
     return f"{lead}: " + "; ".join(detail) + ". " + tail
+
+
+def _against_default(req: RecommendRequest, c: Candidate) -> str:
+    """What SGLang's default (even) partition gives with the same flags."""
+    from service.api import wire
+    from service.solver import plan
+
+    env = {k: v for k, v in c.env.items() if k != "SGLANG_PP_LAYER_PARTITION"}
+    body: dict = {"model": req.model.model_dump(exclude_defaults=True), "sglang_args": c.sglang_args,
+                  "budget": {"gpu": req.gpu} if req.gpu is not None else req.budget.model_dump(exclude_none=True)}
+    if env:
+        body["env"] = env
+    if req.draft_model is not None:
+        body["draft_model"] = req.draft_model.model_dump()
+    p = plan(wire.prepare(body).request)
+    if not p.feasible:
+        return f" (SGLang's default partition would not start: {p.error.kind})"
+    dp = p.resolved.attn_dp_size
+    return f" (SGLang's default partition: {p.max_running_requests * dp:,} requests, {p.max_total_num_tokens * dp:,} KV tokens)"
 
 
 def _binding(limit: Optional[str]) -> str:

@@ -4,7 +4,6 @@ SGLang's reason, and the mamba/KV and mem_fraction_static choices are the exact 
 
 from __future__ import annotations
 
-import math
 from itertools import product
 from typing import get_args
 
@@ -94,7 +93,7 @@ def test_fewest_gpus_equals_brute_force_and_every_candidate_replans(grid):
         assert p.model_dump() == c.plan.model_dump()
         assert c.meets_target == _meets(p, body["target"])
         assert c.gpus == p.resolved.tp_size * p.resolved.pp_size
-        for name, check in c.targets.items():
+        for check in c.targets.values():
             assert check.margin == check.achieved - check.required and check.met == (check.margin >= 0)
     # The Pareto front: no point dominates another.
     pts = [(c.gpus, c.max_running_requests, c.max_total_num_tokens) for c in got.pareto]
@@ -146,7 +145,7 @@ def test_least_cache_size_that_serves_the_requests():
     c = recommend(body).candidates[0]
     K = c.plan.resolved.max_mamba_cache_size
     ratio = c.plan.mamba_ratio
-    assert K == 100 * ratio and c.max_running_requests == 100
+    assert 100 * ratio == K and c.max_running_requests == 100
     fewer = plan({"model": body["model"], "budget": {"gpu": "h200"}, "server_args": {"tp_size": 2, "max_mamba_cache_size": K - 1}})
     assert fewer.max_running_requests < 100  # one slot less no longer serves the target
     default = plan({"model": body["model"], "budget": {"gpu": "h200"}, "server_args": {"tp_size": 2}})
