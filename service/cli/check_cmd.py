@@ -103,7 +103,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--gpu",
         metavar="NAME",
-        help="plan from the GPU alone (budget.gpu; `mambasizer gpus` / GET /v1/gpus list the names): "
+        help="plan from the GPU alone (budget.gpu: h100, h100-nvl or h200; GET /v1/gpus lists them with sources): "
         "weights per stage exact, CUDA/NCCL residents estimated; no measured figures needed",
     )
     p.add_argument(

@@ -7,15 +7,26 @@
     both   = the MIN over every rank of the world, as SGLang's all-reduce takes it: the stage
              with the largest shard sets F_post for all of them
 
-The weights are exact (weights.py, SGLang's own parameter shapes); the residents are
+The weights are computed (weights.py, SGLang's own parameter shapes); the residents are
 calibrated constants, so F_pre and F_post are estimates. Everything downstream (the
 automatic mem_fraction_static, the mamba split, the KV tokens) is the unchanged pipeline.
+`estimate` is the arithmetic; `request_weights` / `for_request` apply it to a PlanRequest.
 """
 
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple, Optional, Sequence
+from typing import TYPE_CHECKING, NamedTuple, Optional, Sequence
+
+from schemas.request import PlanRequest, PresetModel
+from service.solver import gpus
+from service.solver.errors import PlanInputError
+from service.solver.layout import ModelLayout
+from service.solver.stages import StageRange
+from service.solver.weights import stage_weight_bytes
+
+if TYPE_CHECKING:
+    from service.solver.launch import Launch
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -27,21 +38,23 @@ MIB = 1 << 20
 # tests/solver/test_gpu_budget.py.
 #
 # One rank (tp*pp == 1): CUDA context, cuBLAS/cuBLASLt workspaces, the allocator's first
-# blocks. H100 80GB (81559 MiB = 79.65 GiB) shows 78.43-78.48 GiB free before load in 2026
-# SGLang logs (docs CI notebooks, Llama-3.1-8B / Qwen2.5-0.5B), i.e. 1.17-1.22 GiB resident.
+# blocks. An 80 GB Hopper part (81559 MiB = 79.65 GiB) shows 78.43 GiB free before load in
+# SGLang's docs CI (LoRA notebook, Llama-3.1-8B, 2026-02; docs.sglang.io/advanced_features/
+# lora.html), i.e. 1.22 GiB resident; other 2026 single-GPU logs print 78.43-78.48.
 SINGLE_RANK_RESIDENT_GIB = 1.19
 # More than one rank adds NCCL communicators (TP, PP and world groups), their channel
 # buffers and the custom all-reduce IPC buffers. H100 TP8 (Grok-1, SGLang 2025-09): 77.43
-# GiB free -> 2.22 GiB resident; H200 TP16 over two nodes (MiMo-V2, 2026): 138.09 -> 2.31;
+# GiB free -> 2.22 GiB resident; H200 TP16 over two nodes (MiMo-V2.5-Pro, sglang issue
+# #24607, 2026-05): 138.09 -> 2.31;
 # H200 TP8 (sglang PR #11716, 2025-10): 137.29-137.52 -> 2.9-3.1. The figures do not grow
 # with TP size in a way these few logs resolve, so one constant covers every multi-rank world.
 MULTI_RANK_EXTRA_GIB = 1.10
 # What the load leaves besides the parameters (rotary cos/sin caches, small buffers):
-# Llama-3.1-8B bf16 on H100, SGLang docs CI 2026-02: "mem usage=15.02 GB" for 14.96 GiB of
+# the same docs CI log loads Llama-3.1-8B bf16 with "mem usage=15.02 GB" for 14.96 GiB of
 # parameters.
 LOAD_RESIDENT_GIB = 0.06
 
-# The figure a user's 2% weight perturbation is checked with (see plan.py).
+# How much more (or less) weight the feasibility-sensitivity re-plan assumes (plan.py).
 WEIGHTS_SENSITIVITY = 0.02
 
 
@@ -105,3 +118,75 @@ def estimate(
         min_stage=after.index(low),
         reserved_overridden=reserved_gib is not None,
     )
+
+
+# ------------------------------------------------------------------ per request (plan.py)
+
+
+def capacity_mib(req: PlanRequest) -> Optional[int]:
+    """The GPU capacity (MiB) the request gives: `gpu_memory_mib`, or its catalog GPU's."""
+    b = req.budget
+    return gpus.lookup(b.gpu).memory_mib if b.gpu is not None else b.gpu_memory_mib
+
+
+def for_request(req: PlanRequest, launch: "Launch", weights: Sequence[int], scale: float = 1.0) -> EstimatedBudget:
+    return estimate(
+        capacity_mib(req), weights, tp_size=launch.tp_size, pp_size=launch.pp_size,
+        reserved_gib=req.budget.reserved_gib, weights_scale=scale,
+    )
+
+
+def request_warnings(req: PlanRequest) -> list[str]:
+    b = req.budget
+    if b.gpu is None and gpus.by_capacity(b.gpu_memory_mib) is None:
+        return [
+            f"mambasizer: budget.gpu_memory_mib={b.gpu_memory_mib} is not a catalog GPU: the plan applies "
+            "Hopper's resolution (page size, attention backend, automatic mem_fraction_static) and Hopper-calibrated "
+            "CUDA/NCCL residents to it; SGLang on another architecture may decide differently."
+        ]
+    return []
+
+
+# Weights per layout object and parallel layout: a preset's layout lives for the process, so
+# its weights are computed once per (tp, pp, ep, stages, MTP, draft); a pasted config's layout
+# is new per request and is cached only for the remedy re-plans of that request. The layout
+# is kept beside its id so a recycled id never matches. Bounded: 64 layouts, 256 parallel
+# layouts each.
+_WEIGHTS_CACHE: dict[int, tuple[ModelLayout, dict]] = {}
+
+
+def request_weights(req: PlanRequest, layout: ModelLayout, launch: "Launch", stage_ranges: Sequence[StageRange]) -> tuple[int, ...]:
+    """Per stage, the parameter bytes on its largest TP rank (weights.py), with the MTP
+    layers when speculative decoding loads them from the target checkpoint and the draft
+    model when one is given."""
+    ep = req.server_args.ep_size
+    if launch.tp_size % ep != 0:
+        raise PlanInputError("server_args.ep_size", f"must divide tp_size={launch.tp_size} (experts shard over ep_size, the rest over tp_size // ep_size)")
+    draft = req.draft_model.num_layers if req.draft_model is not None else None
+    load_nextn = launch.speculative_algorithm in ("EAGLE", "NEXTN") and draft is None and layout.num_nextn_predict_layers > 0
+    key = (launch.tp_size, launch.pp_size, ep, tuple((s.start, s.end) for s in stage_ranges), load_nextn, draft)
+    cached = _WEIGHTS_CACHE.get(id(layout))
+    if cached is not None and cached[0] is layout and key in cached[1]:
+        return cached[1][key]
+    try:
+        weights = tuple(stage_weight_bytes(
+            layout, tp_size=launch.tp_size, pp_size=launch.pp_size, ep_size=ep, stages=stage_ranges,
+            load_nextn=load_nextn, draft_num_layers=draft,
+        ))
+    except PlanInputError as exc:
+        if isinstance(req.model, PresetModel) and exc.field.startswith("model.hf_config"):
+            # The user sent a preset name, not a config: say which preset lacks what.
+            missing = exc.field[len("model.hf_config"):].lstrip(".") or "config"
+            raise PlanInputError(
+                "model.preset",
+                f"preset {req.model.preset!r} cannot be planned from the GPU alone: its {missing}: {exc.message}. "
+                "Give a measured budget (free_gib_before_load / free_gib_after_load or rest_gib), or the full config.json as model.hf_config.",
+            ) from None
+        raise
+    if cached is None or cached[0] is not layout:
+        if len(_WEIGHTS_CACHE) >= 64:
+            _WEIGHTS_CACHE.pop(next(iter(_WEIGHTS_CACHE)))
+        cached = _WEIGHTS_CACHE[id(layout)] = (layout, {})
+    if len(cached[1]) < 256:
+        cached[1][key] = weights
+    return weights

@@ -14,20 +14,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Optional, Union
 
 from pydantic import ValidationError
 
 from schemas.plan import REFERENCE, Plan, PlanError, ResolvedArgs, Stage
 from schemas.request import HFConfigModel, LayoutModel, PlanRequest, PresetModel
 from service.presets import get_preset
-from service.solver import allocation, budget, gpu_budget, gpus, kv, mamba, requests, stages
+from service.solver import allocation, budget, gpu_budget, kv, mamba, requests, stages
 from service.solver.errors import PlanInputError, SGLangStartupError
 from service.solver.families import layout_from_explicit, layout_from_hf_config
 from service.solver.launch import Launch, resolve
 from service.solver.layout import ModelLayout
 from service.solver.specs import StateSpec
-from service.solver.weights import stage_weight_bytes
 
 GIB = 1 << 30
 
@@ -130,19 +129,13 @@ def plan(request: Union[PlanRequest, dict, Any]) -> Plan:
     return result
 
 
-def capacity_mib(req: PlanRequest) -> Optional[int]:
-    """The GPU capacity (MiB) the request gives: `gpu_memory_mib`, or its catalog GPU's."""
-    b = req.budget
-    return gpus.lookup(b.gpu).memory_mib if b.gpu is not None else b.gpu_memory_mib
-
-
 def _resolve(req: PlanRequest, layout: ModelLayout) -> Launch:
     b = req.budget
     return resolve(
         layout,
         req.server_args,
         req.env,
-        gpu_memory_mib=capacity_mib(req),
+        gpu_memory_mib=gpu_budget.capacity_mib(req),
         draft_layers=req.draft_model.num_layers if req.draft_model else None,
         needs_mfs=b.rest_gib is None,
     )
@@ -171,9 +164,9 @@ def _run(req: PlanRequest, layout: ModelLayout, launch: Launch, sensitivity: boo
         error = SGLangStartupError("launch_rejected", first.exception, first.message)
     weights: Optional[tuple[int, ...]] = None
     if req.budget.estimated:
-        weights = estimated_weights(req, layout, launch, stage_ranges)
-        p.estimate = _estimate(req, launch, weights)
-        warnings.extend(_estimate_warnings(req))
+        weights = gpu_budget.request_weights(req, layout, launch, stage_ranges)
+        p.estimate = gpu_budget.for_request(req, launch, weights)
+        warnings.extend(gpu_budget.request_warnings(req))
     try:
         _pipeline(req, layout, launch, stage_ranges, state, whole_model, p, warnings)
     except SGLangStartupError as exc:
@@ -188,74 +181,11 @@ def _run(req: PlanRequest, layout: ModelLayout, launch: Launch, sensitivity: boo
 # ------------------------------------------------------------------ the estimated budget
 
 
-def estimated_weights(req: PlanRequest, layout: ModelLayout, launch: Launch, stage_ranges) -> tuple[int, ...]:
-    """Per stage, the parameter bytes on its largest TP rank (weights.py), with the MTP
-    layers when speculative decoding loads them from the target checkpoint and the draft
-    model when one is given."""
-    ep = req.server_args.ep_size
-    if launch.tp_size % ep != 0:
-        raise PlanInputError("server_args.ep_size", f"must divide tp_size={launch.tp_size} (experts shard over ep_size, the rest over tp_size // ep_size)")
-    spec = launch.speculative_algorithm
-    draft = req.draft_model.num_layers if req.draft_model is not None else None
-    load_nextn = spec in ("EAGLE", "NEXTN") and draft is None and layout.num_nextn_predict_layers > 0
-    key = (launch.tp_size, launch.pp_size, ep, tuple((s.start, s.end) for s in stage_ranges), load_nextn, draft)
-    cached = _WEIGHTS_CACHE.get(id(layout))
-    if cached is not None and cached[0] is layout and key in cached[1]:
-        return cached[1][key]
-    try:
-        weights = tuple(stage_weight_bytes(
-            layout, tp_size=launch.tp_size, pp_size=launch.pp_size, ep_size=ep, stages=stage_ranges,
-            load_nextn=load_nextn, draft_num_layers=draft,
-        ))
-    except PlanInputError as exc:
-        if isinstance(req.model, PresetModel) and exc.field.startswith("model.hf_config"):
-            # The user sent a preset name, not a config: say which preset lacks what.
-            key = exc.field[len("model.hf_config"):].lstrip(".") or "config"
-            raise PlanInputError(
-                "model.preset",
-                f"preset {req.model.preset!r} cannot be planned from the GPU alone: its {key}: {exc.message}. "
-                "Give a measured budget (free_gib_before_load / free_gib_after_load or rest_gib), or the full config.json as model.hf_config.",
-            ) from None
-        raise
-    if cached is None or cached[0] is not layout:
-        if len(_WEIGHTS_CACHE) >= 64:
-            _WEIGHTS_CACHE.pop(next(iter(_WEIGHTS_CACHE)))
-        cached = _WEIGHTS_CACHE[id(layout)] = (layout, {})
-    if len(cached[1]) < 256:
-        cached[1][key] = weights
-    return weights
-
-
-# Weights per layout object and parallel layout: a preset's layout lives for the process, so
-# its weights are computed once per (tp, pp, ep, stages, MTP, draft); a pasted config's layout
-# is new per request and is cached only for the remedy re-plans of that request. The layout
-# is kept beside its id so a recycled id never matches.
-_WEIGHTS_CACHE: dict[int, tuple[ModelLayout, dict]] = {}
-
-
-def _estimate(req: PlanRequest, launch: Launch, weights: Sequence[int], scale: float = 1.0) -> gpu_budget.EstimatedBudget:
-    return gpu_budget.estimate(
-        capacity_mib(req), weights, tp_size=launch.tp_size, pp_size=launch.pp_size,
-        reserved_gib=req.budget.reserved_gib, weights_scale=scale,
-    )
-
-
-def _estimate_warnings(req: PlanRequest) -> list[str]:
-    b = req.budget
-    if b.gpu is None and gpus.by_capacity(b.gpu_memory_mib) is None:
-        return [
-            f"mambasizer: budget.gpu_memory_mib={b.gpu_memory_mib} is not a catalog GPU: the plan applies "
-            "Hopper's resolution (page size, attention backend, automatic mem_fraction_static) and Hopper-calibrated "
-            "CUDA/NCCL residents to it; SGLang on another architecture may decide differently."
-        ]
-    return []
-
-
 def _sensitivity(req, layout, launch, stage_ranges, state, whole_model, weights, started: bool) -> Optional[str]:
     """Does the estimate decide feasibility? Re-run the pipeline with 2% more weights (when
     the plan starts) or 2% fewer (when it does not)."""
     scale = 1 + gpu_budget.WEIGHTS_SENSITIVITY if started else 1 - gpu_budget.WEIGHTS_SENSITIVITY
-    q = _Partial(estimate=_estimate(req, launch, weights, scale))
+    q = _Partial(estimate=gpu_budget.for_request(req, launch, weights, scale))
     try:
         _pipeline(req, layout, launch, stage_ranges, state, whole_model, q, [])
         other = True
@@ -512,7 +442,7 @@ def _assemble(req, layout: ModelLayout, launch: Launch, stage_ranges, state: Sta
         "pp_max_micro_batch_size": p.micro,
         "binding_limit": p.limit.binding_limit if p.limit else None,
         "budget_source": "measured" if est is None else "estimated",
-        "gpu_memory_mib": capacity_mib(req),
+        "gpu_memory_mib": gpu_budget.capacity_mib(req),
         "free_gib_before_load": est.free_before_gib if est is not None else req.budget.free_gib_before_load,
         "free_gib_after_load": est.free_after_gib if est is not None else req.budget.free_gib_after_load,
         "min_free_stage": None if est is None else est.min_stage,

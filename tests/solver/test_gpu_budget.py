@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import json
 import struct
-import sys
 from pathlib import Path
 
 import pytest
 
-import service.solver  # noqa: F401  (service.solver.plan the module, not the function)
 from schemas.plan import Plan
 from service.solver import PlanInputError, gpu_budget, gpus, plan
 
-PLAN_MODULE = sys.modules["service.solver.plan"]
 DATA = Path(__file__).resolve().parents[1] / "data"
 GIB = 1 << 30
 MIB = 1 << 20
@@ -40,8 +37,8 @@ def weights(monkeypatch):
         def __setitem__(self, key, value):
             pass
 
-    monkeypatch.setattr(PLAN_MODULE, "stage_weight_bytes", fake)
-    monkeypatch.setattr(PLAN_MODULE, "_WEIGHTS_CACHE", NoCache())
+    monkeypatch.setattr(gpu_budget, "stage_weight_bytes", fake)
+    monkeypatch.setattr(gpu_budget, "_WEIGHTS_CACHE", NoCache())
     return table
 
 
