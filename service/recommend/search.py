@@ -222,6 +222,8 @@ class _Search:
         try:
             p = replan(req, self.layout)
         except PlanInputError as exc:
+            if exc.field.startswith(("model", "budget", "draft_model")):
+                raise  # the request's own model or budget cannot be planned: not a refusal of one setting
             self.refused[f"invalid {exc.field}"] += 1
             return None
         if not p.feasible:

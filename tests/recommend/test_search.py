@@ -193,3 +193,13 @@ def test_sglang_args_are_the_base_and_stay_fixed():
     for c in got.candidates:
         assert c.tp_size == 4 and c.plan.resolved.disable_radix_cache
         assert "--disable-radix-cache" in c.sglang_args
+
+
+def test_a_model_that_cannot_be_planned_is_the_requests_error_a_layout_it_refuses_is_counted():
+    with pytest.raises(PlanInputError) as exc:
+        recommend({"model": {"preset": "nemotron-h-8b-base-8k"}, "gpu": "h100"})  # no weights from the GPU alone
+    assert exc.value.field == "model.preset"
+    # Qwen3-Next asserts pp_size == 1 in SGLang 0.5.23: PP 2 is refused, PP 1 answers.
+    got = recommend({"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "gpu": "h200", "search": {"tp_size": [4], "pp_size": [1, 2]}})
+    assert got.refused == {"invalid server_args.pp_size": 1}
+    assert [c.pp_size for c in got.candidates] == [1]
