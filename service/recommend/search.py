@@ -182,15 +182,18 @@ def _rank_key(req: RecommendRequest, s: Setting) -> tuple:
     """Larger is better."""
     n, tokens = _totals(s.plan)
     gpus = s.plan.resolved.tp_size * s.plan.resolved.pp_size
-    meets = _meets(req, s.plan)
+    checks = target_checks(req, s.plan).values()
+    meets = all(c.met for c in checks)
+    # Settings that miss a target rank by how close they come (the worst achieved/required).
+    close = 1.0 if meets else min(c.achieved / c.required for c in checks)
     simple = -len(launch_flags(s.args)) - (s.partition is not None)
     if req.objective == "fewest_gpus":
         # Fewest GPUs, then the default mem_fraction_static, then the most KV tokens (with
         # running_requests met, the least mamba memory that meets it leaves KV the most).
-        return (meets, -gpus, not s.raised_mfs, tokens, n, simple)
+        return (meets, close, -gpus, not s.raised_mfs, tokens, n, simple)
     if req.objective == "most_requests":
-        return (meets, _requests_served(req, s.plan), n, tokens, -gpus, not s.raised_mfs, simple)
-    return (meets, tokens, n, -gpus, not s.raised_mfs, simple)
+        return (meets, close, _requests_served(req, s.plan), n, tokens, -gpus, not s.raised_mfs, simple)
+    return (meets, close, tokens, n, -gpus, not s.raised_mfs, simple)
 
 
 # ----------------------------------------------------------------------------- the search

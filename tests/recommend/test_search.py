@@ -203,3 +203,12 @@ def test_a_model_that_cannot_be_planned_is_the_requests_error_a_layout_it_refuse
     got = recommend({"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "gpu": "h200", "search": {"tp_size": [4], "pp_size": [1, 2]}})
     assert got.refused == {"invalid server_args.pp_size": 1}
     assert [c.pp_size for c in got.candidates] == [1]
+
+
+def test_unmet_targets_rank_by_how_close_they_come():
+    got = recommend({"model": {"preset": "qwen3.5-35b-a3b"}, "gpu": "h200", "gpus": [1, 2, 4], "search": {"tp_size": [1, 2, 4]},
+                     "target": {"running_requests": 100000}, "limit": 5})
+    assert not any(c.meets_target for c in got.candidates)
+    reached = [c.targets["running_requests"].achieved for c in got.candidates]
+    assert reached == sorted(reached, reverse=True) and reached[0] == max(c.max_running_requests for c in got.pareto)
+    assert got.why.startswith("No searched setting meets every target")
