@@ -494,8 +494,12 @@ def _why(req: RecommendRequest, out: list[Candidate], search: _Search) -> str:
             + (f"{max(w) / GIB:.2f} GiB of weights, " if w else "")
             + f"{mm} mamba and {ff} full-attention layers" + _against_default(req, c)
         )
-    if "--max-mamba-cache-size" in c.sglang_args:
-        detail.append(f"--max-mamba-cache-size {p.resolved.max_mamba_cache_size} gives the mamba pool only what the requests need and the rest to KV")
+    if "--max-mamba-cache-size" in c.sglang_args and "max_mamba_cache_size" not in req.server_args.model_fields_set:
+        K, R, dp = p.resolved.max_mamba_cache_size, req.target.running_requests, p.resolved.attn_dp_size
+        if R is not None and K == -(-R // dp) * p.mamba_ratio * dp:
+            detail.append(f"--max-mamba-cache-size {K} is the least that serves {R:,} requests ({p.mamba_ratio} slots each): every other byte goes to KV")
+        else:
+            detail.append(f"--max-mamba-cache-size {K} is where neither pool idles: the slots and the KV tokens serve the same number of requests")
     if "--mem-fraction-static" in c.sglang_args and "mem_fraction_static" not in req.server_args.model_fields_set:
         detail.append(f"--mem-fraction-static {p.resolved.mem_fraction_static} keeps SGLang's pre-capture activation reserve")
     refused = sum(search.refused.values())
