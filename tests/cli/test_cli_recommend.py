@@ -56,3 +56,16 @@ def test_invalid_input_exits_2_with_one_line(tmp_path, capsys):
     assert err.startswith("mambasizer: error: search.tp_size.0: ") and err.count("\n") == 1
     code, _, err = run(capsys, "recommend", str(tmp_path / "missing.json"))
     assert code == 2 and "cannot read" in err
+
+
+def test_readme_worked_example_is_the_real_output(capsys):
+    """README's Kimi-K3 example is what the command prints today."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    readme = (root / "README.md").read_text()
+    cmd = "$ mambasizer recommend examples/recommend-kimi-k3-h200.json\n"
+    shown = readme[readme.index(cmd) + len(cmd):].split("\n```", 1)[0]
+    code, out, _ = run(capsys, "recommend", str(root / "examples" / "recommend-kimi-k3-h200.json"))
+    assert code == 0
+    assert out.rstrip("\n") == shown
