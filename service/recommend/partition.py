@@ -36,8 +36,14 @@ class LayerCosts(NamedTuple):
     weights: tuple[int, ...]  # per layer: bytes on the largest TP rank
     mamba: tuple[int, ...]  # per layer: 1 for a mamba (linear) layer
     full: tuple[int, ...]  # per layer: 1 for a full-attention layer
-    first_extra: int = 0  # bytes only the first stage holds (embeddings)
-    last_extra: int = 0  # bytes only the last stage holds (final norm, lm_head, MTP layers)
+    first_extra: int = 0  # bytes the first stage holds besides its layers (embeddings)
+    last_extra: int = 0  # bytes the last stage holds besides its layers (final norm, lm_head, MTP layers)
+    # Bytes every other stage holds besides its layers (e.g. a tower loaded on every stage);
+    # at most min(first_extra, last_extra), so splitting a stage never raises a part's cost.
+    middle_extra: int = 0
+    # Bytes a stage holds once if it has ANY layer flagged in the mask (e.g. the rotary cache
+    # the attention layers of a process share): (bytes, 0/1 per layer).
+    once: tuple[tuple[int, tuple[int, ...]], ...] = ()
 
 
 class Triple(NamedTuple):
@@ -52,12 +58,29 @@ class _Prefix:
         self.w = (0, *accumulate(c.weights))
         self.m = (0, *accumulate(c.mamba))
         self.f = (0, *accumulate(c.full))
-        self.first, self.last = c.first_extra, c.last_extra
+        self.first, self.last, self.middle = c.first_extra, c.last_extra, c.middle_extra
+        if self.middle > min(self.first, self.last):
+            raise ValueError("middle_extra must not exceed first_extra or last_extra")
+        self.once = tuple((b, (0, *accumulate(mask))) for b, mask in c.once)
+
+    def base(self, i: int, j: int) -> int:
+        """What a stage of layers [i, j) holds besides them (the whole model: both ends)."""
+        if i == 0 or j == self.n:
+            return (self.first if i == 0 else 0) + (self.last if j == self.n else 0)
+        return self.middle
+
+    def layers_w(self, i: int, j: int) -> int:
+        """The bytes of layers [i, j) themselves, with the once-per-stage terms they trigger."""
+        w = self.w[j] - self.w[i]
+        for b, cnt in self.once:
+            if cnt[j] > cnt[i]:
+                w += b
+        return w
 
     def seg(self, i: int, j: int) -> tuple[int, int, int]:
-        """Layers [i, j) as one stage: (weights, mamba layers, full layers)."""
-        w = self.w[j] - self.w[i] + (self.first if i == 0 else 0) + (self.last if j == self.n else 0)
-        return w, self.m[j] - self.m[i], self.f[j] - self.f[i]
+        """Layers [i, j) as one stage: (weights, mamba layers, full layers). Every term only
+        grows as the stage grows, so splitting a stage never raises a part's cost."""
+        return self.layers_w(i, j) + self.base(i, j), self.m[j] - self.m[i], self.f[j] - self.f[i]
 
 
 def triple_of(costs: LayerCosts, parts: Sequence[int]) -> Triple:
@@ -90,7 +113,7 @@ def _min_stages(px: _Prefix, W: int, M: int, F: int, limit: int) -> Optional[lis
         # Furthest j < n with [i, j) within the caps (not the last stage: no last extra).
         j = i
         while j < n - 1:
-            w = px.w[j + 1] - px.w[i] + (px.first if i == 0 else 0)
+            w = px.layers_w(i, j + 1) + (px.first if i == 0 else px.middle)
             if w > W or px.m[j + 1] - px.m[i] > M or px.f[j + 1] - px.f[i] > F:
                 break
             j += 1
@@ -139,7 +162,7 @@ def pareto_partitions(costs: LayerCosts, pp: int) -> list[tuple[int, ...]]:
     total_m, total_f = px.m[n], px.f[n]
     m_lo, f_lo = -(-total_m // pp), -(-total_f // pp)
     w_lo = 0
-    w_hi = px.w[n] + px.first + px.last
+    w_hi = px.seg(0, n)[0] + px.middle  # no stage of any partition holds more
     found: dict[tuple[int, ...], Triple] = {}
 
     def least(M: int, F: int) -> Optional[int]:

@@ -278,9 +278,12 @@ class _Search:
         draft = self.req.draft_model.num_layers if self.req.draft_model is not None else None
         load_nextn = spec in ("EAGLE", "NEXTN") and draft is None and self.layout.num_nextn_predict_layers > 0
         try:
-            return layers.layer_costs(self.layout, tp_size=args.tp_size, pp_size=args.pp_size, ep_size=args.ep_size, load_nextn=load_nextn, draft_num_layers=draft)
+            costs = layers.layer_costs(self.layout, tp_size=args.tp_size, pp_size=args.pp_size, ep_size=args.ep_size, load_nextn=load_nextn, draft_num_layers=draft)
         except PlanInputError:
             return None  # the plan of this point already reported why (refused)
+        if costs is None and not self.warnings:
+            self.warnings.append("mambasizer: this model's weights do not split into per-layer bytes; SGLang's default layer partition is kept")
+        return costs
 
     def _pareto(self, costs: partition.LayerCosts, args: ServerArgs) -> list[tuple[int, ...]]:
         key = (id(costs), args.pp_size)

@@ -26,7 +26,11 @@ from service.solver import plan
 def _random_costs(rng: random.Random, n: int) -> LayerCosts:
     kinds = [rng.choice("mmmfx") for _ in range(n)]  # mamba, full attention, or an MLP-only layer
     weights = tuple(rng.choice([rng.randint(0, 9), {"m": 3, "f": 5, "x": 7}[k]]) for k in kinds)
-    return LayerCosts(weights, tuple(int(k == "m") for k in kinds), tuple(int(k == "f") for k in kinds), rng.randint(0, 12), rng.randint(0, 12))
+    first, last = rng.randint(0, 12), rng.randint(0, 12)
+    middle = rng.choice([0, rng.randint(0, min(first, last))])  # e.g. a tower every stage loads
+    full = tuple(int(k == "f") for k in kinds)
+    once = ((rng.randint(1, 6), full),) if rng.random() < 0.5 else ()  # e.g. the attention layers' rotary cache
+    return LayerCosts(weights, tuple(int(k == "m") for k in kinds), full, first, last, middle, once)
 
 
 def test_search_covers_every_pareto_triple_on_generated_cases():
