@@ -212,7 +212,7 @@ class _Search:
         self.searched = 0
         self.refused: Counter = Counter()
         self.settings: list[Setting] = []
-        self._pareto_cache: dict[tuple, list[tuple[int, ...]]] = {}
+        self._pareto_cache: dict[tuple, list[tuple[int, ...]]] = {}  # per search: bounded by its grid
         self.warnings: list[str] = []
 
     # One plan of the pipeline. None when the input itself is refused.
@@ -286,7 +286,7 @@ class _Search:
         return costs
 
     def _pareto(self, costs: partition.LayerCosts, args: ServerArgs) -> list[tuple[int, ...]]:
-        key = (id(costs), args.pp_size)
+        key = (costs, args.pp_size)  # by value: the costs are tuples of ints
         got = self._pareto_cache.get(key)
         if got is None:
             got = self._pareto_cache[key] = partition.pareto_partitions(costs, args.pp_size)
