@@ -1011,6 +1011,7 @@ def headline(out: dict) -> dict:
         head["recommend_p50_ms"] = {n: round(r["latency_s"]["median"] * 1000, 1) for n, r in rec.items()}
         head["recommend_plans_per_s"] = {n: round(r["plans_per_s_in_recommend"]) for n, r in rec.items()}
         head["loop_plan_per_s"] = {n: round(r["loop_plan_per_s"]) for n, r in rec.items()}
+        head["recommend_first_ms"] = {n: round(r["cold_s"] * 1000, 1) for n, r in rec.items()}
         head["recommend_p50_ms_kimi_k3_64"] = head["recommend_p50_ms"]["kimi-k3 <=64 h200"]
     if h:
         head["rss_requests"] = h["rss"]["plan_requests_after_warmup"]

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from functools import lru_cache
 from itertools import product
 from typing import Any, NamedTuple, Optional, Union
 
@@ -212,7 +213,6 @@ class _Search:
         self.searched = 0
         self.refused: Counter = Counter()
         self.settings: list[Setting] = []
-        self._pareto_cache: dict[tuple, list[tuple[int, ...]]] = {}  # per search: bounded by its grid
         self.warnings: list[str] = []
 
     # One plan of the pipeline. None when the input itself is refused.
@@ -285,12 +285,8 @@ class _Search:
             self.warnings.append("mambasizer: this model's weights do not split into per-layer bytes; SGLang's default layer partition is kept")
         return costs
 
-    def _pareto(self, costs: partition.LayerCosts, args: ServerArgs) -> list[tuple[int, ...]]:
-        key = (costs, args.pp_size)  # by value: the costs are tuples of ints
-        got = self._pareto_cache.get(key)
-        if got is None:
-            got = self._pareto_cache[key] = partition.pareto_partitions(costs, args.pp_size)
-        return got
+    def _pareto(self, costs: partition.LayerCosts, args: ServerArgs) -> tuple[tuple[int, ...], ...]:
+        return _pareto_partitions(costs, args.pp_size)
 
     def _mfs_ceiling(self, args: ServerArgs, p: Plan) -> Optional[float]:
         """The largest mem_fraction_static whose slack F_pre x (1 - mfs) still holds SGLang's
@@ -365,6 +361,13 @@ class _Search:
             p = at(k)
             if p is not None:
                 self.keep(args.model_copy(update={"max_mamba_cache_size": k * dp}), part, p, i, raised)
+
+
+# Model structure, not an answer: the Pareto partitions of a (layer costs, pp) pair, shared by
+# every search (bounded; each entry is a few partitions of at most 4096 layers).
+@lru_cache(maxsize=256)
+def _pareto_partitions(costs: partition.LayerCosts, pp: int) -> tuple[tuple[int, ...], ...]:
+    return tuple(partition.pareto_partitions(costs, pp))
 
 
 def _requests_served(req: RecommendRequest, p: Plan) -> int:

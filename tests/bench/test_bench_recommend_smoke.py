@@ -20,5 +20,5 @@ def test_recommend_section_headline(capsys):
     assert "-- recommend" in out and "looping plan() over the same" in out
     head = json.loads(out.strip().splitlines()[-1])
     for name in ("kimi-k3 <=64 h200", "kimi-k3 <=128 h200"):
-        assert head["recommend_p50_ms"][name] > 0
+        assert head["recommend_p50_ms"][name] > 0 and head["recommend_first_ms"][name] > 0
         assert head["recommend_plans_per_s"][name] > 0 and head["loop_plan_per_s"][name] > 0
