@@ -281,8 +281,9 @@ class _Search:
             costs = layers.layer_costs(self.layout, tp_size=args.tp_size, pp_size=args.pp_size, ep_size=args.ep_size, load_nextn=load_nextn, draft_num_layers=draft)
         except PlanInputError:
             return None  # the plan of this point already reported why (refused)
-        if costs is None and not self.warnings:
-            self.warnings.append("mambasizer: this model's weights do not split into per-layer bytes; SGLang's default layer partition is kept")
+        note = "mambasizer: this model's weights do not split into per-layer bytes; SGLang's default layer partition is kept"
+        if costs is None and note not in self.warnings:
+            self.warnings.append(note)
         return costs
 
     def _pareto(self, costs: partition.LayerCosts, args: ServerArgs) -> tuple[tuple[int, ...], ...]:
@@ -294,6 +295,11 @@ class _Search:
         if not self.req.search.mem_fraction_static or "mem_fraction_static" in self.req.server_args.model_fields_set:
             return None
         if p.free_gib_before_load is None or p.gpu_memory_mib is None or p.resolved.mem_fraction_static is None or self.layout.is_multimodal:
+            note = ("mambasizer: --mem-fraction-static was not searched: "
+                    + ("SGLang adjusts it for the vision tower of a multimodal model, which the ceiling does not model"
+                       if self.layout.is_multimodal else "the budget gives no GPU capacity and pre-load free memory to bound it"))
+            if note not in self.warnings:
+                self.warnings.append(note)
             return None
         gpu = p.gpu_memory_mib
         chunked = args.chunked_prefill_size if args.chunked_prefill_size is not None else _capacity_defaults(gpu, args.tp_size)[0]

@@ -212,3 +212,9 @@ def test_unmet_targets_rank_by_how_close_they_come():
     reached = [c.targets["running_requests"].achieved for c in got.candidates]
     assert reached == sorted(reached, reverse=True) and reached[0] == max(c.max_running_requests for c in got.pareto)
     assert got.why.startswith("No searched setting meets every target")
+
+
+def test_mem_fraction_static_search_that_cannot_run_says_why():
+    got = recommend({"model": {"preset": "qwen3.5-27b"}, "gpu": "h200", "search": {"mem_fraction_static": True}, "target": {"running_requests": 10}})
+    assert any("--mem-fraction-static was not searched" in w and "multimodal" in w for w in got.warnings)
+    assert all("--mem-fraction-static" not in c.sglang_args for c in got.candidates)
