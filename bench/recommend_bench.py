@@ -9,10 +9,11 @@ from __future__ import annotations
 import copy
 import statistics
 import time
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
 # The request: Kimi-K3, 512 requests at 128k, up to 64 H200s, every dimension enabled.
-KIMI_K3_64 = {
+KIMI_K3_64: dict[str, Any] = {
     "model": {"preset": "kimi-k3"},
     "gpu": "h200",
     "gpus": [8, 16, 32, 64],

@@ -8,7 +8,7 @@ bisections (logarithmic in their size).
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
@@ -36,21 +36,25 @@ SsmDType = Literal["float32", "bfloat16", "float16"]
 Objective = Literal["fewest_gpus", "most_requests", "most_tokens"]
 
 
-def _knob(item, what: str):
-    return Optional[Annotated[list[item], Field(min_length=1, max_length=MAX_KNOB_VALUES, description=what)]]
+# A searched knob: 1-16 values (the grid is their product, so its size is bounded).
+Knob = Field(min_length=1, max_length=MAX_KNOB_VALUES)
+ParallelKnob = Annotated[list[Parallel], Knob]
+KVKnob = Annotated[list[KVCacheDType], Knob]
+SsmKnob = Annotated[list[SsmDType], Knob]
+SpecKnob = Annotated[list[SpecAlgorithm | None], Knob]
 
 
 class Target(Strict):
     """What the deployment must reach (each optional). Requests and tokens are per replica,
     summed over attention-DP workers."""
 
-    running_requests: Optional[Annotated[int, Field(ge=1, le=MAX_TOKENS)]] = Field(
+    running_requests: Annotated[int, Field(ge=1, le=MAX_TOKENS)] | None = Field(
         None, description="SGLang's max_running_requests (x attention DP) must reach it."
     )
-    context_length: Optional[Annotated[int, Field(ge=1, le=MAX_CONTEXT)]] = Field(
+    context_length: Annotated[int, Field(ge=1, le=MAX_CONTEXT)] | None = Field(
         None, description="The served context (`--context-length`); one full request must fit: max_total_num_tokens >= it."
     )
-    tokens_per_request: Optional[Annotated[int, Field(ge=1, le=MAX_CONTEXT)]] = Field(
+    tokens_per_request: Annotated[int, Field(ge=1, le=MAX_CONTEXT)] | None = Field(
         None, description="Average live tokens per request: max_total_num_tokens >= running_requests x tokens_per_request."
     )
 
@@ -59,12 +63,12 @@ class Search(Strict):
     """What the search may vary. A knob left out (null) keeps the base value (`server_args` /
     `sglang_args`, else SGLang's default); a knob the base fixes cannot also be searched."""
 
-    tp_size: _knob(Parallel, "Tensor-parallel sizes to try.") = None  # type: ignore[valid-type]
-    pp_size: _knob(Parallel, "Pipeline-parallel sizes to try.") = None  # type: ignore[valid-type]
-    attn_dp_size: _knob(Parallel, "Attention data-parallel sizes to try (each must divide tp_size).") = None  # type: ignore[valid-type]
-    kv_cache_dtype: _knob(KVCacheDType, "KV cache dtypes to try (`--kv-cache-dtype`).") = None  # type: ignore[valid-type]
-    mamba_ssm_dtype: _knob(SsmDType, "Mamba SSM state dtypes to try (`--mamba-ssm-dtype`).") = None  # type: ignore[valid-type]
-    speculative: _knob(Optional[SpecAlgorithm], "Speculative algorithms to try (null in the list: none); null keeps the base.") = None  # type: ignore[valid-type]
+    tp_size: ParallelKnob | None = Field(None, description="Tensor-parallel sizes to try.")
+    pp_size: ParallelKnob | None = Field(None, description="Pipeline-parallel sizes to try.")
+    attn_dp_size: ParallelKnob | None = Field(None, description="Attention data-parallel sizes to try (each must divide tp_size).")
+    kv_cache_dtype: KVKnob | None = Field(None, description="KV cache dtypes to try (`--kv-cache-dtype`).")
+    mamba_ssm_dtype: SsmKnob | None = Field(None, description="Mamba SSM state dtypes to try (`--mamba-ssm-dtype`).")
+    speculative: SpecKnob | None = Field(None, description="Speculative algorithms to try (null in the list: none); null keeps the base.")
     pp_partition: bool = Field(True, description="Choose SGLANG_PP_LAYER_PARTITION (the exact optimum over contiguous partitions).")
     mamba_cache: bool = Field(True, description="Choose --max-mamba-cache-size: the least that meets running_requests, or the balance with tokens_per_request.")
     mem_fraction_static: bool = Field(
@@ -75,28 +79,28 @@ class Search(Strict):
 
 class RecommendRequest(Strict):
     model: ModelSpec
-    gpu: Optional[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
+    gpu: Annotated[str, Field(min_length=1, max_length=64)] | None = Field(
         None, description='A catalog GPU (`GET /v1/gpus`): every candidate is planned from the GPU alone (budget {"gpu": ...}).'
     )
-    budget: Optional[Budget] = Field(
+    budget: Budget | None = Field(
         None, description="Instead of `gpu`: any PlanRequest budget form. A measured one is taken as holding for every layout searched.",
     )
-    gpus: Optional[Annotated[list[Annotated[int, Field(ge=1, le=MAX_PARALLEL * MAX_PARALLEL)]], Field(min_length=1, max_length=MAX_GPU_COUNTS)]] = Field(
+    gpus: Annotated[list[Annotated[int, Field(ge=1, le=MAX_PARALLEL * MAX_PARALLEL)]], Field(min_length=1, max_length=MAX_GPU_COUNTS)] | None = Field(
         None, description="GPU counts per replica (tp_size x pp_size) the answer may use; all products of the searched sizes when absent.",
     )
     target: Target = Target()
     objective: Objective = "fewest_gpus"
     search: Search = Search()
     server_args: ServerArgs = ServerArgs()
-    sglang_args: Optional[Annotated[list[Annotated[str, Field(max_length=8192)]], Field(max_length=1024)]] = Field(
+    sglang_args: Annotated[list[Annotated[str, Field(max_length=8192)]], Field(max_length=1024)] | None = Field(
         None, description="SGLang launch arguments as the base, in place of server_args.",
     )
     env: Env = Env()
-    draft_model: Optional[DraftModel] = None
+    draft_model: DraftModel | None = None
     limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] = 10
 
     @model_validator(mode="after")
-    def _one_budget(self) -> "RecommendRequest":
+    def _one_budget(self) -> RecommendRequest:
         if (self.gpu is None) == (self.budget is None):
             raise ValueError('give exactly one of gpu (e.g. "h200") or budget')
         return self
@@ -121,7 +125,7 @@ class Candidate(Out):
     max_running_requests: int = Field(description="SGLang's max_running_requests x attention DP.")
     max_total_num_tokens: int = Field(description="KV tokens per attention-DP worker x attention DP.")
     max_mamba_cache_size: int
-    binding_limit: Optional[str]
+    binding_limit: str | None
     plan: Plan = Field(description="The plan of exactly these flags, as POST /v1/plan answers it.")
 
 

@@ -155,10 +155,10 @@ def request_body(schema_name: str, examples: dict) -> dict:
 
 
 def _component_schemas() -> dict:
+    from schemas.recommend import RecommendRequest
     from service.api.compare import CompareRequest  # schema only
     from service.api.problems import Problem
     from service.api.wire import ApiPlanRequest
-    from schemas.recommend import RecommendRequest
 
     out: dict = {}
     for model in (ApiPlanRequest, CompareRequest, RecommendRequest, Problem):

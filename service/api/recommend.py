@@ -61,4 +61,4 @@ router.add_api_route(
     openapi_extra={"requestBody": request_body("RecommendRequest", {"kimi_k3_h200": {"summary": "Kimi-K3, 512 requests at 128k on H200", "value": EXAMPLE}})},
 )
 
-__all__ = ["router", "post_recommend", "EXAMPLE"]
+__all__ = ["EXAMPLE", "post_recommend", "router"]

@@ -46,7 +46,7 @@ def render(result: Any) -> str:
             rows.append((str(i), str(c.gpus), str(c.tp_size), str(c.pp_size), str(c.attn_dp_size), f"{c.max_running_requests:,}",
                          f"{c.max_total_num_tokens:,}", f"{c.max_mamba_cache_size:,}", c.binding_limit or "-", "yes" if c.meets_target else "no"))
         widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
-        out += ["  " + "  ".join(cell.rjust(w) for cell, w in zip(r, widths)) for r in rows]
+        out += ["  " + "  ".join(cell.rjust(w) for cell, w in zip(r, widths, strict=True)) for r in rows]
         best = result.candidates[0]
         out.append("")
         out.append("best:")

@@ -11,7 +11,7 @@ sums equal `stage_weight_bytes` on real partitions.
 
 from __future__ import annotations
 
-from typing import Optional
+from collections.abc import Callable
 
 from service.recommend.partition import LayerCosts, _Prefix
 from service.solver.layout import ModelLayout
@@ -37,7 +37,7 @@ def counts_only(layout: ModelLayout) -> LayerCosts:
 _CACHE: dict[int, tuple[ModelLayout, dict]] = {}
 
 
-def layer_costs(layout: ModelLayout, *, tp_size: int, pp_size: int, ep_size: int, load_nextn: bool, draft_num_layers: Optional[int]) -> Optional[LayerCosts]:
+def layer_costs(layout: ModelLayout, *, tp_size: int, pp_size: int, ep_size: int, load_nextn: bool, draft_num_layers: int | None) -> LayerCosts | None:
     """None when the weights do not decompose into per-layer bytes plus per-stage constants."""
     key = (tp_size, pp_size, ep_size, load_nextn, draft_num_layers)
     entry = _CACHE.get(id(layout))
@@ -57,16 +57,15 @@ def _groups(ws) -> dict[str, int]:
     return dict(ws.groups)
 
 
-def _layer_costs(layout: ModelLayout, tp: int, pp: int, ep: int, load_nextn: bool, draft: Optional[int]) -> Optional[LayerCosts]:
+def _layer_costs(layout: ModelLayout, tp: int, pp: int, ep: int, load_nextn: bool, draft: int | None) -> LayerCosts | None:
     n = layout.num_hidden_layers
-    kw = dict(tp_size=tp, ep_size=ep, load_nextn=load_nextn, draft_num_layers=draft)
     # Middle stages of one wide pipeline (pp_rank 1 of n + 3 ranks): every layer alone, no
     # layer, and every layer together. Per parameter group, a layer's bytes are its stage's
     # less the empty stage's (what every stage holds). A group is additive when the whole
     # equals the sum; held once per stage (the rotary cache the attention layers share) when
     # every layer that has it shows the whole's amount; anything else is not modelled here.
     mid = [StageRange(1, i, i + 1) for i in range(n)] + [StageRange(1, 0, 0), StageRange(1, 0, n), StageRange(1, 0, 0)]
-    got = stage_weight_breakdown(layout, pp_size=n + 3, stages=mid, **kw)
+    got = stage_weight_breakdown(layout, tp_size=tp, pp_size=n + 3, ep_size=ep, stages=mid, load_nextn=load_nextn, draft_num_layers=draft)
     empty, whole = _groups(got[n]), _groups(got[n + 1])
     singles = [_groups(g) for g in got[:n]]
     per_layer = [0] * n
@@ -77,22 +76,25 @@ def _layer_costs(layout: ModelLayout, tp: int, pp: int, ep: int, load_nextn: boo
         if min(vals) < 0:
             return None
         if sum(vals) == total:
-            per_layer = [a + b for a, b in zip(per_layer, vals)]
+            per_layer = [a + b for a, b in zip(per_layer, vals, strict=True)]
         elif all(v in (0, total) for v in vals):
             once.append((total, tuple(int(v > 0) for v in vals)))
         else:
             return None
     # The real pipeline with no layer on any stage: what its first, middle and last stages hold.
-    ends = stage_weight_bytes(layout, pp_size=pp, stages=[StageRange(r, 0, 0) for r in range(pp)], **kw)
+    def weights(pp_size: int, stages: list[StageRange]) -> tuple[int, ...]:
+        return stage_weight_bytes(layout, tp_size=tp, pp_size=pp_size, ep_size=ep, stages=stages, load_nextn=load_nextn, draft_num_layers=draft)
+
+    ends = weights(pp, [StageRange(r, 0, 0) for r in range(pp)])
     middle = ends[1] if pp > 2 else sum(empty.values())
     if middle > min(ends[0], ends[-1]):
         return None
     mamba, full = _flags(layout)
     costs = LayerCosts(tuple(per_layer), mamba, full, ends[0], ends[-1], middle, tuple(once))
-    return costs if _agrees(layout, costs, pp, kw) else None
+    return costs if _agrees(layout, costs, pp, weights) else None
 
 
-def _agrees(layout: ModelLayout, costs: LayerCosts, pp: int, kw: dict) -> bool:
+def _agrees(layout: ModelLayout, costs: LayerCosts, pp: int, weights: Callable[[int, list[StageRange]], tuple[int, ...]]) -> bool:
     """The decomposition reproduces stage_weight_bytes on SGLang's default partition and on
     one uneven partition (a cheap guard: the tests check many more)."""
     n = layout.num_hidden_layers
@@ -102,8 +104,7 @@ def _agrees(layout: ModelLayout, costs: LayerCosts, pp: int, kw: dict) -> bool:
     uneven = [n - pp + 1] + [1] * (pp - 1)
     px = _Prefix(costs)
     for parts in (default, uneven):
-        stages = pp_stages(n, pp, parts, layout.mamba_layer_ids, layout.full_attention_layer_ids)
-        want = stage_weight_bytes(layout, pp_size=pp, stages=stages, **kw)
+        want = weights(pp, list(pp_stages(n, pp, parts, layout.mamba_layer_ids, layout.full_attention_layer_ids)))
         start, got = 0, []
         for k in parts:
             got.append(px.seg(start, start + k)[0])

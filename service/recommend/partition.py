@@ -28,8 +28,9 @@ written for an empty stage).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from itertools import accumulate
-from typing import NamedTuple, Optional, Sequence
+from typing import NamedTuple
 
 
 class LayerCosts(NamedTuple):
@@ -95,7 +96,7 @@ def triple_of(costs: LayerCosts, parts: Sequence[int]) -> Triple:
     return Triple(W, M, F)
 
 
-def _min_stages(px: _Prefix, W: int, M: int, F: int, limit: int) -> Optional[list[int]]:
+def _min_stages(px: _Prefix, W: int, M: int, F: int, limit: int) -> list[int] | None:
     """The boundaries of a partition into at most `limit` stages with every stage within the
     caps, or None. Greedy: each non-last stage reaches as far as the caps allow, which leaves
     the shortest possible remainder after k stages (the usual exchange argument), and the last
@@ -135,7 +136,7 @@ def _refine(cuts: list[int], pp: int) -> tuple[int, ...]:
     return tuple(cuts[s + 1] - cuts[s] for s in range(pp))
 
 
-def _least_w(px: _Prefix, pp: int, M: int, F: int, lo: int, hi: int) -> Optional[tuple[int, list[int]]]:
+def _least_w(px: _Prefix, pp: int, M: int, F: int, lo: int, hi: int) -> tuple[int, list[int]] | None:
     """The least W in [lo, hi] with a partition into <= pp stages within (W, M, F)."""
     best = _min_stages(px, hi, M, F, pp)
     if best is None:
@@ -165,7 +166,7 @@ def pareto_partitions(costs: LayerCosts, pp: int) -> list[tuple[int, ...]]:
     w_hi = px.seg(0, n)[0] + px.middle  # no stage of any partition holds more
     found: dict[tuple[int, ...], Triple] = {}
 
-    def least(M: int, F: int) -> Optional[int]:
+    def least(M: int, F: int) -> int | None:
         got = _least_w(px, pp, M, F, w_lo, w_hi)
         if got is None:
             return None

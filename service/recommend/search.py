@@ -23,7 +23,7 @@ import math
 from collections import Counter
 from functools import lru_cache
 from itertools import product
-from typing import Any, NamedTuple, Optional, Union
+from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
@@ -56,7 +56,7 @@ class Setting(NamedTuple):
     """One evaluated setting: the server_args, the partition env value, and its plan."""
 
     args: ServerArgs
-    partition: Optional[str]
+    partition: str | None
     plan: Plan
     grid: int  # index of its grid point
     raised_mfs: bool
@@ -65,7 +65,7 @@ class Setting(NamedTuple):
 # ----------------------------------------------------------------------------- request
 
 
-def parse(raw: Union[RecommendRequest, dict, Any]) -> RecommendRequest:
+def parse(raw: RecommendRequest | dict | Any) -> RecommendRequest:
     if isinstance(raw, RecommendRequest):
         return raw
     if not isinstance(raw, dict):
@@ -150,9 +150,15 @@ def _grid(req: RecommendRequest) -> list[dict]:
 # ----------------------------------------------------------------------------- figures
 
 
+def _known(v: int | None) -> int:
+    """A figure of a plan that started (SGLang computed it)."""
+    assert v is not None, "a started plan has every headline figure"
+    return v
+
+
 def _totals(p: Plan) -> tuple[int, int]:
     dp = p.resolved.attn_dp_size
-    return p.max_running_requests * dp, p.max_total_num_tokens * dp
+    return _known(p.max_running_requests) * dp, _known(p.max_total_num_tokens) * dp
 
 
 def target_checks(req: RecommendRequest, p: Plan) -> dict[str, TargetCheck]:
@@ -169,7 +175,7 @@ def target_checks(req: RecommendRequest, p: Plan) -> dict[str, TargetCheck]:
         # One full request must fit in one worker's pool, at a context the server serves:
         # the tokens when it does, the served context when that is shorter.
         served = p.resolved.context_length
-        check("context_length", t.context_length, p.max_total_num_tokens if served >= t.context_length else served)
+        check("context_length", t.context_length, _known(p.max_total_num_tokens) if served >= t.context_length else served)
     if t.tokens_per_request is not None:
         check("tokens_per_request", t.tokens_per_request * (t.running_requests or 1), tokens)
     return out
@@ -201,10 +207,11 @@ def _rank_key(req: RecommendRequest, s: Setting) -> tuple:
 
 
 class _Search:
-    def __init__(self, req: RecommendRequest, trace: Optional[list] = None):
+    def __init__(self, req: RecommendRequest, trace: list | None = None):
         self.req = req
         self.trace = trace  # bench/run.py: the PlanRequests searched, to loop plan() over them
         budget = Budget(gpu=req.gpu) if req.gpu is not None else req.budget
+        assert budget is not None  # RecommendRequest requires exactly one of them
         base_args = req.server_args
         if req.target.context_length is not None and "context_length" not in base_args.model_fields_set:
             base_args = base_args.model_copy(update={"context_length": req.target.context_length})
@@ -216,7 +223,7 @@ class _Search:
         self.warnings: list[str] = []
 
     # One plan of the pipeline. None when the input itself is refused.
-    def run(self, args: ServerArgs, part: Optional[str]) -> Optional[Plan]:
+    def run(self, args: ServerArgs, part: str | None) -> Plan | None:
         self.searched += 1
         env = self.base.env if part is None else self.base.env.model_copy(update={"SGLANG_PP_LAYER_PARTITION": part})
         req = self.base.model_copy(update={"server_args": args, "env": env})
@@ -230,10 +237,11 @@ class _Search:
             self.refused[f"invalid {exc.field}"] += 1
             return None
         if not p.feasible:
+            assert p.error is not None
             self.refused[p.error.kind] += 1
         return p
 
-    def keep(self, args: ServerArgs, part: Optional[str], p: Optional[Plan], grid: int, raised: bool) -> None:
+    def keep(self, args: ServerArgs, part: str | None, p: Plan | None, grid: int, raised: bool) -> None:
         if p is not None and p.feasible:
             self.settings.append(Setting(args, part, p, grid, raised))
 
@@ -242,7 +250,7 @@ class _Search:
         base_plan = self.run(args, None)
         if base_plan is None:
             return
-        mfs_values = [None]
+        mfs_values: list[float | None] = [None]
         ceiling = self._mfs_ceiling(args, base_plan)
         if ceiling is not None:
             mfs_values.append(ceiling)
@@ -271,7 +279,7 @@ class _Search:
             text = ",".join(map(str, parts))
             self.mamba_point(i, args, text, self.run(args, text), raised)
 
-    def _costs(self, args: ServerArgs) -> Optional[partition.LayerCosts]:
+    def _costs(self, args: ServerArgs) -> partition.LayerCosts | None:
         if not self.base.budget.estimated:
             return layers.counts_only(self.layout)
         spec = args.speculative_algorithm
@@ -289,7 +297,7 @@ class _Search:
     def _pareto(self, costs: partition.LayerCosts, args: ServerArgs) -> tuple[tuple[int, ...], ...]:
         return _pareto_partitions(costs, args.pp_size)
 
-    def _mfs_ceiling(self, args: ServerArgs, p: Plan) -> Optional[float]:
+    def _mfs_ceiling(self, args: ServerArgs, p: Plan) -> float | None:
         """The largest mem_fraction_static whose slack F_pre x (1 - mfs) still holds SGLang's
         pre-capture activation reserve, when above the automatic value."""
         if not self.req.search.mem_fraction_static or "mem_fraction_static" in self.req.server_args.model_fields_set:
@@ -310,7 +318,7 @@ class _Search:
         ceiling = math.floor((1 - reserve / 1024 / p.free_gib_before_load) * 1000) / 1000
         return ceiling if ceiling > p.resolved.mem_fraction_static else None
 
-    def mamba_point(self, i: int, args: ServerArgs, part: Optional[str], p0: Optional[Plan], raised: bool) -> None:
+    def mamba_point(self, i: int, args: ServerArgs, part: str | None, p0: Plan | None, raised: bool) -> None:
         if p0 is None:
             return
         self.keep(args, part, p0, i, raised)
@@ -332,15 +340,15 @@ class _Search:
         if self.req.objective == "most_requests" or (t.tokens_per_request is not None and t.running_requests is None):
             self.balance(i, args, part, p0, raised)
 
-    def balance(self, i: int, args: ServerArgs, part: Optional[str], p0: Plan, raised: bool) -> None:
+    def balance(self, i: int, args: ServerArgs, part: str | None, p0: Plan, raised: bool) -> None:
         """The cache size where the mamba slots stop binding: below it the slots limit the
         requests, above it the KV side does (tokens // 2, SGLang's estimate, tokens_per_request).
         The predicate is monotone in the size, so bisection finds the first size where the slots
         no longer bind; the best is there or one request's worth of slots below."""
-        dp, ratio, tpr = args.attn_dp_size, p0.mamba_ratio, self.req.target.tokens_per_request
-        cache: dict[int, Optional[Plan]] = {}
+        dp, ratio, tpr = args.attn_dp_size, _known(p0.mamba_ratio), self.req.target.tokens_per_request
+        cache: dict[int, Plan | None] = {}
 
-        def at(k: int) -> Optional[Plan]:
+        def at(k: int) -> Plan | None:
             if k not in cache:
                 cache[k] = self.run(args.model_copy(update={"max_mamba_cache_size": k * dp}), part)
             return cache[k]
@@ -351,7 +359,7 @@ class _Search:
                 return True  # past the memory: the KV side (nothing left) is what limits
             if p.binding_limit != "mamba_slots":
                 return True  # the slots reach what the KV side (or SGLang's caps) allows
-            return tpr is not None and p.max_total_num_tokens // tpr <= k // ratio
+            return tpr is not None and _known(p.max_total_num_tokens) // tpr <= k // ratio
 
         lo = ratio
         hi = max(lo, (p0.max_mamba_cache_size or lo))
@@ -385,7 +393,7 @@ def _requests_served(req: RecommendRequest, p: Plan) -> int:
 # ----------------------------------------------------------------------------- answer
 
 
-def recommend(raw: Union[RecommendRequest, dict, Any], trace: Optional[list] = None) -> RecommendResponse:
+def recommend(raw: RecommendRequest | dict | Any, trace: list | None = None) -> RecommendResponse:
     """The answer to a RecommendRequest. `trace`, when given, receives every PlanRequest the
     search planned (the benchmark loops plan() over them)."""
     req = parse(raw)
@@ -415,7 +423,7 @@ def _front(req: RecommendRequest, settings: list[Setting]) -> list[Setting]:
         if b is None or _rank_key(req, s) > _rank_key(req, b):
             by_point[point] = s
     points = sorted(by_point, key=lambda p: (p[0], -p[1], -p[2]))
-    front = []
+    front: list[tuple[tuple[int, int, int], Setting]] = []
     for pt in points:
         if any(q[0] <= pt[0] and q[1] >= pt[1] and q[2] >= pt[2] for q, _ in front):
             continue
@@ -423,7 +431,15 @@ def _front(req: RecommendRequest, settings: list[Setting]) -> list[Setting]:
     return [s for _, s in front][:MAX_PARETO]
 
 
-def _candidate(req: RecommendRequest, s: Setting) -> Optional[Candidate]:
+def _budget_body(req: RecommendRequest) -> dict:
+    """The request's budget as a PlanRequest body states it."""
+    if req.gpu is not None:
+        return {"gpu": req.gpu}
+    assert req.budget is not None
+    return req.budget.model_dump(exclude_none=True)
+
+
+def _candidate(req: RecommendRequest, s: Setting) -> Candidate | None:
     """Re-plan the setting from its own launch flags, as POST /v1/plan would."""
     from service.api import wire
     from service.solver import plan
@@ -435,7 +451,7 @@ def _candidate(req: RecommendRequest, s: Setting) -> Optional[Candidate]:
     body: dict = {
         "model": req.model.model_dump(exclude_defaults=True),
         "sglang_args": flags,
-        "budget": {"gpu": req.gpu} if req.gpu is not None else req.budget.model_dump(exclude_none=True),
+        "budget": _budget_body(req),
     }
     if env:
         body["env"] = env
@@ -508,7 +524,7 @@ def _why(req: RecommendRequest, out: list[Candidate], search: _Search) -> str:
         )
     if "--max-mamba-cache-size" in c.sglang_args and "max_mamba_cache_size" not in req.server_args.model_fields_set:
         K, R, dp = p.resolved.max_mamba_cache_size, req.target.running_requests, p.resolved.attn_dp_size
-        if R is not None and K == -(-R // dp) * p.mamba_ratio * dp:
+        if R is not None and K == -(-R // dp) * _known(p.mamba_ratio) * dp:
             detail.append(f"--max-mamba-cache-size {K} is the least that serves {R:,} requests ({p.mamba_ratio} slots each): every other byte goes to KV")
         else:
             detail.append(f"--max-mamba-cache-size {K} is where neither pool idles: the slots and the KV tokens serve the same number of requests")
@@ -528,19 +544,19 @@ def _against_default(req: RecommendRequest, c: Candidate) -> str:
 
     env = {k: v for k, v in c.env.items() if k != "SGLANG_PP_LAYER_PARTITION"}
     body: dict = {"model": req.model.model_dump(exclude_defaults=True), "sglang_args": c.sglang_args,
-                  "budget": {"gpu": req.gpu} if req.gpu is not None else req.budget.model_dump(exclude_none=True)}
+                  "budget": _budget_body(req)}
     if env:
         body["env"] = env
     if req.draft_model is not None:
         body["draft_model"] = req.draft_model.model_dump()
     p = plan(wire.prepare(body).request)
     if not p.feasible:
-        return f" (SGLang's default partition would not start: {p.error.kind})"
-    dp = p.resolved.attn_dp_size
-    return f" (SGLang's default partition: {p.max_running_requests * dp:,} requests, {p.max_total_num_tokens * dp:,} KV tokens)"
+        return f" (SGLang's default partition would not start: {p.error.kind if p.error else 'refused'})"
+    n, tokens = _totals(p)
+    return f" (SGLang's default partition: {n:,} requests, {tokens:,} KV tokens)"
 
 
-def _binding(limit: Optional[str]) -> str:
+def _binding(limit: str | None) -> str:
     return {
         "mamba_slots": "the mamba slots bind the requests",
         "kv_tokens": "the KV tokens bind the requests",

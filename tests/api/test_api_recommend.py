@@ -9,7 +9,6 @@ import subprocess
 import sys
 
 from api_helpers import assert_problem
-
 from service.api.recommend import EXAMPLE
 
 BODY = {

@@ -26,7 +26,7 @@ def test_stage_sums_equal_stage_weight_bytes(preset, tp, pp, ep):
         px = _Prefix(costs)
         for _ in range(4):
             cuts = sorted(rng.sample(range(1, n), pp - 1))
-            parts = [b - a for a, b in zip([0, *cuts], [*cuts, n])]
+            parts = [b - a for a, b in zip([0, *cuts], [*cuts, n], strict=True)]
             stages = pp_stages(n, pp, parts, layout.mamba_layer_ids, layout.full_attention_layer_ids)
             want = stage_weight_bytes(layout, tp_size=tp, pp_size=pp, ep_size=ep, stages=stages, load_nextn=load_nextn)
             got, start = [], 0

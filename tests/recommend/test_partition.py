@@ -75,7 +75,7 @@ def _brute(model: dict, sa: dict, budget: dict, layers: int, requests: int) -> t
     """The most KV tokens that still serve `requests`, over every contiguous partition, each
     planned by plan() with SGLang's default split and with the least cache size that serves
     `requests` (ratio slots per request): (tokens, requests)."""
-    best = None
+    best: tuple[int, int] | None = None
     for parts in all_partitions(layers, sa["pp_size"]):
         env = {"SGLANG_PP_LAYER_PARTITION": ",".join(map(str, parts))}
         p = plan({"model": model, "server_args": sa, "budget": budget, "env": env})
@@ -83,7 +83,7 @@ def _brute(model: dict, sa: dict, budget: dict, layers: int, requests: int) -> t
         if p.mamba_ratio is not None:
             variants.append(plan({"model": model, "server_args": {**sa, "max_mamba_cache_size": requests * p.mamba_ratio}, "budget": budget, "env": env}))
         for q in variants:
-            if q.feasible and q.max_running_requests >= requests:
+            if q.feasible and q.max_running_requests is not None and q.max_total_num_tokens is not None and q.max_running_requests >= requests:
                 key = (q.max_total_num_tokens, q.max_running_requests)
                 best = key if best is None or key > best else best
     assert best is not None

@@ -44,7 +44,7 @@ def _brute_fewest(body: dict) -> tuple[int, int]:
     s, target = body["search"], body["target"]
     budget = {"gpu": body["gpu"]} if "gpu" in body else body["budget"]
     R = target["running_requests"]
-    best = None
+    best: tuple[int, int] | None = None
     layers = body["_layers"]
     for tp, pp, kv in product(s["tp_size"], s["pp_size"], s["kv_cache_dtype"]):
         if tp * pp not in body["gpus"]:
@@ -58,6 +58,7 @@ def _brute_fewest(body: dict) -> tuple[int, int]:
                 variants.append(plan({"model": body["model"], "server_args": {**sa, "max_mamba_cache_size": R * p.mamba_ratio}, "budget": budget, "env": env}))
             for q in variants:
                 if q.feasible and _meets(q, target):
+                    assert q.max_total_num_tokens is not None
                     key = (-tp * pp, q.max_total_num_tokens)
                     best = key if best is None or key > best else best
     assert best is not None, "the grid has no setting that meets the target: pick another case"
