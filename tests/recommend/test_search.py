@@ -219,3 +219,31 @@ def test_mem_fraction_static_search_that_cannot_run_says_why():
     got = recommend({"model": {"preset": "qwen3.5-27b"}, "gpu": "h200", "search": {"mem_fraction_static": True}, "target": {"running_requests": 10}})
     assert any("--mem-fraction-static was not searched" in w and "multimodal" in w for w in got.warnings)
     assert all("--mem-fraction-static" not in c.sglang_args for c in got.candidates)
+
+
+def test_most_requests_equals_brute_force_over_partitions_and_every_cache_size():
+    """most_requests with tokens_per_request on PP 2: every contiguous partition x every cache
+    size (and SGLang's default split), each planned by plan(), against the search."""
+    model, budget, sa, tpr = {"preset": "kimi-linear-48b-a3b-instruct"}, {"rest_gib": 3.0}, {"tp_size": 2, "pp_size": 2}, 3000
+    got = recommend({"model": model, "budget": budget, "server_args": sa, "objective": "most_requests", "target": {"tokens_per_request": tpr}, "limit": 1})
+    c = got.candidates[0]
+    best = 0
+    scanned = 0
+    for parts in all_partitions(27, 2):
+        env = {"SGLANG_PP_LAYER_PARTITION": ",".join(map(str, parts))}
+        default = plan({"model": model, "budget": budget, "server_args": sa, "env": env})
+        if default.feasible:
+            assert default.max_running_requests is not None and default.max_total_num_tokens is not None
+            best = max(best, min(default.max_running_requests, default.max_total_num_tokens // tpr))
+        k = 1
+        while True:
+            p = plan({"model": model, "budget": budget, "server_args": {**sa, "max_mamba_cache_size": k}, "env": env})
+            scanned += 1
+            if p.feasible:
+                assert p.max_running_requests is not None and p.max_total_num_tokens is not None
+                best = max(best, min(p.max_running_requests, p.max_total_num_tokens // tpr))
+            elif p.error is not None and p.error.kind == "no_memory_for_kv":
+                break  # a larger cache leaves even less
+            k += 1
+    assert scanned > 2000
+    assert min(c.max_running_requests, c.max_total_num_tokens // tpr) == best
