@@ -47,7 +47,7 @@ def bench_recommend(runs: int, quick: bool = False) -> dict:
         body = make()
         # Cold: no layer costs, no Pareto partitions known yet (the first request for a model).
         layers._CACHE.clear()
-        search._pareto_partitions.cache_clear()
+        search._PARETO.clear()
         t = time.perf_counter()
         recommend(body)
         cold = time.perf_counter() - t

@@ -47,6 +47,20 @@ class LayerCosts(NamedTuple):
     once: tuple[tuple[int, tuple[int, ...]], ...] = ()
 
 
+# Work bound of one enumeration, in layer-steps of the greedy check (about 1 s of CPU on the
+# 2-core machine): the shipped presets need at most ~200,000 (Nemotron-3-Ultra at PP 16); a
+# layout sent to make the enumeration explode stops here with what it found.
+MAX_STEPS = 2_000_000
+
+
+class PartitionSearchTooLarge(Exception):
+    """The enumeration passed MAX_STEPS; `found` holds the partitions it had (not proven optimal)."""
+
+    def __init__(self, found: list[tuple[int, ...]]):
+        super().__init__("the partition search passed its work bound")
+        self.found = found
+
+
 class Triple(NamedTuple):
     weights: int
     mamba: int
@@ -63,6 +77,7 @@ class _Prefix:
         if self.middle > min(self.first, self.last):
             raise ValueError("middle_extra must not exceed first_extra or last_extra")
         self.once = tuple((b, (0, *accumulate(mask))) for b, mask in c.once)
+        self.steps = 0  # layer-steps of the greedy check, against MAX_STEPS
 
     def base(self, i: int, j: int) -> int:
         """What a stage of layers [i, j) holds besides them (the whole model: both ends)."""
@@ -102,6 +117,7 @@ def _min_stages(px: _Prefix, W: int, M: int, F: int, limit: int) -> list[int] | 
     the shortest possible remainder after k stages (the usual exchange argument), and the last
     stage's cost only shrinks as its start moves right."""
     n = px.n
+    px.steps += n
     cuts = [0]
     i = 0
     for _ in range(limit):
@@ -151,15 +167,24 @@ def _least_w(px: _Prefix, pp: int, M: int, F: int, lo: int, hi: int) -> tuple[in
     return hi, best
 
 
-def pareto_partitions(costs: LayerCosts, pp: int) -> list[tuple[int, ...]]:
+def pareto_partitions(costs: LayerCosts, pp: int, max_steps: int = MAX_STEPS, steps: list[int] | None = None) -> list[tuple[int, ...]]:
     """Partitions (layer counts per stage) whose triples cover every Pareto-minimal (W, M, F)
-    over all contiguous partitions into `pp` non-empty stages."""
+    over all contiguous partitions into `pp` non-empty stages. Raises PartitionSearchTooLarge
+    past `max_steps` of work; `steps`, when given, receives the work done."""
+    px = _Prefix(costs)
+    try:
+        return _pareto_partitions(costs, pp, px, max_steps)
+    finally:
+        if steps is not None:
+            steps.append(px.steps)
+
+
+def _pareto_partitions(costs: LayerCosts, pp: int, px: _Prefix, max_steps: int) -> list[tuple[int, ...]]:
     n = len(costs.weights)
     if pp < 1 or n < pp:
         return []
     if pp == 1:
         return [(n,)]
-    px = _Prefix(costs)
     total_m, total_f = px.m[n], px.f[n]
     m_lo, f_lo = -(-total_m // pp), -(-total_f // pp)
     w_lo = 0
@@ -167,6 +192,8 @@ def pareto_partitions(costs: LayerCosts, pp: int) -> list[tuple[int, ...]]:
     found: dict[tuple[int, ...], Triple] = {}
 
     def least(M: int, F: int) -> int | None:
+        if px.steps > max_steps:
+            raise PartitionSearchTooLarge(_pareto(found))
         got = _least_w(px, pp, M, F, w_lo, w_hi)
         if got is None:
             return None

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from functools import lru_cache
 from itertools import product
 from typing import Any, NamedTuple
 
@@ -45,8 +44,15 @@ from service.solver.requests import ESTIMATE_MIN
 from service.solver.stages import pp_stages
 
 GIB = 1 << 30
-MAX_GRID = 4096  # grid points (layouts x dtypes x algorithms): bounded by the 16-value knobs anyway
+MAX_GRID = 512  # grid points (layouts x dtypes x algorithms) one search plans: a few seconds at most
 MAX_PARETO = 32
+# Plans one search may run (a few seconds on 2 cores): the grid, the partitions and the cache
+# size bisections together. Past it the search stops and says so.
+MAX_PLANS = 5_000
+
+
+class _PlanBudgetSpent(Exception):
+    pass
 # SGLang's `pre_capture_activation_reserve_mb` (runtime_context.py / overrides.py): what the
 # post-capture KV sizing keeps free for activations whatever mem_fraction_static says.
 RESERVE_BASE_MB, RESERVE_PER_TOKEN_MB, RESERVE_FLOOR_MB = 512, 1.5, 10 * 1024
@@ -133,6 +139,9 @@ def _grid(req: RecommendRequest) -> list[dict]:
         values["tp_size"] = [t for t in _DEFAULT_TP if any(g % t == 0 for g in gpus)] or [1]
     if gpus is not None and req.search.pp_size is None and "pp_size" not in fixed:
         values["pp_size"] = sorted({g // t for g in gpus for t in values["tp_size"] if g % t == 0})
+    raw = math.prod(len(values[f]) for f in _KNOBS.values())
+    if raw > MAX_GRID * 8:
+        raise PlanInputError("search", f"{raw:,} combinations of the searched knobs; at most {MAX_GRID * 8:,} before the GPU-count filter: narrow a knob")
     out = []
     for tp, pp, dp, kv, ssm, spec in product(*(values[f] for f in _KNOBS.values())):
         if gpus is not None and tp * pp not in gpus:
@@ -217,13 +226,19 @@ class _Search:
             base_args = base_args.model_copy(update={"context_length": req.target.context_length})
         self.base = PlanRequest(model=req.model, server_args=base_args, env=req.env, budget=budget, draft_model=req.draft_model)
         self.layout = model_layout(self.base)
+        # The base request itself must plan: a model or budget the solver cannot size is the
+        # request's error (422), while a searched setting it rejects is counted under refused.
+        replan(self.base, self.layout)
         self.searched = 0
         self.refused: Counter = Counter()
         self.settings: list[Setting] = []
         self.warnings: list[str] = []
+        self.partition_steps = [SEARCH_PARTITION_STEPS]
 
     # One plan of the pipeline. None when the input itself is refused.
     def run(self, args: ServerArgs, part: str | None) -> Plan | None:
+        if self.searched >= MAX_PLANS:
+            raise _PlanBudgetSpent
         self.searched += 1
         env = self.base.env if part is None else self.base.env.model_copy(update={"SGLANG_PP_LAYER_PARTITION": part})
         req = self.base.model_copy(update={"server_args": args, "env": env})
@@ -232,8 +247,6 @@ class _Search:
         try:
             p = replan(req, self.layout)
         except PlanInputError as exc:
-            if exc.field.startswith(("model", "budget", "draft_model")):
-                raise  # the request's own model or budget cannot be planned: not a refusal of one setting
             self.refused[f"invalid {exc.field}"] += 1
             return None
         if not p.feasible:
@@ -295,7 +308,14 @@ class _Search:
         return costs
 
     def _pareto(self, costs: partition.LayerCosts, args: ServerArgs) -> tuple[tuple[int, ...], ...]:
-        return _pareto_partitions(costs, args.pp_size)
+        try:
+            return _pareto_partitions(costs, args.pp_size, self.partition_steps)
+        except partition.PartitionSearchTooLarge as exc:
+            note = ("mambasizer: the layer partition search passed its work bound for this layout; the partitions it had "
+                    "found are still tried, but the partition is not proven optimal")
+            if note not in self.warnings:
+                self.warnings.append(note)
+            return tuple(exc.found)
 
     def _mfs_ceiling(self, args: ServerArgs, p: Plan) -> float | None:
         """The largest mem_fraction_static whose slack F_pre x (1 - mfs) still holds SGLang's
@@ -379,9 +399,31 @@ class _Search:
 
 # Model structure, not an answer: the Pareto partitions of a (layer costs, pp) pair, shared by
 # every search (bounded; each entry is a few partitions of at most 4096 layers).
-@lru_cache(maxsize=256)
-def _pareto_partitions(costs: partition.LayerCosts, pp: int) -> tuple[tuple[int, ...], ...]:
-    return tuple(partition.pareto_partitions(costs, pp))
+_PARETO: dict[tuple[partition.LayerCosts, int], tuple[tuple[int, ...], ...]] = {}
+_PARETO_ENTRIES = 256
+# The partition enumerations one search may run (cache hits are free): a request listing many
+# PP x TP sizes of a huge layout cannot buy more than this, in greedy layer-steps.
+SEARCH_PARTITION_STEPS = 3 * partition.MAX_STEPS
+
+
+def _pareto_partitions(costs: partition.LayerCosts, pp: int, budget: list[int]) -> tuple[tuple[int, ...], ...]:
+    """`budget` is the search's one-element step allowance, charged with the work done.
+    Raises PartitionSearchTooLarge (with what was found) when the allowance runs out."""
+    key = (costs, pp)
+    got = _PARETO.get(key)
+    if got is not None:
+        return got
+    if budget[0] <= 0:
+        raise partition.PartitionSearchTooLarge([])
+    steps: list[int] = []
+    try:
+        got = tuple(partition.pareto_partitions(costs, pp, max_steps=min(partition.MAX_STEPS, budget[0]), steps=steps))
+    finally:
+        budget[0] -= sum(steps)
+    if len(_PARETO) >= _PARETO_ENTRIES:
+        _PARETO.pop(next(iter(_PARETO)))
+    _PARETO[key] = got
+    return got
 
 
 def _requests_served(req: RecommendRequest, p: Plan) -> int:
@@ -397,9 +439,17 @@ def recommend(raw: RecommendRequest | dict | Any, trace: list | None = None) -> 
     """The answer to a RecommendRequest. `trace`, when given, receives every PlanRequest the
     search planned (the benchmark loops plan() over them)."""
     req = parse(raw)
+    grid = _grid(req)
     search = _Search(req, trace)
-    for i, upd in enumerate(_grid(req)):
-        search.grid_point(i, upd)
+    for i, upd in enumerate(grid):
+        try:
+            search.grid_point(i, upd)
+        except _PlanBudgetSpent:
+            search.warnings.append(
+                f"mambasizer: the search stopped at its bound of {MAX_PLANS:,} plans after {i} of {len(grid)} settings "
+                "(the rest were not searched): narrow the searched knobs or the GPU counts"
+            )
+            break
     return _answer(req, search)
 
 

@@ -111,3 +111,28 @@ def test_search_partition_equals_brute_force_through_plan(preset, layers, tp, pp
     best = recommend(body).candidates[0]
     assert best.meets_target and best.plan.feasible
     assert (best.plan.max_total_num_tokens, best.plan.max_running_requests) == want
+
+
+def test_the_enumeration_stops_at_its_work_bound_with_what_it_found():
+    from service.recommend.partition import PartitionSearchTooLarge
+
+    rng = random.Random(3)
+    costs = _random_costs(rng, 400)
+    steps: list[int] = []
+    with pytest.raises(PartitionSearchTooLarge) as exc:
+        pareto_partitions(costs, 40, max_steps=50_000, steps=steps)
+    assert 50_000 < steps[0] <= 50_000 + 400 * 80  # one bisection past the bound at most
+    for parts in exc.value.found:
+        assert len(parts) == 40 and sum(parts) == 400
+
+
+def test_a_huge_search_grid_is_refused_before_it_is_built():
+    from service.solver import PlanInputError
+
+    many = list(range(1, 17))
+    with pytest.raises(PlanInputError) as exc:
+        recommend({"model": {"preset": "qwen3.5-27b"}, "gpu": "h200", "search": {
+            "tp_size": many, "pp_size": many, "attn_dp_size": many,
+            "kv_cache_dtype": ["auto", "bfloat16", "fp8_e4m3", "fp8_e5m2"], "mamba_ssm_dtype": ["float32", "bfloat16", "float16"],
+        }})
+    assert exc.value.field == "search"

@@ -247,3 +247,14 @@ def test_most_requests_equals_brute_force_over_partitions_and_every_cache_size()
             k += 1
     assert scanned > 2000
     assert min(c.max_running_requests, c.max_total_num_tokens // tpr) == best
+
+
+def test_a_large_search_stops_at_its_plan_bound_and_says_so(monkeypatch):
+    from service.recommend import search
+
+    monkeypatch.setattr(search, "MAX_PLANS", 40)
+    got = recommend({"model": {"preset": "qwen3.5-27b"}, "gpu": "h200", "search": {"tp_size": [1, 2, 4, 8], "pp_size": [1, 2, 4]},
+                     "target": {"running_requests": 100}, "objective": "most_requests"})
+    assert got.searched == 40
+    assert any("stopped at its bound of 40 plans" in w for w in got.warnings)
+    assert all(c.plan.feasible for c in got.candidates)
