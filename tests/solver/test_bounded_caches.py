@@ -58,3 +58,33 @@ def test_the_prefill_graph_table_is_counted_not_built():
     assert prefill_graph_size_count(1 << 40) == 50 + ((1 << 40) - 4608) // 512 + 1
     assert prefill_graph_size_count(8192) == 50 + (8192 - 4608) // 512 + 1
     assert prefill_graph_size_count(3) == 0 and prefill_graph_size_count(4) == 1
+
+
+def test_the_weights_cache_keeps_few_pasted_configs():
+    """A GPU-only plan from a pasted config.json caches its weights per layout (for that
+    request's remedy re-plans); a client sending a new ~1 MiB config each time must not make
+    the cache hold one config per request."""
+    import json
+
+    from service.presets import get_preset
+    from service.solver import gpu_budget
+    from service.solver.plan import plan
+
+    base = dict(get_preset("qwen3-next-80b-a3b-instruct").hf_config)
+    gpu_budget._WEIGHTS_CACHE.clear()
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(12):  # each request a different ~512 KiB config (an unread key padded)
+            cfg = json.loads(json.dumps({**base, "_padding": f"{i}" + "x" * (512 << 10)}))
+            assert plan({"model": {"hf_config": cfg}, "server_args": {"tp_size": 4}, "budget": {"gpu": "h200"}}).feasible
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+        pasted = [e for e in gpu_budget._WEIGHTS_CACHE.values() if not e[1]]
+    finally:
+        tracemalloc.stop()
+        gpu_budget._WEIGHTS_CACHE.clear()
+    assert len(pasted) == 4
+    # 4 configs of 0.5 MiB (plus their layouts) are held; 12 would be over 6 MiB.
+    assert held < 4 << 20, f"the weights cache holds {held / 2**20:.1f} MiB"
