@@ -21,7 +21,7 @@ from fastapi import FastAPI
 
 from service import __version__
 from service.api import checklog, compare, gpus, health, metrics, openapi, plan, presets, problems
-from service.api import sweep
+from service.api import explorer, sweep
 from service.api.deployments import DeploymentsFileError, DeploymentStore
 from service.api.metrics import Metrics
 from service.api.middleware import ObservabilityMiddleware
@@ -127,7 +127,7 @@ def create_app(deployments_path: Optional[str] = None, worker: Any = None) -> Fa
     app.state.trial_hook = _trial_hook(worker)
 
     problems.install(app)
-    for module in (plan, compare, checklog, sweep, presets, gpus, health, metrics):
+    for module in (plan, compare, checklog, sweep, presets, gpus, health, metrics, explorer):
         app.include_router(module.router)
     openapi.install(app)
     app.add_middleware(ObservabilityMiddleware, metrics=app_metrics, max_body_bytes=MAX_BODY_BYTES)
