@@ -186,6 +186,7 @@ function readUrl() {
   if (q.has("args")) {
     $("args-mode").value = "cmdline";
     $("cmdline").value = q.get("args");
+    if (!q.has("preset")) selectPresetOfCommandLine();
   }
   if (q.has("axis") && [...$("sweep-axis").options].some((o) => o.value === q.get("axis"))) $("sweep-axis").value = q.get("axis");
   if (q.has("values")) {
@@ -219,6 +220,13 @@ function writeUrl() {
   const hash = $("model-source").value === "config" && $("config").value ? "#" + new URLSearchParams({ config: $("config").value }).toString() : "";
   const url = `${location.pathname}?${q.toString()}${hash}`;
   if (url !== location.pathname + location.search + location.hash) history.replaceState(null, "", url);
+}
+
+/* A --model-path naming a preset's Hugging Face id selects that preset. */
+function selectPresetOfCommandLine() {
+  const { modelPath } = parseCommandLine($("cmdline").value);
+  const match = modelPath && state.presets.find((p) => p.model_id.toLowerCase() === modelPath.toLowerCase());
+  if (match && $("model-source").value === "preset") $("preset").value = match.name;
 }
 
 function syncVisibility() {
@@ -280,6 +288,13 @@ function renderPlan(plan, extra) {
     dd.dataset.value = v === null || v === undefined ? "" : String(v);
     dd.textContent = typeof v === "number" && Number.isInteger(v) ? fmtInt(v) : v ?? "–";
   }
+  if ($("args-mode").value === "cmdline") {
+    // The command line decides the layout: show what it resolved to (the controls are disabled).
+    $("tp").value = String(plan.resolved.tp_size);
+    $("pp").value = String(plan.resolved.pp_size);
+    $("dp").value = String(plan.resolved.attn_dp_size);
+    syncGpuCount();
+  }
   const status = $("status");
   status.hidden = false;
   status.className = "status " + (plan.feasible ? "ok" : "refused");
@@ -339,7 +354,7 @@ function renderBars(plan) {
       const rect = el("svg:rect", { x: x.toFixed(2), y, width: Math.max(0, w).toFixed(2), height: rowH - 10, class: "seg " + cls, "data-segment": key, "data-bytes": seg[key] });
       rect.append(el("svg:title", { text: `${label}: ${fmtGiB(seg[key])} (${fmtInt(seg[key])} bytes)` }));
       g.append(rect);
-      if (w > 48) g.append(el("svg:text", { x: (x + w / 2).toFixed(2), y: y + 17, class: "seg-text", "text-anchor": "middle", text: (seg[key] / GIB).toFixed(1) }));
+      if (w > 48) g.append(el("svg:text", { x: (x + w / 2).toFixed(2), y: y + 17, class: key === "reserved" || key === "idle" ? "seg-text dark" : "seg-text", "text-anchor": "middle", text: (seg[key] / GIB).toFixed(1) }));
       x += w;
     }
     const capacity = plan.gpu_memory_mib ? plan.gpu_memory_mib * MIB : null;
@@ -407,6 +422,9 @@ function niceMax(v) {
 
 const compact = (n) => (n >= 1e6 ? (n / 1e6).toFixed(n >= 1e7 ? 0 : 1) + "M" : n >= 1e3 ? (n / 1e3).toFixed(n >= 1e4 ? 0 : 1) + "k" : String(n));
 
+// Context lengths and cache sizes are mostly powers of two: 131072 reads best as 128K.
+const xLabel = (v) => (typeof v !== "number" ? String(v) : Number.isInteger(v) && v >= 8192 && v % 1024 === 0 ? v / 1024 + "K" : String(v));
+
 function renderSweep(result) {
   const box = $("sweep");
   box.replaceChildren();
@@ -443,7 +461,7 @@ function renderSweep(result) {
   rows.forEach((r, i) => {
     const x = xAt(i);
     const value = r.point[axis];
-    const g = el("svg:g", { class: "sweep-point", "data-value": value, "data-feasible": r.feasible, "data-requests": r.max_running_requests ?? "", "data-tokens": r.max_total_num_tokens ?? "" });
+    const g = el("svg:g", { class: "sweep-point", "data-value": value, "data-feasible": String(r.feasible), "data-requests": r.max_running_requests ?? "", "data-tokens": r.max_total_num_tokens ?? "" });
     const label = r.feasible
       ? `${axis} = ${value}: ${fmtInt(r.max_running_requests)} requests, ${fmtInt(r.max_total_num_tokens)} KV tokens (binding: ${r.binding_limit})`
       : `${axis} = ${value}: ${r.error_kind}: ${r.error_message}`;
@@ -454,7 +472,7 @@ function renderSweep(result) {
     } else {
       g.append(el("svg:path", { d: `M${x - 5},${T + ph - 5}l10,10m0,-10l-10,10`, class: "pt-refused" }));
     }
-    g.append(el("svg:text", { x: x.toFixed(1), y: T + ph + 16, "text-anchor": "middle", class: "tick", text: typeof value === "number" ? compact(value) : String(value) }));
+    g.append(el("svg:text", { x: x.toFixed(1), y: T + ph + 16, "text-anchor": "middle", class: "tick", text: xLabel(value) }));
     svg.append(g);
   });
   const legend = el("div", { class: "legend" }, el("span", {}, el("i", { class: "swatch line-req-sw" }), "max_running_requests (left)"), el("span", {}, el("i", { class: "swatch line-tok-sw" }), "max_total_num_tokens (right)"), el("span", {}, el("i", { class: "swatch refused-sw" }), "would not start (hover for SGLang's error)"));
@@ -558,7 +576,6 @@ async function updatePlan() {
   markInvalid(null);
   state.lastPlan = resp.data;
   renderPlan(resp.data, resp.data);
-  document.body.dataset.planReady = String(seq);
 }
 
 async function updateSweep() {
@@ -575,16 +592,26 @@ async function updateSweep() {
     $("sweep").replaceChildren(el("p", { class: "problem", role: "alert", text: `${resp.data.field || ""}: ${resp.data.detail}` }));
     $("sweep-table").replaceChildren();
   } else renderSweep(resp.data);
-  document.body.dataset.sweepReady = String(seq);
 }
 
 async function update() {
+  state.pending = false;
   writeUrl();
-  await updatePlan();
-  await updateSweep();
+  try {
+    await updatePlan();
+    await updateSweep();
+  } finally {
+    if (!state.pending) $("results").setAttribute("aria-busy", "false");
+  }
 }
 
-const scheduleUpdate = debounce(update, 200);
+const debouncedUpdate = debounce(update, 200);
+// aria-busy on the results says a new answer is on its way (screen readers wait; so do the tests).
+function scheduleUpdate() {
+  state.pending = true;
+  $("results").setAttribute("aria-busy", "true");
+  debouncedUpdate();
+}
 
 function populate(select, items) {
   select.replaceChildren(...items.map(([value, label]) => el("option", { value, text: label })));
@@ -617,11 +644,7 @@ async function init() {
       const n = intOrNull($("gpus").value);
       if (n && n % pp === 0) $("tp").value = String(n / pp);
     } else if (e.target.id === "tp" || e.target.id === "pp") syncGpuCount();
-    if (e.target.id === "cmdline") {
-      const { modelPath } = parseCommandLine($("cmdline").value);
-      const match = modelPath && state.presets.find((p) => p.model_id.toLowerCase() === modelPath.toLowerCase());
-      if (match && $("model-source").value === "preset") $("preset").value = match.name;
-    }
+    if (e.target.id === "cmdline") selectPresetOfCommandLine();
     syncVisibility();
     scheduleUpdate();
   });
@@ -635,6 +658,7 @@ async function init() {
     scheduleUpdate();
   });
   $("recommend-run").addEventListener("click", runRecommend);
+  $("results").setAttribute("aria-busy", "true");
   await update();
   document.body.dataset.ready = "1";
 }
