@@ -22,6 +22,8 @@ For the three requests in bench/requests/ it prints:
    client; the load generator shares the cores with the server.
 3. The server's RSS (psutil on its pid, plus any worker children) after warm-up and after
    100,000 `/v1/plan` requests (--quick: fewer, and says so).
+4. `POST /v1/sweep` with 1,000 points per call (bench/sweep_bench.py): seconds to the last
+   byte, JSON and CSV, each bench request as the base and the GPU-only form (target < 1 s).
 
 Every rate/latency figure is the median of at least 5 runs, shown with min and max. The
 last line printed is one JSON object with the headline figures.
@@ -1005,6 +1007,8 @@ def headline(out: dict) -> dict:
     if h:
         head["rss_requests"] = h["rss"]["plan_requests_after_warmup"]
         head["loadgen"] = h["loadgen"]
+    if "sweep" in out:
+        head["sweep_1000_points_s"] = round(out["sweep"]["slowest_median_s"], 3)
     head["runs"] = out.get("runs")
     head["quick"] = out.get("quick")
     return head
@@ -1041,6 +1045,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--server-cmd", help="run this server command instead ({host} {port} {python} are filled in)")
     ap.add_argument("--skip-http", action="store_true")
     ap.add_argument("--skip-inprocess", action="store_true")
+    ap.add_argument("--skip-sweep", action="store_true", help="leave out the 1,000-point POST /v1/sweep timings (bench/sweep_bench.py)")
     ap.add_argument("--no-sglang", action="store_true", help="time our solver only")
     ap.add_argument("--json-out", help="also write the whole result as JSON to this file")
     args = ap.parse_args(argv)
@@ -1082,6 +1087,12 @@ def main(argv: Optional[list[str]] = None) -> int:
             serve_args=args.serve_arg, server_cmd=args.server_cmd,
         )
         print_http(out["http"], rss_requests)
+    if not args.skip_sweep:
+        print("\n-- sweep ...", flush=True)
+        import sweep_bench
+
+        out["sweep"] = sweep_bench.bench_sweep(requests, runs=args.runs, serve_args=args.serve_arg)
+        sweep_bench.print_sweep(out["sweep"])
     out["elapsed_s"] = round(time.perf_counter() - t_start, 1)
     head = headline(out)
     print("\ntargets: " + "; ".join(verdicts(head, out)))
