@@ -195,3 +195,21 @@ def test_malformed_bodies(client):
     assert_problem(client.post("/v1/sweep", content=b"[]"), 422, field="request")
     assert_problem(client.post("/v1/sweep", content=b'{"base": {}, "axes": [{"field": "server_args.tp_size", "values": [1e400]}]}'), 422)
     assert client.post("/v1/sweep", content=b" " * (2 << 20)).status_code == 413
+
+
+def test_openapi_documents_the_sweep_and_its_examples_answer(client):
+    doc = client.get("/openapi.json").json()
+    op = doc["paths"]["/v1/sweep"]["post"]
+    body = op["requestBody"]["content"]["application/json"]
+    assert body["schema"]["properties"]["base"]["$ref"] == "#/components/schemas/ApiPlanRequest"
+    assert body["schema"]["properties"]["axes"]["maxItems"] == 2
+    assert body["schema"]["properties"]["axes"]["items"]["properties"]["values"]["maxItems"] == MAX_POINTS
+    assert "text/csv" in op["responses"]["200"]["content"]
+    assert op["responses"]["200"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/SweepResponse"}
+    assert "/" not in doc["paths"] and not any(p.startswith("/static") for p in doc["paths"])
+    assert len(body["examples"]) == 3
+    for name, ex in body["examples"].items():
+        resp = client.post("/v1/sweep", json=ex["value"])
+        assert resp.status_code == 200, (name, resp.text)
+        rows = resp.json()["rows"]
+        assert rows and any(r["feasible"] for r in rows), name
