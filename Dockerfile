@@ -9,6 +9,20 @@
 # stage's RUN lines verbatim (on the context .dockerignore lets through, /opt/venv pointed
 # at a scratch venv) and checks the worker stage's torch pin against pyproject.toml: an
 # image whose install breaks fails CI.
+#
+# Both images carry the OCI annotations (org.opencontainers.image.*). What only the build
+# knows comes in as build args:
+#
+#   --build-arg REVISION=$(git rev-parse HEAD) --build-arg CREATED=$(date -u +%Y-%m-%dT%H:%M:%SZ) \
+#   --build-arg SOURCE=https://git.example.com/you/mambasizer
+#
+# VERSION defaults to the project's version (pyproject.toml and the chart's appVersion; a
+# test keeps the three equal).
+
+ARG VERSION=0.1.0
+ARG REVISION=""
+ARG CREATED=""
+ARG SOURCE=""
 
 # ----------------------------------------------------------------------------- api
 
@@ -27,9 +41,19 @@ RUN python -m venv --without-pip /opt/venv \
  && /opt/venv/bin/mambasizer --version
 
 FROM python:3.11.14-slim-bookworm AS api
+ARG VERSION
+ARG REVISION
+ARG CREATED
+ARG SOURCE
 LABEL org.opencontainers.image.title="mambasizer-api" \
       org.opencontainers.image.description="SGLang 0.5.23 mamba/KV sizing service (HTTP API)" \
-      org.opencontainers.image.licenses="Apache-2.0"
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.created="${CREATED}" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.vendor="mambasizer" \
+      org.opencontainers.image.base.name="docker.io/library/python:3.11.14-slim-bookworm"
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1
@@ -68,9 +92,19 @@ RUN python -m venv --without-pip /opt/venv \
  && /opt/venv/bin/mambasizer --version
 
 FROM python:3.11.14-slim-bookworm AS worker
+ARG VERSION
+ARG REVISION
+ARG CREATED
+ARG SOURCE
 LABEL org.opencontainers.image.title="mambasizer-worker" \
       org.opencontainers.image.description="SGLang 0.5.23 mamba/KV sizing: GPU trial worker" \
-      org.opencontainers.image.licenses="Apache-2.0"
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.revision="${REVISION}" \
+      org.opencontainers.image.created="${CREATED}" \
+      org.opencontainers.image.source="${SOURCE}" \
+      org.opencontainers.image.licenses="Apache-2.0" \
+      org.opencontainers.image.vendor="mambasizer" \
+      org.opencontainers.image.base.name="docker.io/library/python:3.11.14-slim-bookworm"
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONDONTWRITEBYTECODE=1 \
     PYTHONUNBUFFERED=1 \

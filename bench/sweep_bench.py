@@ -35,6 +35,7 @@ def cases(requests: dict[str, dict], points: int) -> list[tuple[str, dict]]:
     out = []
     for name, req in requests.items():
         base = copy.deepcopy(req)
+        axes: list[dict[str, Any]]
         if "kimi" in name:
             axes = [{"field": "server_args.max_mamba_cache_size", "values": list(range(64, 64 + points))}]
         elif "nemotron" in name:
@@ -45,7 +46,8 @@ def cases(requests: dict[str, dict], points: int) -> list[tuple[str, dict]]:
             ]
         else:
             axes = [{"field": "server_args.context_length", "values": [4096 + 256 * i for i in range(points)]}]
-        out.append((f"{name} ({' x '.join(a['field'].split('.')[-1] for a in axes)})", {"base": base, "axes": axes}))
+        names = " x ".join(str(a["field"]).split(".")[-1] for a in axes)
+        out.append((f"{name} ({names})", {"base": base, "axes": axes}))
         if "qwen3-next" in name:
             gpu = copy.deepcopy(base)
             gpu["budget"] = {"gpu": "h200"}
@@ -60,7 +62,7 @@ def _post(conn: http.client.HTTPConnection, body: bytes, accept: str) -> tuple[i
     return resp.status, resp.read()
 
 
-def bench_sweep(requests: dict[str, dict], *, runs: int = 5, points: int = 1000, base_url: str | None = None, serve_args: list[str] = ()) -> dict:
+def bench_sweep(requests: dict[str, dict], *, runs: int = 5, points: int = 1000, base_url: str | None = None, serve_args: tuple[str, ...] | list[str] = ()) -> dict:
     """Time each case over HTTP; starts its own server unless base_url is given."""
     from run import Server, free_port, serve_command  # bench/run.py's server harness
 

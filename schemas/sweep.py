@@ -11,7 +11,7 @@ error kind, as `POST /v1/plan` answers it.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Optional, Union
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
@@ -28,7 +28,7 @@ AXIS_TOP_FIELDS = ("accounting",)
 AXIS_MODEL_FIELDS = ("model.preset", "model.allow_unverified")
 FIELD_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,3}$"
 
-AxisValue = Union[StrictBool, int, float, Annotated[str, Field(max_length=MAX_VALUE_CHARS)], None]
+AxisValue = StrictBool | int | float | Annotated[str, Field(max_length=MAX_VALUE_CHARS)] | None
 
 ErrorKind = Literal[
     "mamba_cache_too_small",
@@ -67,26 +67,26 @@ class SweepRequest(BaseModel):
 
 class SweepStage(BaseModel):
     pp_rank: int
-    weights_bytes: Optional[int] = Field(description="Parameter bytes on the stage's largest TP rank (estimated budget only).")
+    weights_bytes: int | None = Field(description="Parameter bytes on the stage's largest TP rank (estimated budget only).")
     mamba_pool_bytes: int = Field(description="Conv + SSM state + speculative intermediates + ReplaySSM ring the stage allocates.")
     kv_pool_bytes: int
     req_to_token_bytes: int
     idle_bytes: int = Field(description="Budgeted but not allocated on this stage.")
-    kv_tokens: Optional[int]
+    kv_tokens: int | None
 
 
 class SweepRow(BaseModel):
     point: dict[str, AxisValue] = Field(description="The value of each axis field at this point.")
     feasible: bool
-    error_kind: Optional[ErrorKind] = Field(description="Why SGLang would not start (the plan's error kind), or invalid_input.")
-    error_field: Optional[str] = Field(description="invalid_input only: the request field the solver refused.")
-    error_message: Optional[str] = Field(description="SGLang's own message, or the solver's for invalid_input.")
-    max_running_requests: Optional[int]
-    max_total_num_tokens: Optional[int]
-    max_mamba_cache_size: Optional[int]
-    pp_max_micro_batch_size: Optional[int]
-    binding_limit: Optional[str]
-    gpu_memory_mib: Optional[int] = Field(description="The GPU capacity the plan used, when known.")
+    error_kind: ErrorKind | None = Field(description="Why SGLang would not start (the plan's error kind), or invalid_input.")
+    error_field: str | None = Field(description="invalid_input only: the request field the solver refused.")
+    error_message: str | None = Field(description="SGLang's own message, or the solver's for invalid_input.")
+    max_running_requests: int | None
+    max_total_num_tokens: int | None
+    max_mamba_cache_size: int | None
+    pp_max_micro_batch_size: int | None
+    binding_limit: str | None
+    gpu_memory_mib: int | None = Field(description="The GPU capacity the plan used, when known.")
     stages: list[SweepStage] = Field(description="Per-stage pool bytes (empty for invalid_input).")
 
 

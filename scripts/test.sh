@@ -9,6 +9,13 @@ PYTHON="${PYTHON:-python3}"
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e '.[test]'
 .venv/bin/python -m pip install -q --no-deps 'sglang==0.5.23'
+
+# --- lint and type gates (configured in pyproject.toml) ---------------------------------
+# Any finding fails the run before the tests; pytest stays last so CI ends on its summary.
+.venv/bin/python -m ruff check .
+.venv/bin/python -m mypy
+# ----------------------------------------------------------------------------------------
+
 # --- capacity explorer browser tests (tests/explorer): Debian's chromium + chromium-driver ---
 if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
     (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver) \

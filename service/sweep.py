@@ -17,7 +17,7 @@ import io
 import itertools
 import math
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -59,7 +59,7 @@ class Sweep:
 def _check_axes(raw_axes: Any) -> tuple[SweepAxis, ...]:
     if not isinstance(raw_axes, list) or not 1 <= len(raw_axes) <= MAX_AXES:
         raise PlanInputError("axes", f"must be a list of 1 to {MAX_AXES} axes, each {{\"field\": \"server_args.tp_size\", \"values\": [...]}}")
-    axes = []
+    axes: list[SweepAxis] = []
     for i, raw in enumerate(raw_axes):
         if not isinstance(raw, dict):
             raise PlanInputError(f"axes.{i}", 'must be an object {"field": "<dotted PlanRequest path>", "values": [...]}')
@@ -79,7 +79,7 @@ def _check_axes(raw_axes: Any) -> tuple[SweepAxis, ...]:
             raise PlanInputError(f"axes.{i}.{loc[0]}" if loc else f"axes.{i}", 'unknown field: an axis is {"field": ..., "values": [...]}') from None
         field = axis.field
         section = field.split(".", 1)[0]
-        allowed = section in AXIS_SECTIONS and "." in field or field in AXIS_TOP_FIELDS or field in AXIS_MODEL_FIELDS
+        allowed = (section in AXIS_SECTIONS and "." in field) or field in AXIS_TOP_FIELDS or field in AXIS_MODEL_FIELDS
         if not allowed:
             raise PlanInputError(
                 f"axes.{i}.field",
@@ -115,10 +115,10 @@ def _section_dict(value: Any) -> dict:
 def _blame(axes: tuple[SweepAxis, ...], index: tuple[int, ...], loc: str) -> str:
     """The sweep body path a client must fix: the axis value whose field is (or encloses, or
     sits in) the failing field, else the first axis's value at this point."""
-    for a, (axis, j) in enumerate(zip(axes, index)):
+    for a, (axis, j) in enumerate(zip(axes, index, strict=True)):
         if loc == axis.field or loc.startswith(axis.field + ".") or axis.field.startswith(loc + "."):
             return f"axes.{a}.values.{j}"
-    for a, (axis, j) in enumerate(zip(axes, index)):
+    for a, (axis, j) in enumerate(zip(axes, index, strict=True)):
         if axis.field.split(".", 1)[0] == loc.split(".", 1)[0]:
             return f"axes.{a}.values.{j}"
     return f"axes.0.values.{index[0]}"
@@ -147,7 +147,7 @@ def expand(body: dict) -> Sweep:
     requests: list[PlanRequest] = []
     points: list[dict] = []
     for index in itertools.product(*(range(len(a.values)) for a in axes)):
-        point = {a.field: a.values[j] for a, j in zip(axes, index)}
+        point = {a.field: a.values[j] for a, j in zip(axes, index, strict=True)}
         raw = dict(sections)
         patched = {s: dict(d) for s, d in base_dicts.items()}
         for field, value in point.items():
@@ -204,7 +204,7 @@ def _row(point: dict, result: Plan) -> dict:
 def _invalid_row(point: dict, exc: PlanInputError) -> dict:
     return {
         "point": point, "feasible": False, "error_kind": "invalid_input", "error_field": exc.field,
-        "error_message": exc.message, **{f: None for f in HEADLINE}, "gpu_memory_mib": None, "stages": [],
+        "error_message": exc.message, **dict.fromkeys(HEADLINE), "gpu_memory_mib": None, "stages": [],
     }
 
 
@@ -213,7 +213,7 @@ def run_sweep(body: dict) -> dict:
     sweep = expand(body)
     layouts: dict[int, Any] = {}  # id(model section) -> layout; the sections live in sweep.requests
     rows = []
-    for point, req in zip(sweep.points, sweep.requests):
+    for point, req in zip(sweep.points, sweep.requests, strict=True):
         try:
             layout = layouts.get(id(req.model))
             if layout is None:

@@ -65,4 +65,4 @@ async def static(request: Request, name: str) -> Response:
     return _serve(request, name)
 
 
-__all__ = ["router", "FILES", "PAGE_BYTES", "CSP"]
+__all__ = ["CSP", "FILES", "PAGE_BYTES", "router"]

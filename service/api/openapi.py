@@ -109,7 +109,7 @@ PLAN_EXAMPLES: dict[str, dict[str, Any]] = {
         },
     },
     "trial": {
-        "summary": "Ask for a trial allocation on the worker (the plan comes back either way)",
+        "summary": "Ask for a trial allocation (the plan comes back either way; trial.status is 'rejected' unless the server enabled trials)",
         "value": {
             "model": {"preset": "qwen3-next-80b-a3b-instruct"},
             "server_args": {"tp_size": 4},
@@ -155,7 +155,7 @@ def request_body(schema_name: str, examples: dict) -> dict:
 
 
 def _component_schemas() -> dict:
-    from service.api.compare import CompareRequest  # noqa: F401  (schema only)
+    from service.api.compare import CompareRequest  # schema only
     from service.api.problems import Problem
     from service.api.wire import ApiPlanRequest
 

@@ -113,4 +113,4 @@ async def post_sweep(request: Request) -> Response:
     return Response(data, media_type="application/json")
 
 
-__all__ = ["router", "post_sweep"]
+__all__ = ["post_sweep", "router"]

@@ -130,15 +130,17 @@ def capacity_mib(req: PlanRequest) -> Optional[int]:
 
 
 def for_request(req: PlanRequest, launch: "Launch", weights: Sequence[int], scale: float = 1.0) -> EstimatedBudget:
+    capacity = capacity_mib(req)
+    assert capacity is not None  # only the GPU-only budget form is estimated, and it names a capacity
     return estimate(
-        capacity_mib(req), weights, tp_size=launch.tp_size, pp_size=launch.pp_size,
+        capacity, weights, tp_size=launch.tp_size, pp_size=launch.pp_size,
         reserved_gib=req.budget.reserved_gib, weights_scale=scale,
     )
 
 
 def request_warnings(req: PlanRequest) -> list[str]:
     b = req.budget
-    if b.gpu is None and gpus.by_capacity(b.gpu_memory_mib) is None:
+    if b.gpu is None and b.gpu_memory_mib is not None and gpus.by_capacity(b.gpu_memory_mib) is None:
         return [
             f"mambasizer: budget.gpu_memory_mib={b.gpu_memory_mib} is not a catalog GPU: the plan applies "
             "Hopper's resolution (page size, attention backend, automatic mem_fraction_static) and Hopper-calibrated "

@@ -4,8 +4,9 @@ with a policy that lets the browser load nothing from elsewhere; no SGLang rule 
 from __future__ import annotations
 
 import re
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 from api_helpers import assert_problem
 from service.api.explorer import CSP, FILES, PAGE_BYTES

@@ -44,7 +44,7 @@ def _assert_row_is_the_plan(client, base: dict, row: dict) -> None:
     else:
         assert row["error_kind"] == plan["error"]["kind"] and row["error_message"] == plan["error"]["message"]
     assert len(row["stages"]) == len(plan["stages"])
-    for rs, ps in zip(row["stages"], plan["stages"]):
+    for rs, ps in zip(row["stages"], plan["stages"], strict=True):
         assert rs["pp_rank"] == ps["pp_rank"]
         assert rs["mamba_pool_bytes"] == ps["conv_state_bytes"] + ps["ssm_state_bytes"] + ps["intermediate_state_bytes"] + ps["replayssm_ring_bytes"]
         for f in ("weights_bytes", "kv_pool_bytes", "req_to_token_bytes", "idle_bytes", "kv_tokens"):
@@ -124,9 +124,9 @@ def test_csv(client):
     assert header[:3] == ["server_args.pp_size", "budget.gpu", "feasible"]
     assert header[-6:] == [f"pp1_{c}" for c in ("weights_bytes", "mamba_pool_bytes", "kv_pool_bytes", "req_to_token_bytes", "idle_bytes", "kv_tokens")]
     assert len(table) == 1 + len(rows) == 5
-    for line, row in zip(table[1:], rows):
+    for line, row in zip(table[1:], rows, strict=True):
         assert len(line) == len(header)
-        cells = dict(zip(header, line))
+        cells = dict(zip(header, line, strict=True))
         assert cells["server_args.pp_size"] == str(row["point"]["server_args.pp_size"])
         assert cells["feasible"] == ("true" if row["feasible"] else "false")
         assert cells["max_total_num_tokens"] == ("" if row["max_total_num_tokens"] is None else str(row["max_total_num_tokens"]))

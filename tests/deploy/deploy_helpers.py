@@ -30,6 +30,7 @@ FULL_VALUES: dict[str, Any] = {
         "tolerations": [{"key": "dedicated", "operator": "Equal", "value": "gpu", "effect": "NoSchedule"}],
         "runtimeClassName": "nvidia",
     },
+    "trials": {"enabled": True},
     "serviceMonitor": {"enabled": True, "labels": {"release": "kube-prometheus-stack"}},
     "dashboards": {"enabled": True, "annotations": {"grafana_folder": "SGLang"}},
     "deployments": {

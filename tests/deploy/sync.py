@@ -3,9 +3,11 @@
 * `$defs.PlanRequest` in helm/mambasizer/values.schema.json is the pydantic wire contract
   (schemas.PlanRequest), so `helm install` rejects a bad `deployments` entry or preflight
   request by the same rules the API applies.
-* helm/mambasizer-preflight/templates/_preflight.tpl (library chart) and
-  helm/preflight-hook/mambasizer-preflight-job.yaml (copy-paste template) carry the
-  chart's own helm/mambasizer/templates/_preflight.tpl verbatim.
+* helm/preflight-hook/mambasizer-preflight-job.yaml (copy-paste template) carries the
+  library chart's helm/mambasizer-preflight/templates/_preflight.tpl verbatim.
+* helm/mambasizer/charts/mambasizer-preflight-<version>.tgz, the library chart vendored as
+  the mambasizer chart's dependency, holds the library chart's current files (rebuilt with
+  `helm dependency update`, which also rewrites Chart.lock).
 
     .venv/bin/python tests/deploy/sync.py          # rewrite the derived files
     .venv/bin/python tests/deploy/sync.py --check  # exit 1 and name the stale ones
@@ -13,22 +15,25 @@
 
 from __future__ import annotations
 
+import io
 import json
 import sys
+import tarfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 HELM = ROOT / "helm"
 VALUES_SCHEMA = HELM / "mambasizer" / "values.schema.json"
-PREFLIGHT_TPL = HELM / "mambasizer" / "templates" / "_preflight.tpl"
-LIBRARY_TPL = HELM / "mambasizer-preflight" / "templates" / "_preflight.tpl"
+CHART = HELM / "mambasizer"
+LIBRARY = HELM / "mambasizer-preflight"
+LIBRARY_TPL = LIBRARY / "templates" / "_preflight.tpl"
 STANDALONE = HELM / "preflight-hook" / "mambasizer-preflight-job.yaml"
 PREFIX = "#/$defs/PlanRequest/$defs/"
 
 STANDALONE_HEAD = """\
 {{- /*
 mambasizer preflight hook, copy-paste form. GENERATED from
-helm/mambasizer/templates/_preflight.tpl by tests/deploy/sync.py: do not edit here.
+helm/mambasizer-preflight/templates/_preflight.tpl by tests/deploy/sync.py: do not edit here.
 
 Copy this file into your SGLang chart's templates/ directory and add the
 `mambasizerPreflight` block of helm/preflight-hook/values-snippet.yaml to its values.
@@ -57,14 +62,17 @@ def _rewrite_refs(node):
     return node
 
 
-# What POST /v1/plan and the deployments file take besides a PlanRequest: SGLang launch
-# arguments in place of `server_args` (service/api/wire.py: MAX_SGLANG_ARGS, MAX_SGLANG_ARG_CHARS).
-SGLANG_ARGS = {
-    "type": "array",
-    "maxItems": 1024,
-    "items": {"type": "string", "maxLength": 8192},
-    "description": "SGLang 0.5.23 launch arguments, in place of server_args (as POST /v1/plan takes them).",
-}
+def sglang_args_schema() -> dict:
+    """What POST /v1/plan and the deployments file take besides a PlanRequest: SGLang launch
+    arguments in place of `server_args`, with the API's own limits (service/api/wire.py)."""
+    from service.api import wire
+
+    return {
+        "type": "array",
+        "maxItems": wire.MAX_SGLANG_ARGS,
+        "items": {"type": "string", "maxLength": wire.MAX_SGLANG_ARG_CHARS},
+        "description": "SGLang 0.5.23 launch arguments, in place of server_args (as POST /v1/plan takes them).",
+    }
 
 
 def plan_request_schema() -> dict:
@@ -73,7 +81,7 @@ def plan_request_schema() -> dict:
     from schemas import PlanRequest
 
     schema = _rewrite_refs(PlanRequest.model_json_schema(mode="validation"))
-    schema["properties"]["sglang_args"] = SGLANG_ARGS
+    schema["properties"]["sglang_args"] = sglang_args_schema()
     schema["not"] = {"required": ["server_args", "sglang_args"]}
     return schema
 
@@ -81,16 +89,58 @@ def plan_request_schema() -> dict:
 def wanted_files() -> dict[Path, str]:
     schema = json.loads(VALUES_SCHEMA.read_text())
     schema.setdefault("$defs", {})["PlanRequest"] = plan_request_schema()
-    tpl = PREFLIGHT_TPL.read_text()
     return {
         VALUES_SCHEMA: json.dumps(schema, indent=2) + "\n",
-        LIBRARY_TPL: tpl,
-        STANDALONE: STANDALONE_HEAD + tpl,
+        STANDALONE: STANDALONE_HEAD + LIBRARY_TPL.read_text(),
     }
 
 
+def library_version() -> str:
+    import yaml
+
+    return str(yaml.safe_load((LIBRARY / "Chart.yaml").read_text())["version"])
+
+
+def vendored_library() -> Path:
+    return CHART / "charts" / f"mambasizer-preflight-{library_version()}.tgz"
+
+
+def library_files() -> dict[str, bytes]:
+    """The library chart's files as `helm package` archives them (under its name)."""
+    return {f"mambasizer-preflight/{p.relative_to(LIBRARY).as_posix()}": p.read_bytes()
+            for p in sorted(LIBRARY.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
+
+
+def archive_files(path: Path) -> dict[str, bytes]:
+    with tarfile.open(fileobj=io.BytesIO(path.read_bytes()), mode="r:gz") as tar:
+        return {m.name: _read_member(tar, m) for m in tar.getmembers() if m.isfile()}
+
+
+def _read_member(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
+    f = tar.extractfile(member)
+    assert f is not None  # a regular file member always has a stream
+    return f.read()
+
+
+def _comparable(files: dict[str, bytes]) -> dict[str, object]:
+    # `helm package` re-serialises Chart.yaml (key order, folding): compare it as data.
+    import yaml
+
+    return {name: yaml.safe_load(data) if name.endswith("/Chart.yaml") else data for name, data in files.items()}
+
+
+def vendored_library_is_current() -> bool:
+    archive = vendored_library()
+    others = [p for p in (CHART / "charts").glob("*") if p != archive]
+    return (archive.exists() and not others
+            and _comparable(archive_files(archive)) == _comparable(library_files()))
+
+
 def stale() -> list[Path]:
-    return [p for p, text in wanted_files().items() if not p.exists() or p.read_text() != text]
+    bad = [p for p, text in wanted_files().items() if not p.exists() or p.read_text() != text]
+    if not vendored_library_is_current():
+        bad.append(vendored_library())
+    return bad
 
 
 def main(argv: list[str]) -> int:
@@ -102,6 +152,12 @@ def main(argv: list[str]) -> int:
     for p, text in wanted_files().items():
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text)
+    if not vendored_library_is_current():
+        import helm_python
+
+        for old in (CHART / "charts").glob("mambasizer-preflight-*.tgz"):
+            old.unlink()
+        helm_python.dependency_update(str(CHART))
     return 0
 
 

@@ -33,7 +33,7 @@ from deploy_helpers import (
 
 def test_default_values_render_the_api_only(default_docs):
     kinds = sorted(d["kind"] for d in default_docs)
-    assert kinds == ["ConfigMap", "Deployment", "Service", "ServiceAccount"]
+    assert kinds == ["ConfigMap", "Deployment", "PodDisruptionBudget", "Service", "ServiceAccount"]
     for doc in default_docs:
         k8s_validate(doc)
 
@@ -45,7 +45,9 @@ def test_full_values_render_every_part_and_validate(full_docs):
         "Deployment", "Deployment",  # api, worker
         "HorizontalPodAutoscaler",
         "Job",  # preflight hook
-        "Secret",  # worker token
+        "NetworkPolicy",  # only the API reaches the worker
+        "PodDisruptionBudget",  # api
+        "Secret", "Secret",  # worker token, trial client token
         "Service", "Service",
         "ServiceAccount",
         "ServiceMonitor",
@@ -116,7 +118,7 @@ def test_api_deployment_probes_args_and_watch_file(default_docs):
 
 
 def test_deployments_watch_file_is_the_values_mapping(full_docs):
-    cm = [d for d in by_kind(full_docs, "ConfigMap") if "deployments.yaml" in d["data"]][0]
+    cm = next(d for d in by_kind(full_docs, "ConfigMap") if "deployments.yaml" in d["data"])
     parsed = yaml.safe_load(cm["data"]["deployments.yaml"])
     assert parsed == FULL_VALUES["deployments"]
     from schemas import PlanRequest
@@ -155,11 +157,21 @@ def test_hpa_scales_the_api_on_cpu(full_docs):
 # --------------------------------------------------------------------------- worker
 
 
+def _token_file(deployment: dict, secret: str, key: str) -> str:
+    """The path at which the pod mounts `key` of Secret `secret` (read-only)."""
+    pod = deployment["spec"]["template"]["spec"]
+    (vol,) = [v for v in pod["volumes"] if v.get("secret", {}).get("secretName") == secret]
+    assert vol["secret"]["items"] == [{"key": key, "path": key}]
+    (mount,) = [m for m in _container(deployment)["volumeMounts"] if m["name"] == vol["name"]]
+    assert mount["readOnly"] is True
+    return f"{mount['mountPath']}/{key}"
+
+
 def test_worker_gets_a_gpu_and_the_api_gets_its_url_and_token(full_docs):
     worker = one(full_docs, "Deployment", "worker")
     api = one(full_docs, "Deployment", "api")
     svc = one(full_docs, "Service", "worker")
-    secret = one(full_docs, "Secret")
+    secret = one(full_docs, "Secret", "worker")
     wc, ac = _container(worker), _container(api)
     pod = worker["spec"]["template"]["spec"]
 
@@ -168,17 +180,20 @@ def test_worker_gets_a_gpu_and_the_api_gets_its_url_and_token(full_docs):
     assert pod["tolerations"] == FULL_VALUES["worker"]["tolerations"]
     assert pod["runtimeClassName"] == "nvidia"
     assert worker["spec"]["strategy"] == {"type": "Recreate"}
-    assert wc["command"] == ["mambasizer"] and wc["args"] == ["worker", "--host", "0.0.0.0", "--port", "8001"]
+    assert wc["command"] == ["mambasizer"]
+    assert wc["args"] == ["worker", "--host", "0.0.0.0", "--port", "8001",
+                          "--token-file", "/var/run/secrets/mambasizer/worker/token"]
     assert wc["image"].startswith("mambasizer/worker:")
     assert wc["livenessProbe"]["httpGet"] == {"path": "/livez", "port": "http"}
     assert wc["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
     assert svc["spec"]["selector"] == worker["spec"]["selector"]["matchLabels"]
 
-    wenv = {e["name"]: e for e in wc["env"]}
+    # the token travels as a read-only Secret file on both sides, never in the environment
     aenv = {e["name"]: e for e in ac["env"]}
-    ref = {"name": secret["metadata"]["name"], "key": "token"}
-    assert wenv["MAMBASIZER_WORKER_TOKEN"]["valueFrom"]["secretKeyRef"] == ref
-    assert aenv["MAMBASIZER_WORKER_TOKEN"]["valueFrom"]["secretKeyRef"] == ref
+    assert _token_file(worker, secret["metadata"]["name"], "token") == wc["args"][-1]
+    assert _token_file(api, secret["metadata"]["name"], "token") == aenv["MAMBASIZER_WORKER_TOKEN_FILE"]["value"]
+    for c in (wc, ac):
+        assert not [e for e in c["env"] if "secretKeyRef" in e.get("valueFrom", {})]
     port = svc["spec"]["ports"][0]["port"]
     assert aenv["MAMBASIZER_WORKER_URL"]["value"] == f"http://{svc['metadata']['name']}.sizing.svc:{port}"
     assert len(secret["data"]["token"]) > 40
@@ -188,10 +203,10 @@ def test_worker_existing_secret_is_used_and_not_created():
     values = copy.deepcopy(FULL_VALUES)
     values["worker"]["auth"] = {"existingSecret": "gpu-worker-token", "secretKey": "bearer", "token": ""}
     docs = documents(render(CHART, values))
-    assert by_kind(docs, "Secret") == []
+    assert [d["metadata"]["name"] for d in by_kind(docs, "Secret")] == ["ms-mambasizer-trial-token"]
     for component in ("api", "worker"):
-        env = {e["name"]: e for e in _container(one(docs, "Deployment", component))["env"]}
-        assert env["MAMBASIZER_WORKER_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "gpu-worker-token", "key": "bearer"}
+        assert _token_file(one(docs, "Deployment", component), "gpu-worker-token", "bearer") == \
+            "/var/run/secrets/mambasizer/worker/bearer"
 
 
 # --------------------------------------------------------------------------- monitoring
@@ -213,7 +228,7 @@ def test_servicemonitor_selects_the_api_service(full_docs):
 
 
 def test_dashboard_configmap_carries_the_dashboard_json(full_docs):
-    cm = [d for d in by_kind(full_docs, "ConfigMap") if "mambasizer.json" in d.get("data", {})][0]
+    cm = next(d for d in by_kind(full_docs, "ConfigMap") if "mambasizer.json" in d.get("data", {}))
     assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
     assert cm["metadata"]["annotations"] == {"grafana_folder": "SGLang"}
     assert json.loads(cm["data"]["mambasizer.json"]) == json.loads(DASHBOARD.read_text())
@@ -255,7 +270,7 @@ def test_deployments_accept_what_the_api_accepts():
                                                  "budget": {"rest_gib": 40},
                                                  "sglang_args": ["--tp-size", "4", "--max-running-requests", "64"]}}}
     docs = documents(render(CHART, values))
-    cm = [d for d in by_kind(docs, "ConfigMap") if "deployments.yaml" in d["data"]][0]
+    cm = next(d for d in by_kind(docs, "ConfigMap") if "deployments.yaml" in d["data"])
     assert yaml.safe_load(cm["data"]["deployments.yaml"]) == values["deployments"]
     import importlib.util
 
@@ -291,8 +306,8 @@ def test_values_schema_is_closed_everywhere():
 
 
 def test_derived_files_are_in_sync():
-    """values.schema.json's PlanRequest is the pydantic contract; the library and copy-paste
-    hook templates are the chart's own _preflight.tpl."""
+    """values.schema.json's PlanRequest is the pydantic contract; the copy-paste hook template
+    and the chart's vendored dependency carry the library chart's _preflight.tpl."""
     result = subprocess.run([sys.executable, str(ROOT / "tests" / "deploy" / "sync.py"), "--check"],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stderr
@@ -451,7 +466,7 @@ def _subcommands() -> set[str]:
 
     parser = build_parser()
     (sub,) = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
-    return set(sub.choices)
+    return set(sub.choices or ())
 
 
 @pytest.mark.parametrize("component, subcommand", [("api", "serve"), ("worker", "worker")])
@@ -487,7 +502,7 @@ def test_rendered_watch_file_loads_in_the_real_app(full_docs, tmp_path):
         raise
     from fastapi.testclient import TestClient
 
-    cm = [d for d in by_kind(full_docs, "ConfigMap") if "deployments.yaml" in d["data"]][0]
+    cm = next(d for d in by_kind(full_docs, "ConfigMap") if "deployments.yaml" in d["data"])
     path = tmp_path / "deployments.yaml"
     path.write_text(cm["data"]["deployments.yaml"])
     with TestClient(create_app(deployments_path=str(path))) as client:
@@ -505,6 +520,7 @@ def test_packaged_charts_render_the_same(tmp_path):
         assert archive.endswith("-0.1.0.tgz")
     values = copy.deepcopy(FULL_VALUES)
     values["worker"]["auth"] = {"existingSecret": "", "secretKey": "token", "token": "fixed"}  # not random
+    values["trials"]["clientToken"] = {"enabled": True, "existingSecret": "", "secretKey": "token", "token": "fixed"}
     with helm().Chart.load(str(tmp_path / "mambasizer-0.1.0.tgz")) as packaged:
         assert packaged.render(copy.deepcopy(values), name="ms", namespace="sizing") == render(CHART, values)
     with helm().Chart.load(str(tmp_path / "mambasizer-preflight-0.1.0.tgz")) as lib:

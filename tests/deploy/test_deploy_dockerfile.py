@@ -12,13 +12,17 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from deploy_helpers import ROOT
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # the same parser, from PyPI (the test extra pins it for 3.10)
+    import tomli as tomllib
 
 DOCKERFILE = ROOT / "Dockerfile"
 DOCKERIGNORE = ROOT / ".dockerignore"
@@ -34,7 +38,7 @@ class Stage:
         return [arg for o, arg in self.instructions if o == op]
 
 
-def parse_dockerfile(text: str = None) -> dict[str, Stage]:
+def parse_dockerfile(text: str | None = None) -> dict[str, Stage]:
     text = DOCKERFILE.read_text() if text is None else text
     logical, buf = [], ""
     for raw in text.splitlines():
@@ -121,7 +125,7 @@ def test_api_target():
     from http.server import BaseHTTPRequestHandler, HTTPServer
 
     class Livez(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             self.send_response(200 if self.path == "/livez" else 404)
             self.send_header("content-length", "0")
             self.end_headers()
@@ -330,3 +334,61 @@ def test_api_build_stage_installs_and_runs(tmp_path):
     if (ctx / "service" / "api" / "app.py").is_file():  # `mambasizer serve` dependencies are declared
         imp = subprocess.run([str(py), "-c", "import service.api.app"], capture_output=True, text=True, cwd=tmp_path)
         assert imp.returncode == 0, imp.stderr[-2000:]
+
+
+# --------------------------------------------------------------------------- OCI labels
+
+OCI = "org.opencontainers.image."
+OCI_KEYS = {"title", "description", "version", "revision", "created", "source", "licenses", "vendor", "base.name"}
+
+
+def _global_args() -> dict[str, str]:
+    """The ARGs declared before the first FROM, with their defaults."""
+    out = {}
+    for line in DOCKERFILE.read_text().splitlines():
+        if line.startswith("FROM "):
+            break
+        m = re.match(r"ARG\s+(\w+)=(.*)$", line)
+        if m:
+            out[m.group(1)] = json.loads(m.group(2)) if m.group(2).startswith('"') else m.group(2)
+    return out
+
+
+def _labels(stage: Stage) -> dict[str, str]:
+    labels = {}
+    for arg in stage.all("LABEL"):
+        for word in shlex.split(arg):
+            key, _, value = word.partition("=")
+            labels[key] = value
+    return labels
+
+
+def _expand(value: str, args: dict[str, str]) -> str:
+    return re.sub(r"\$\{(\w+)\}", lambda m: args[m.group(1)], value)
+
+
+@pytest.mark.parametrize("target, title", [("api", "mambasizer-api"), ("worker", "mambasizer-worker")])
+def test_images_carry_the_oci_labels(target, title):
+    import yaml
+
+    stages = parse_dockerfile()
+    stage = stages[target]
+    labels = _labels(stage)
+    assert {k[len(OCI):] for k in labels if k.startswith(OCI)} == OCI_KEYS
+    # build-time values are build args, re-declared in the stage (a global ARG is not in scope)
+    args = _global_args()
+    declared = set(stage.all("ARG"))
+    for key in ("version", "revision", "created", "source"):
+        (name,) = re.findall(r"\$\{(\w+)\}", labels[OCI + key])
+        assert name in args and name in declared, (key, name)
+    values = {k[len(OCI):]: _expand(v, args) for k, v in labels.items() if k.startswith(OCI)}
+    assert values["title"] == title
+    assert values["base.name"] == f"docker.io/library/{stage.base}"
+    # one version everywhere: the project, the chart's appVersion, the image label
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    chart = yaml.safe_load((ROOT / "helm" / "mambasizer" / "Chart.yaml").read_text())
+    assert values["version"] == pyproject["version"] == chart["appVersion"]
+    license_ = pyproject["license"]
+    assert values["licenses"] == (license_["text"] if isinstance(license_, dict) else license_)
+    # what the build does not know stays empty rather than made up
+    assert values["revision"] == values["created"] == values["source"] == ""

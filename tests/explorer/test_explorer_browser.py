@@ -17,6 +17,7 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 from service.presets import PRESETS
 
 MIB = 1 << 20
+NO_FIGURE = "\u2013"  # the en dash the page shows where SGLang computed no figure
 SEGMENTS = ("weights", "mamba", "kv", "r2t", "reserved", "idle")
 
 
@@ -73,7 +74,7 @@ def assert_figures_are_the_plans(driver, p: dict) -> None:
     assert set(shown) == set(expected)
     for field, value in expected.items():
         if value is None:
-            assert shown[field] == {"value": "", "text": "–"}, field
+            assert shown[field] == {"value": "", "text": NO_FIGURE}, field
         else:
             assert shown[field]["value"] == str(value), (field, shown[field], value)
             assert shown[field]["text"].replace(",", "") == str(value), (field, shown[field], value)
@@ -89,7 +90,7 @@ def shown_bars(driver) -> list[dict]:
 def assert_bars_are_the_plans(driver, p: dict) -> None:
     bars = shown_bars(driver)
     assert [b["rank"] for b in bars] == [s["pp_rank"] for s in p["stages"]]
-    for bar, st in zip(bars, p["stages"]):
+    for bar, st in zip(bars, p["stages"], strict=True):
         named = {
             "weights": st["weights_bytes"],
             "mamba": st["conv_state_bytes"] + st["ssm_state_bytes"] + st["intermediate_state_bytes"] + st["replayssm_ring_bytes"],
@@ -154,7 +155,7 @@ def test_a_refused_plan_shows_the_error_and_the_remedies(driver, server, shoot):
     assert driver.find_element(By.ID, "error-message").text == p["error"]["message"]
     assert [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#remedies li")] == p["error"]["remedies"]
     assert driver.find_element(By.ID, "status").text.startswith("SGLang 0.5.23 would NOT start")
-    assert_figures_are_the_plans(driver, p)  # the figures SGLang never reached show as –
+    assert_figures_are_the_plans(driver, p)  # the figures SGLang never reached show as a dash
     assert_bars_are_the_plans(driver, p)
     shoot("refused-qwen3-next-h100-tp2")
 
@@ -211,7 +212,7 @@ def test_the_sweep_chart_has_one_point_per_value(driver, server, shoot):
     rows = httpx.post(f"{server}/v1/sweep", json={"base": form_request("qwen3-next-80b-a3b-instruct", "h200", 4, 1), "axes": [{"field": "server_args.context_length", "values": values}]}, timeout=30).json()["rows"]
     points = sweep_points(driver)
     assert [pt["value"] for pt in points] == [str(v) for v in values]
-    for pt, row in zip(points, rows):
+    for pt, row in zip(points, rows, strict=True):
         assert row["feasible"] and pt["feasible"] == "true"
         assert (pt["requests"], pt["tokens"]) == (str(row["max_running_requests"]), str(row["max_total_num_tokens"]))
         assert (pt["req"], pt["tok"], pt["refused"]) == (1, 1, 0)
@@ -233,7 +234,7 @@ def test_the_sweep_chart_has_one_point_per_value(driver, server, shoot):
     assert [pt["value"] for pt in points] == ["1", "2", "3", "4", "8"]
     assert [pt["feasible"] for pt in points] == ["false", "false", "false", "true", "true"]
     assert [pt["refused"] for pt in points] == [1, 1, 1, 0, 0]
-    for pt, tp in zip(points[3:], (4, 8)):
+    for pt, tp in zip(points[3:], (4, 8), strict=True):
         assert pt["requests"] == str(plan(server, form_request("qwen3-next-80b-a3b-instruct", "h100", tp, 1))["max_running_requests"])
     titles = driver.execute_script("return [...document.querySelectorAll('#sweep g.sweep-point > title')].map(t => t.textContent)")
     assert titles[0].startswith("server_args.tp_size = 1: weights_do_not_fit: ")
@@ -287,7 +288,7 @@ def test_bad_input_names_the_field(driver, server, shoot):
     assert problem.is_displayed()
     assert problem.text.startswith("server_args.mem_fraction_static: ")
     assert driver.find_element(By.ID, "mfs").get_attribute("aria-invalid") == "true"
-    assert shown_figures(driver)["max_running_requests"] == {"value": None, "text": "–"}  # cleared, no figure
+    assert shown_figures(driver)["max_running_requests"] == {"value": None, "text": NO_FIGURE}  # cleared, no figure
     shoot("bad-input-mem-fraction-static")
     # the browser reports the 422 answers (and nothing else)
     errors = severe_console(driver)

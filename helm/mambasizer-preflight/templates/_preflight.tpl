@@ -3,10 +3,10 @@ mambasizer preflight hook: a pre-install/pre-upgrade Job that runs `mambasizer c
 and fails the release with one readable line when SGLang 0.5.23 would not start with the
 release's model, launch arguments and memory, or when a stated requirement is missed.
 
-This file is the same in three places (a test keeps them identical):
-  helm/mambasizer/templates/_preflight.tpl           (the mambasizer chart's own hook)
-  helm/mambasizer-preflight/templates/_preflight.tpl (library chart: add as a dependency)
-  helm/preflight-hook/mambasizer-preflight-job.yaml  (copy-paste template, with the call)
+This file is the source (helm/mambasizer-preflight/templates/_preflight.tpl, a library
+chart). The mambasizer chart takes it as a chart dependency (vendored in
+helm/mambasizer/charts/); helm/preflight-hook/mambasizer-preflight-job.yaml carries it
+verbatim for charts that copy a template instead. tests/deploy/sync.py keeps both current.
 
 Call it from any chart:
 
