@@ -155,12 +155,13 @@ def request_body(schema_name: str, examples: dict) -> dict:
 
 
 def _component_schemas() -> dict:
+    from schemas.recommend import RecommendRequest
     from service.api.compare import CompareRequest  # schema only
     from service.api.problems import Problem
     from service.api.wire import ApiPlanRequest
 
     out: dict = {}
-    for model in (ApiPlanRequest, CompareRequest, Problem):
+    for model in (ApiPlanRequest, CompareRequest, RecommendRequest, Problem):
         schema = TypeAdapter(model).json_schema(ref_template="#/components/schemas/{model}", mode="validation")
         for name, sub in schema.pop("$defs", {}).items():
             out.setdefault(name, sub)

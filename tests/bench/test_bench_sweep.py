@@ -15,7 +15,7 @@ def test_sweep_bench_small(capsys):
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
-    from run import load_requests  # bench/run.py, on sys.path through sweep_bench
+    from bench.run import load_requests  # the project root is on sys.path through sweep_bench
 
     res = module.bench_sweep(load_requests(), runs=1, points=50)
     labels = list(res["cases"])

@@ -337,9 +337,21 @@ def test_recommendations(driver, server, shoot):
     assert section.is_displayed()
     driver.find_element(By.ID, "recommend-run").click()
     WebDriverWait(driver, 60).until(lambda d: d.find_elements(By.CSS_SELECTOR, "#recommend-out tr.rec") or d.find_elements(By.CSS_SELECTOR, "#recommend-out p:not(.hint)"))
+    # what the page asks: this model and GPU, TP and PP searched, the form's other flags kept
+    body = {"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "gpu": "h200", "limit": 5,
+            "search": {"tp_size": [1, 2, 4, 8], "pp_size": [1, 2, 4, 8]}, "server_args": {}}
+    resp = httpx.post(f"{server}/v1/recommend", json=body, timeout=120)
+    assert resp.status_code == 200, resp.text
+    candidates = resp.json()["candidates"]
     rows = driver.find_elements(By.CSS_SELECTOR, "#recommend-out tr.rec")
-    assert rows, driver.find_element(By.ID, "recommend-out").text
-    flags = rows[0].find_element(By.CSS_SELECTOR, "code.flags").text.split()
-    assert flags and all(f.startswith("--") or not f.startswith("-") for f in flags)
-    assert rows[0].find_element(By.CSS_SELECTOR, "button.copy").get_attribute("aria-label").startswith("Copy the launch flags")
+    assert candidates and len(rows) == len(candidates)
+    for row, c in zip(rows, candidates, strict=True):
+        cells = [td.text for td in row.find_elements(By.TAG_NAME, "td")]
+        assert cells[:7] == [str(c["gpus"]), str(c["tp_size"]), str(c["pp_size"]), str(c["attn_dp_size"]),
+                             f"{c['max_running_requests']:,}", f"{c['max_total_num_tokens']:,}", c["binding_limit"] or ""]
+        assert row.find_element(By.CSS_SELECTOR, "code.flags").text.split() == c["sglang_args"]
+    copy = rows[0].find_element(By.CSS_SELECTOR, "button.copy")
+    assert copy.get_attribute("aria-label") == "Copy the launch flags of recommendation 1"
+    copy.click()
+    WebDriverWait(driver, 5).until(lambda d: copy.text == "Copied")
     shoot("recommendations")
