@@ -92,8 +92,8 @@ def bench_sweep(requests: dict[str, dict], *, runs: int = 5, points: int = 1000,
         return res
 
     if base_url:
-        host, port = base_url.split("//", 1)[-1].split(":")
-        return measure(host, int(port))
+        host, _, port_text = base_url.split("//", 1)[-1].partition(":")
+        return measure(host, int(port_text or 80))
     port = free_port()
     with tempfile.TemporaryDirectory() as tmp, Server(serve_command("127.0.0.1", port, list(serve_args)), port, Path(tmp)):
         return measure("127.0.0.1", port)
