@@ -140,6 +140,11 @@ def test_the_page_shows_the_plans_figures(driver, server, shoot, preset, gpu, tp
     # every resource the page loaded came from the service
     origins = driver.execute_script("return performance.getEntriesByType('resource').map(e => new URL(e.name).origin)")
     assert origins and set(origins) == {server}
+    # the whole first view, page and every answer it fetched, is under 300 KB on the wire
+    transferred = driver.execute_script(
+        "return [performance.getEntriesByType('navigation')[0], ...performance.getEntriesByType('resource')].reduce((a, e) => a + e.transferSize, 0)"
+    )
+    assert 40_000 < transferred < 300_000, transferred
     shoot(f"preset-{preset}-{gpu}-tp{tp}-pp{pp}")
 
 
