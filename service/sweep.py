@@ -43,8 +43,8 @@ SECTIONS = ("model", "server_args", "env", "budget", "draft_model", "accounting"
 class SweepPointError(PlanInputError):
     """A point that is not a valid PlanRequest: the whole sweep is refused (422)."""
 
-    def __init__(self, field: str, message: str, point: dict, errors: list[dict]):
-        super().__init__(field, message)
+    def __init__(self, field: str, message: str, point: dict, errors: list[dict], allowed: list | None = None):
+        super().__init__(field, message, allowed)
         self.point = point
         self.errors = errors
 
@@ -171,7 +171,7 @@ def expand(body: dict) -> Sweep:
             first = wire.validation_error(exc)
             where = _blame(axes, index, first.field)
             shown = ", ".join(f"{k}={v!r}" for k, v in point.items())
-            raise SweepPointError(where, f"at the point {shown}: {first.field}: {first.message}", point, first.errors) from None
+            raise SweepPointError(where, f"at the point {shown}: {first.field}: {first.message}", point, first.errors, first.allowed) from None
         points.append(point)
     return Sweep(axes, tuple(requests), tuple(points))
 

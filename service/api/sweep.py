@@ -103,7 +103,7 @@ async def post_sweep(request: Request) -> Response:
         except SweepPointError as exc:
             problem = problem_bytes(
                 422, exc.message, type_=INVALID_INPUT, title="The request cannot be sized",
-                instance=request.url.path, field=exc.field, errors=exc.errors,
+                instance=request.url.path, field=exc.field, allowed=exc.allowed, errors=exc.errors,
             )
             return Response(wire.with_fields(problem, {"point": exc.point}), status_code=422, media_type=PROBLEM_JSON)
         if wants_csv(request):

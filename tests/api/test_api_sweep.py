@@ -169,6 +169,13 @@ def test_bad_sweeps_name_the_field(client, body, field, words):
     assert words in problem["detail"], problem
 
 
+def test_a_bad_enum_value_lists_the_allowed_ones(client):
+    body = {"base": QWEN_GPU, "axes": [{"field": "server_args.kv_cache_dtype", "values": ["auto", "fp4"]}]}
+    problem = assert_problem(client.post("/v1/sweep", json=body), 422, field="axes.0.values.1")
+    assert problem["allowed"] == ["auto", "bfloat16", "bf16", "fp8_e4m3", "fp8_e5m2"]
+    assert problem["point"] == {"server_args.kv_cache_dtype": "fp4"}
+
+
 def test_a_bad_point_names_its_values(client):
     body = {"base": QWEN_GPU, "axes": [{"field": "server_args.tp_size", "values": [2, 4]}, {"field": "server_args.mem_fraction_static", "values": [0.8, 1.5]}]}
     problem = assert_problem(client.post("/v1/sweep", json=body), 422, field="axes.1.values.1")
