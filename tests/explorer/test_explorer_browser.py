@@ -177,16 +177,16 @@ def test_a_refused_plan_shows_the_error_and_the_remedies(driver, server, shoot):
 def test_a_url_restores_the_view_and_edits_update_the_url(driver, server, shoot):
     query = {
         "preset": "nemotron-h-56b-base-8k", "gpu": "h200", "tp": "2", "pp": "4", "mcs": "112", "mfs": "0.85",
-        "kv": "fp8_e4m3", "axis": "server_args.max_mamba_cache_size", "values": "64, 112, 160",
+        "kv": "fp8_e4m3", "ssm": "bfloat16", "axis": "server_args.max_mamba_cache_size", "values": "64, 112, 160",
     }
     open_view(driver, server, query)
     assert Select(driver.find_element(By.ID, "preset")).first_selected_option.get_attribute("value") == "nemotron-h-56b-base-8k"
     assert Select(driver.find_element(By.ID, "gpu")).first_selected_option.get_attribute("value") == "h200"
-    for control, value in (("tp", "2"), ("pp", "4"), ("mcs", "112"), ("mfs", "0.85"), ("kv", "fp8_e4m3"), ("sweep-axis", "server_args.max_mamba_cache_size"), ("sweep-values", "64, 112, 160"), ("gpus", "8")):
+    for control, value in (("tp", "2"), ("pp", "4"), ("mcs", "112"), ("mfs", "0.85"), ("kv", "fp8_e4m3"), ("ssm", "bfloat16"), ("sweep-axis", "server_args.max_mamba_cache_size"), ("sweep-values", "64, 112, 160"), ("gpus", "8")):
         assert driver.find_element(By.ID, control).get_attribute("value") == value, control
-    request = form_request("nemotron-h-56b-base-8k", "h200", 2, 4, max_mamba_cache_size=112, mem_fraction_static=0.85, kv_cache_dtype="fp8_e4m3")
+    request = form_request("nemotron-h-56b-base-8k", "h200", 2, 4, max_mamba_cache_size=112, mem_fraction_static=0.85, kv_cache_dtype="fp8_e4m3", mamba_ssm_dtype="bfloat16")
     p = plan(server, request)
-    assert p["feasible"] and p["max_mamba_cache_size"] == 112
+    assert p["feasible"] and p["max_mamba_cache_size"] == 112 and p["resolved"]["ssm_dtype"] == "bfloat16"
     assert_figures_are_the_plans(driver, p)
     assert [pt["value"] for pt in sweep_points(driver)] == ["64", "112", "160"]
     assert url_state(driver) == query  # the page writes back exactly the state it read

@@ -24,6 +24,8 @@ const FLAGS = [
   ["page", "page_size", "int"],
   ["kv", "kv_cache_dtype", "str"],
   ["radix", "mamba_radix_cache_strategy", "str"],
+  ["ssm", "mamba_ssm_dtype", "str"],
+  ["spec", "speculative_algorithm", "str"],
 ];
 const SEGMENTS = [
   // key, label, colour class
@@ -625,9 +627,10 @@ async function init() {
   populate($("gpu"), state.gpus.map((g) => [g.name, `${g.product} · ${fmtInt(g.memory_mib)} MiB`]));
   const schemas = (doc.data.components || {}).schemas || {};
   const sa = (schemas.ServerArgs || {}).properties || {};
-  for (const [id, field] of [["kv", "kv_cache_dtype"], ["radix", "mamba_radix_cache_strategy"]]) {
-    const values = (sa[field] && sa[field].enum) || [];
-    populate($(id), [["", "auto"], ...values.filter((v) => v !== "auto").map((v) => [v, v])]);
+  // The choices of each select are the wire contract's (ServerArgs in the OpenAPI document).
+  const enumOf = (schema) => (schema ? schema.enum || (schema.anyOf || []).flatMap((s) => s.enum || []) : []);
+  for (const [id, field, unset] of [["kv", "kv_cache_dtype", "auto"], ["radix", "mamba_radix_cache_strategy", "auto"], ["ssm", "mamba_ssm_dtype", "default"], ["spec", "speculative_algorithm", "none"]]) {
+    populate($(id), [["", unset], ...enumOf(sa[field]).filter((v) => v !== "auto").map((v) => [v, v])]);
   }
   state.envFields = new Set(Object.keys((schemas.Env || {}).properties || {}));
   state.hasRecommend = Boolean((doc.data.paths || {})["/v1/recommend"]);
