@@ -441,12 +441,15 @@ function renderSweep(result) {
   const yTok = (v) => T + ph - (v / maxTok) * ph;
   const svg = el("svg:svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-labelledby": "sweep-title", class: "sweep-chart" });
   svg.append(el("svg:title", { id: "sweep-title", text: `max_running_requests and max_total_num_tokens against ${axis}` }));
+  const anyStarts = rows.some((r) => r.feasible);
   for (let k = 0; k <= 4; k++) {
     const y = T + ph - (k * ph) / 4;
     svg.append(el("svg:line", { x1: L, x2: L + pw, y1: y, y2: y, class: "grid" }));
+    if (!anyStarts && k > 0) continue; // no figure to scale: no ticks
     svg.append(el("svg:text", { x: L - 6, y: y + 4, "text-anchor": "end", class: "tick req", text: compact((maxReq * k) / 4) }));
     svg.append(el("svg:text", { x: L + pw + 6, y: y + 4, class: "tick tok", text: compact((maxTok * k) / 4) }));
   }
+  if (!anyStarts) svg.append(el("svg:text", { x: L + pw / 2, y: T + ph / 2, "text-anchor": "middle", class: "axis-title", text: "SGLang would start at none of these values" }));
   svg.append(el("svg:text", { x: 4, y: 12, class: "axis-title req", text: "requests" }));
   svg.append(el("svg:text", { x: W - 4, y: 12, "text-anchor": "end", class: "axis-title tok", text: "KV tokens" }));
   svg.append(el("svg:text", { x: L + pw / 2, y: H - 6, "text-anchor": "middle", class: "axis-title", text: axis }));
