@@ -25,6 +25,8 @@ For the three requests in bench/requests/ it prints:
 4. Recommend (bench/recommend_bench.py): a full `recommend` for Kimi-K3 on up to 64 (and 128)
    H200s with every dimension enabled: its latency (median, min, max), the plans it evaluates
    per second, and looping the public `plan()` over exactly the settings it searched.
+5. `POST /v1/sweep` with 1,000 points per call (bench/sweep_bench.py): seconds to the last
+   byte, JSON and CSV, each bench request as the base and the GPU-only form (target < 1 s).
 
 Every rate/latency figure is the median of at least 5 runs, shown with min and max. The
 last line printed is one JSON object with the headline figures.
@@ -1019,6 +1021,8 @@ def headline(out: dict) -> dict:
     if h:
         head["rss_requests"] = h["rss"]["plan_requests_after_warmup"]
         head["loadgen"] = h["loadgen"]
+    if "sweep" in out:
+        head["sweep_1000_points_s"] = round(out["sweep"]["slowest_median_s"], 3)
     head["runs"] = out.get("runs")
     head["quick"] = out.get("quick")
     return head
@@ -1057,6 +1061,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--skip-http", action="store_true")
     ap.add_argument("--skip-inprocess", action="store_true")
     ap.add_argument("--skip-recommend", action="store_true")
+    ap.add_argument("--skip-sweep", action="store_true", help="leave out the 1,000-point POST /v1/sweep timings (bench/sweep_bench.py; --skip-http does too)")
     ap.add_argument("--no-sglang", action="store_true", help="time our solver only")
     ap.add_argument("--json-out", help="also write the whole result as JSON to this file")
     args = ap.parse_args(argv)
@@ -1104,6 +1109,12 @@ def main(argv: Optional[list[str]] = None) -> int:
             serve_args=args.serve_arg, server_cmd=args.server_cmd,
         )
         print_http(out["http"], rss_requests)
+    if not (args.skip_sweep or args.skip_http):
+        print("\n-- sweep ...", flush=True)
+        from bench import sweep_bench
+
+        out["sweep"] = sweep_bench.bench_sweep(requests, runs=args.runs, serve_args=args.serve_arg)
+        sweep_bench.print_sweep(out["sweep"])
     out["elapsed_s"] = round(time.perf_counter() - t_start, 1)
     head = headline(out)
     print("\ntargets: " + "; ".join(verdicts(head, out)))

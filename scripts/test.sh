@@ -16,4 +16,10 @@ PYTHON="${PYTHON:-python3}"
 .venv/bin/python -m mypy
 # ----------------------------------------------------------------------------------------
 
+# --- capacity explorer browser tests (tests/explorer): Debian's chromium + chromium-driver ---
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+    (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver) \
+        || echo "test.sh: could not install chromium (not root?): tests/explorer will be skipped" >&2
+fi
+# --- end of the browser block ---
 exec .venv/bin/python -m pytest "$@"

@@ -21,6 +21,7 @@ from fastapi import FastAPI
 
 from service import __version__
 from service.api import checklog, compare, gpus, health, metrics, openapi, plan, presets, problems, recommend
+from service.api import explorer, sweep
 from service.api.deployments import DeploymentsFileError, DeploymentStore
 from service.api.metrics import Metrics
 from service.api.middleware import ObservabilityMiddleware
@@ -167,7 +168,7 @@ def create_app(deployments_path: Optional[str] = None, worker: Any = None,
     _log_trial_settings(trials)
 
     problems.install(app)
-    for module in (plan, compare, checklog, recommend, presets, gpus, health, metrics):
+    for module in (plan, compare, checklog, recommend, sweep, presets, gpus, health, metrics, explorer):
         app.include_router(module.router)
     openapi.install(app)
     app.add_middleware(ObservabilityMiddleware, metrics=app_metrics, max_body_bytes=MAX_BODY_BYTES)
