@@ -84,7 +84,15 @@ def get_preset(name: str, allow_unverified: bool = False) -> Preset:
 
     preset = PRESETS.get(name)
     if preset is None:
-        raise PlanInputError("model.preset", f"unknown preset {name!r}", allowed=sorted(n for n, p in PRESETS.items() if p.sizable))
+        # `allowed` holds the sizable presets; the listed-only ones are named apart, so a name
+        # seen in GET /v1/presets (which lists all) is not mistaken for a typo.
+        listed_only = ", ".join(sorted(n for n, p in PRESETS.items() if not p.sizable))
+        raise PlanInputError(
+            "model.preset",
+            f"unknown preset {name!r}; listed but not sizable (GET /v1/presets/NAME says why): {listed_only}; "
+            "the sizable presets are allowed",
+            allowed=sorted(n for n, p in PRESETS.items() if p.sizable),
+        )
     if not preset.supported:
         raise PlanInputError("model.preset", f"preset {name!r} is {preset.reason}", allowed=sorted(n for n, p in PRESETS.items() if p.sizable))
     if not preset.verified and not allow_unverified:
