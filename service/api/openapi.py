@@ -143,6 +143,76 @@ def request_body(schema_name: str, examples: dict) -> dict:
     }
 
 
+# What Budget's validator enforces, stated in the schema so a client (or schemathesis) can see
+# it: exactly one of the two forms. pydantic cannot derive this from a model validator.
+BUDGET_FORMS: list[dict] = [
+    {
+        "title": "rest_gib",
+        "required": ["rest_gib"],
+        "properties": {
+            "rest_gib": {"type": "number"},
+            "free_gib_before_load": {"type": "null"},
+            "free_gib_after_load": {"type": "null"},
+            "gpu_memory_mib": {"type": "null"},
+        },
+    },
+    {
+        "title": "free_gib_before_load + free_gib_after_load",
+        "required": ["free_gib_before_load", "free_gib_after_load"],
+        "properties": {
+            "rest_gib": {"type": "null"},
+            "free_gib_before_load": {"type": "number", "exclusiveMinimum": 0},
+            "free_gib_after_load": {"type": "number"},
+        },
+    },
+]
+
+
+# The fields whose validity depends on the model or on other fields in ways JSON Schema cannot
+# state (a config.json SGLang cannot size, a launch line it would refuse, layer ids against the
+# layer count, ...). A 422 for a schema-valid body names one of these in its `field`; any other
+# field's 422 means this document is wrong (tests/api/test_api_schemathesis.py checks it).
+SEMANTIC_FIELDS: tuple[str, ...] = (
+    "model.hf_config", "model.layout", "model.preset", "sglang_args", "env",
+    "server_args.tp_size", "server_args.attn_dp_size", "server_args.pp_size", "budget.free_gib_after_load",
+)
+
+
+def _state_what_validators_enforce(schemas: dict) -> None:
+    """Rules the request validators enforce, stated in the schema where JSON Schema can."""
+    schemas["Budget"]["oneOf"] = BUDGET_FORMS
+    # A preset is sized when it is sizable, or when it is unverified and allow_unverified is
+    # true; a preset SGLang 0.5.23 cannot size is listed (GET /v1/presets) but never sized.
+    sizable = sorted(n for n, p in PRESETS.items() if p.sizable)
+    unverified = sorted(n for n, p in PRESETS.items() if p.supported and not p.verified)
+    forms = [{"title": "sizable", "properties": {"preset": {"enum": sizable}}}]
+    if unverified:
+        forms.append({
+            "title": "unverified, sized on request",
+            "required": ["allow_unverified"],
+            "properties": {"preset": {"enum": unverified}, "allow_unverified": {"const": True}},
+        })
+    schemas["PresetModel"]["oneOf"] = forms
+    # CompareRequest takes the same launch arguments, with the same bounds, as POST /v1/plan.
+    schemas["CompareRequest"]["properties"]["sglang_args"] = schemas["ApiPlanRequest"]["properties"]["sglang_args"]
+    for name in ("ApiPlanRequest", "CompareRequest"):
+        # sglang_args replaces server_args: not both.
+        schemas[name]["not"] = {
+            "required": ["server_args", "sglang_args"],
+            "properties": {"sglang_args": {"type": "array"}},
+        }
+        # The profiled budget needs gpu_memory_mib unless mem_fraction_static is given (in
+        # server_args, or in sglang_args, which JSON Schema cannot look into).
+        schemas[name]["anyOf"] = [
+            {"properties": {"budget": {"required": ["rest_gib"], "properties": {"rest_gib": {"type": "number"}}}}},
+            {"properties": {"budget": {"required": ["gpu_memory_mib"], "properties": {"gpu_memory_mib": {"type": "integer"}}}}},
+            {"required": ["server_args"], "properties": {"server_args": {
+                "required": ["mem_fraction_static"], "properties": {"mem_fraction_static": {"type": "number"}}}}},
+            {"required": ["sglang_args"], "properties": {"sglang_args": {"type": "array"}}},
+        ]
+        schemas[name]["x-semantic-fields"] = list(SEMANTIC_FIELDS)
+
+
 def _component_schemas() -> dict:
     from service.api.compare import CompareRequest  # noqa: F401  (schema only)
     from service.api.problems import Problem
@@ -154,6 +224,7 @@ def _component_schemas() -> dict:
         for name, sub in schema.pop("$defs", {}).items():
             out.setdefault(name, sub)
         out[model.__name__] = schema
+    _state_what_validators_enforce(out)
     return out
 
 
