@@ -52,9 +52,8 @@ class PresetModel(Strict):
     preset: Annotated[str, Field(min_length=1, max_length=128)]
     allow_unverified: bool = Field(
         False,
-        description="Size a preset whose config values are not verified against the "
-        "published config.json (see its `reason`). Off by default: such presets are "
-        "listed, never silently sized.",
+        description="Accepted for compatibility; no effect: every preset SGLang 0.5.23 can load "
+        "is sized, verified or not (GET /v1/presets reports `verified`).",
     )
 
 

@@ -181,18 +181,9 @@ SEMANTIC_FIELDS: tuple[str, ...] = (
 def _state_what_validators_enforce(schemas: dict) -> None:
     """Rules the request validators enforce, stated in the schema where JSON Schema can."""
     schemas["Budget"]["oneOf"] = BUDGET_FORMS
-    # A preset is sized when it is sizable, or when it is unverified and allow_unverified is
-    # true; a preset SGLang 0.5.23 cannot size is listed (GET /v1/presets) but never sized.
-    sizable = sorted(n for n, p in PRESETS.items() if p.sizable)
-    unverified = sorted(n for n, p in PRESETS.items() if p.supported and not p.verified)
-    forms = [{"title": "sizable", "properties": {"preset": {"enum": sizable}}}]
-    if unverified:
-        forms.append({
-            "title": "unverified, sized on request",
-            "required": ["allow_unverified"],
-            "properties": {"preset": {"enum": unverified}, "allow_unverified": {"const": True}},
-        })
-    schemas["PresetModel"]["oneOf"] = forms
+    # A preset is sized when SGLang 0.5.23 can load it; the others are listed
+    # (GET /v1/presets) but never sized.
+    schemas["PresetModel"]["properties"]["preset"]["enum"] = sorted(n for n, p in PRESETS.items() if p.sizable)
     # CompareRequest takes the same launch arguments, with the same bounds, as POST /v1/plan.
     schemas["CompareRequest"]["properties"]["sglang_args"] = schemas["ApiPlanRequest"]["properties"]["sglang_args"]
     for name in ("ApiPlanRequest", "CompareRequest"):

@@ -1,15 +1,18 @@
-"""Shipped model presets: real config.json subsets with their sources (models/SOURCES.md).
+"""Shipped model presets: real config.json files with their sources (models/SOURCES.md).
 
-A preset is sized only when its values are verified against the published config.json
-and SGLang 0.5.23 sizes the family through its mamba path. The others are listed with
-the reason, and sized only on an explicit `allow_unverified` (never silently).
-Loaded once at import: the request path does no file reads.
+A preset is sized when SGLang 0.5.23 can load it: its family has a hybrid (mamba-path)
+config class in the wheel, and the config resolves to a layout (tests/conformance checks,
+for every preset, that ours resolves exactly when SGLang's own config classes load it, and
+to the same numbers). Whether every value was verified against the published config.json
+is reported (`verified`, `notes`) but does not gate sizing. The others are listed with the
+reason. Loaded once at import: the request path does no file reads.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import cached_property
 from importlib import resources
 from types import MappingProxyType
 from typing import Mapping, Optional
@@ -26,7 +29,21 @@ class Preset:
     notes: str
     hf_config: Mapping
     supported: bool  # SGLang 0.5.23 has a hybrid (mamba-path) config class for it
-    reason: Optional[str]  # why it is not sized by default; None when it is
+
+    @cached_property
+    def reason(self) -> Optional[str]:
+        """Why it is not sized; None when it is. Resolved on first use (the solver imports
+        this module while it initialises), then kept."""
+        if not self.supported:
+            return f"not sized by SGLang 0.5.23's hybrid path: {self.sglang_support or 'no config class'}"
+        from service.solver.errors import PlanInputError
+        from service.solver.families import layout_from_hf_config
+
+        try:
+            layout_from_hf_config(dict(self.hf_config), self.name, path="config")
+        except PlanInputError as exc:
+            return f"SGLang 0.5.23 cannot load this config ({exc.field}: {exc.message}); see notes"
+        return None
 
     @property
     def sizable(self) -> bool:
@@ -55,11 +72,6 @@ def _load() -> Mapping[str, Preset]:
         support = str(raw.get("_sglang_0_5_23", ""))
         supported = support.startswith("supported") or support == "yes"
         verified = raw.get("_verified") is True
-        reason = None
-        if not supported:
-            reason = f"not sized by SGLang 0.5.23's hybrid path: {support or 'no config class'}"
-        elif not verified:
-            reason = "values not verified against the published config.json: " + str(raw.get("_notes", "see SOURCES.md"))
         config = {k: v for k, v in raw.items() if not k.startswith("_")}
         presets[name] = Preset(
             name=name,
@@ -70,7 +82,6 @@ def _load() -> Mapping[str, Preset]:
             notes=str(raw.get("_notes", "")),
             hf_config=MappingProxyType(config),
             supported=supported,
-            reason=reason,
         )
     return MappingProxyType(presets)
 
@@ -79,6 +90,8 @@ PRESETS: Mapping[str, Preset] = _load()
 
 
 def get_preset(name: str, allow_unverified: bool = False) -> Preset:
+    """The preset to size. `allow_unverified` is accepted for compatibility and has no effect:
+    every preset SGLang 0.5.23 can load is sized, verified or not."""
     # Imported here: service.solver imports this module while it initialises.
     from service.solver.errors import PlanInputError
 
@@ -93,12 +106,6 @@ def get_preset(name: str, allow_unverified: bool = False) -> Preset:
             "the sizable presets are allowed",
             allowed=sorted(n for n, p in PRESETS.items() if p.sizable),
         )
-    if not preset.supported:
+    if not preset.sizable:
         raise PlanInputError("model.preset", f"preset {name!r} is {preset.reason}", allowed=sorted(n for n, p in PRESETS.items() if p.sizable))
-    if not preset.verified and not allow_unverified:
-        raise PlanInputError(
-            "model.preset",
-            f"preset {name!r} is unverified ({preset.reason}); pass model.allow_unverified=true to size it anyway",
-            allowed=sorted(n for n, p in PRESETS.items() if p.sizable),
-        )
     return preset
