@@ -16,15 +16,12 @@ import json
 import os
 from pathlib import Path
 
-import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+from schemathesis.checks import CHECKS
+from schemathesis.core.hooks import load_from_path
 
-schemathesis = pytest.importorskip("schemathesis")
-from hypothesis import HealthCheck, settings  # noqa: E402
-
-from schemathesis.checks import CHECKS  # noqa: E402
-from schemathesis.core.hooks import load_from_path  # noqa: E402
-
-from service.api.app import create_app  # noqa: E402
+from service.api.app import create_app
 
 ROOT = Path(__file__).resolve().parents[2]
 # Loaded as `schemathesis run` loads it from schemathesis.toml (same module name, so a second
