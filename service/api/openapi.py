@@ -173,7 +173,7 @@ BUDGET_FORMS: list[dict] = [
 # layer count, ...). A 422 for a schema-valid body names one of these in its `field`; any other
 # field's 422 means this document is wrong (tests/api/test_api_schemathesis.py checks it).
 SEMANTIC_FIELDS: tuple[str, ...] = (
-    "model.hf_config", "model.layout", "model.preset", "sglang_args", "env",
+    "model.hf_config", "model.layout", "sglang_args", "env",
     "server_args.tp_size", "server_args.attn_dp_size", "server_args.pp_size", "budget.free_gib_after_load",
 )
 
