@@ -31,7 +31,7 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
-COPY pyproject.toml ./
+COPY pyproject.toml README.md LICENSE ./
 COPY schemas/ schemas/
 COPY service/ service/
 # The project WITHOUT the `worker` extra: no torch, no CUDA on the API path. The venv has
@@ -80,7 +80,7 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
-COPY pyproject.toml ./
+COPY pyproject.toml README.md LICENSE ./
 COPY schemas/ schemas/
 COPY service/ service/
 # DL3013 takes ".[worker]" (this project, its torch pinned above and in pyproject.toml) for an

@@ -12,18 +12,19 @@ import math
 from typing import Annotated, Any, Literal, Optional, Union, get_args
 
 from pydantic import (
+    BeforeValidator,
     BaseModel,
     ConfigDict,
     Discriminator,
     Field,
     StrictBool,
     StrictFloat,
-    StrictInt,
     Tag,
     ValidationInfo,
     field_validator,
     model_validator,
 )
+from pydantic_core import PydanticCustomError
 
 # Bounds: generous for any real deployment, small enough that nothing explodes.
 MAX_LAYERS = 4096
@@ -33,9 +34,25 @@ MAX_GIB = 1 << 20  # 1 PiB of GPU memory per rank is far beyond any device
 MAX_TOKENS = 1 << 40
 MAX_CONTEXT = 1 << 28
 
-# Numbers and booleans are strict: `"4"`, `4.0` and `true` are not a tp_size, `"0.8"` is not
-# a fraction and `"yes"` not a flag (pydantic's lax mode takes them all). Floats still take
-# JSON integers (`"rest_gib": 40`).
+
+
+def _json_integer(v: Any) -> Any:
+    """A JSON number with no fractional part. JSON has one number type and JSON Schema's
+    "integer" (what the OpenAPI document says) includes `4.0`, so that is the integer 4; but
+    `"4"` and `true` are not numbers, and `4.5` is no integer."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        raise PydanticCustomError("int_type", "Input should be a valid integer (a JSON number, not a string or boolean)")
+    if isinstance(v, float):
+        if not v.is_integer():
+            raise PydanticCustomError("int_from_float", "Input should be a valid integer, got a number with a fractional part")
+        return int(v)
+    return v
+
+
+# Numbers and booleans are strict: `"4"` and `true` are not a tp_size, `"0.8"` is not a
+# fraction and `"yes"` not a flag (pydantic's lax mode takes them all). Floats still take
+# JSON integers (`"rest_gib": 40`), and integers take integral numbers (`4.0`).
+StrictInt = Annotated[int, BeforeValidator(_json_integer)]
 PosInt = Annotated[StrictInt, Field(ge=1, le=MAX_DIM)]
 LayerId = Annotated[StrictInt, Field(ge=0, lt=MAX_LAYERS)]
 
@@ -59,9 +76,8 @@ class PresetModel(Strict):
     preset: Annotated[str, Field(min_length=1, max_length=128)]
     allow_unverified: StrictBool = Field(
         False,
-        description="Size a preset whose config values are not verified against the "
-        "published config.json (see its `reason`). Off by default: such presets are "
-        "listed, never silently sized.",
+        description="Accepted for compatibility; no effect: every preset SGLang 0.5.23 can load "
+        "is sized, verified or not (GET /v1/presets reports `verified`).",
     )
 
 

@@ -22,10 +22,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from schemas.plan import Plan
-from schemas.request import MAX_GIB, MAX_PARALLEL, PlanRequest
+from schemas.request import MAX_GIB, MAX_PARALLEL, PlanRequest, StrictInt
 
 TrialStatus = Literal["ok", "oom", "unavailable", "rejected"]
 StageStatus = Literal["ok", "oom", "cancelled"]

@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from schemas import PlanRequest
+from schemas.request import PresetModel
 from schemas.plan import REFERENCE, Plan
 from schemas.sweep import (
     AXIS_MODEL_FIELDS,
@@ -32,6 +33,7 @@ from schemas.sweep import (
     SweepAxis,
 )
 from service.api import wire
+from service.presets import get_preset
 from service.solver import PlanInputError
 from service.solver.plan import model_layout, replan
 
@@ -142,6 +144,13 @@ def expand(body: dict) -> Sweep:
         raise
     sections = _base_sections(prepared.request)
     touched = sorted({a.field.split(".", 1)[0] for a in axes})
+    model = prepared.request.model
+    if "model" not in touched and isinstance(model, PresetModel):
+        # A preset no point changes is the base's own error, not one row per point.
+        try:
+            get_preset(model.preset, model.allow_unverified)
+        except PlanInputError as exc:
+            raise PlanInputError("base.model.preset", exc.message, allowed=exc.allowed) from None
     base_dicts = {s: _section_dict(sections.get(s)) for s in touched if s != "accounting"}
 
     requests: list[PlanRequest] = []

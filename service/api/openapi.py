@@ -15,6 +15,8 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import TypeAdapter
 
+from schemas.json_schema import standard_bounds
+
 from service.presets import PRESETS
 
 H200_MIB = 143771  # what torch reports as an H200's total memory
@@ -155,6 +157,107 @@ def request_body(schema_name: str, examples: dict) -> dict:
     }
 
 
+# What Budget's validator enforces, stated in the schema so a client (or schemathesis) can see
+# it: exactly one of the four forms (two measured, two estimated from the GPU alone). pydantic cannot derive this from a model validator.
+BUDGET_FORMS: list[dict] = [
+    {
+        "title": "rest_gib",
+        "required": ["rest_gib"],
+        "properties": {
+            "rest_gib": {"type": "number"},
+            "free_gib_before_load": {"type": "null"},
+            "free_gib_after_load": {"type": "null"},
+            "gpu_memory_mib": {"type": "null"},
+            "gpu": {"type": "null"},
+            "reserved_gib": {"type": "null"},
+        },
+    },
+    {
+        "title": "free_gib_before_load + free_gib_after_load (+ gpu_memory_mib)",
+        "required": ["free_gib_before_load", "free_gib_after_load"],
+        "properties": {
+            "rest_gib": {"type": "null"},
+            "free_gib_before_load": {"type": "number", "exclusiveMinimum": 0},
+            "free_gib_after_load": {"type": "number"},
+            "gpu": {"type": "null"},
+            "reserved_gib": {"type": "null"},
+        },
+    },
+    {
+        "title": "gpu (estimated from the GPU alone)",
+        "required": ["gpu"],
+        "properties": {
+            "gpu": {"type": "string"},
+            "rest_gib": {"type": "null"},
+            "free_gib_before_load": {"type": "null"},
+            "free_gib_after_load": {"type": "null"},
+            "gpu_memory_mib": {"type": "null"},
+        },
+    },
+    {
+        "title": "gpu_memory_mib alone (estimated from the GPU alone)",
+        "required": ["gpu_memory_mib"],
+        "properties": {
+            "gpu_memory_mib": {"type": "integer"},
+            "rest_gib": {"type": "null"},
+            "free_gib_before_load": {"type": "null"},
+            "free_gib_after_load": {"type": "null"},
+            "gpu": {"type": "null"},
+        },
+    },
+]
+
+
+# The fields whose validity depends on the model or on other fields in ways JSON Schema cannot
+# state (a config.json SGLang cannot size, a launch line it would refuse, layer ids against the
+# layer count, ...). A 422 for a schema-valid body names one of these in its `field`; any other
+# field's 422 means this document is wrong (tests/api/test_api_schemathesis.py checks it).
+SEMANTIC_FIELDS: tuple[str, ...] = (
+    "model.hf_config", "model.layout", "sglang_args", "env",
+    "server_args.tp_size", "server_args.attn_dp_size", "server_args.pp_size", "budget.free_gib_after_load",
+    # the estimated budget: a GPU whose rules are not modelled, weights a preset or config cannot
+    # give, experts that do not divide over tp_size
+    "budget.gpu", "model.preset", "server_args.ep_size",
+)
+
+
+def _state_what_validators_enforce(schemas: dict) -> None:
+    """Rules the request validators enforce, stated in the schema where JSON Schema can."""
+    schemas["Budget"]["oneOf"] = BUDGET_FORMS
+    # A preset is sized when SGLang 0.5.23 can load it; the others are listed
+    # (GET /v1/presets) but never sized.
+    schemas["PresetModel"]["properties"]["preset"]["enum"] = sorted(n for n, p in PRESETS.items() if p.sizable)
+    # CompareRequest takes the same launch arguments, with the same bounds, as POST /v1/plan.
+    schemas["CompareRequest"]["properties"]["sglang_args"] = schemas["ApiPlanRequest"]["properties"]["sglang_args"]
+    for name in ("ApiPlanRequest", "CompareRequest"):
+        # sglang_args replaces server_args: not both.
+        schemas[name]["not"] = {
+            "required": ["server_args", "sglang_args"],
+            "properties": {"sglang_args": {"type": "array"}},
+        }
+        # The profiled budget needs gpu_memory_mib unless mem_fraction_static is given (in
+        # server_args, or in sglang_args, which JSON Schema cannot look into).
+        schemas[name]["anyOf"] = [
+            {"properties": {"budget": {"required": ["rest_gib"], "properties": {"rest_gib": {"type": "number"}}}}},
+            {"properties": {"budget": {"required": ["gpu_memory_mib"], "properties": {"gpu_memory_mib": {"type": "integer"}}}}},
+            {"properties": {"budget": {"required": ["gpu"], "properties": {"gpu": {"type": "string"}}}}},
+            {"required": ["server_args"], "properties": {"server_args": {
+                "required": ["mem_fraction_static"], "properties": {"mem_fraction_static": {"type": "number"}}}}},
+            {"required": ["sglang_args"], "properties": {"sglang_args": {"type": "array"}}},
+        ]
+        schemas[name]["x-semantic-fields"] = list(SEMANTIC_FIELDS)
+    # A recommendation: the GPU or a budget, not both (service/recommend/search.py).
+    schemas["RecommendRequest"]["oneOf"] = [
+        {"required": ["gpu"], "properties": {"gpu": {"type": "string"}, "budget": {"type": "null"}}},
+        {"required": ["budget"], "properties": {"budget": {"type": "object"}, "gpu": {"type": "null"}}},
+    ]
+    # What only the search decides: a GPU whose rules are not modelled, a fixed knob also
+    # searched, a model or launch line that cannot be sized, a search past its limits.
+    schemas["RecommendRequest"]["x-semantic-fields"] = [
+        "model", "gpu", "budget", "search", "sglang_args", "server_args", "env", "draft_model", "target", "gpus",
+    ]
+
+
 def _component_schemas() -> dict:
     from schemas.recommend import RecommendRequest
     from service.api.compare import CompareRequest  # schema only
@@ -167,7 +270,8 @@ def _component_schemas() -> dict:
         for name, sub in schema.pop("$defs", {}).items():
             out.setdefault(name, sub)
         out[model.__name__] = schema
-    return out
+    _state_what_validators_enforce(out)
+    return standard_bounds(out)
 
 
 def install(app: FastAPI) -> None:

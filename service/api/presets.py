@@ -7,6 +7,7 @@ re-validates nothing.
 from __future__ import annotations
 
 import json
+import math
 from typing import Any, Optional
 
 from fastapi import APIRouter, Request
@@ -23,7 +24,7 @@ class PresetSummary(BaseModel):
     model_id: str
     verified: bool = Field(description="Every value checked against the published config.json.")
     supported_by_sglang: bool = Field(description="SGLang 0.5.23 sizes this family through its mamba path.")
-    sizable: bool = Field(description="Sized by default (supported and verified); others need model.allow_unverified or are not sized at all.")
+    sizable: bool = Field(description="Sized: SGLang 0.5.23 can load it (verified or not); the others are listed with the reason, never sized.")
     reason: Optional[str] = Field(description="Why the preset is not sized by default; null when it is.")
     source: str = Field(description="Where the config values come from (see service/presets/models/SOURCES.md).")
 
@@ -40,7 +41,7 @@ class PresetDetail(PresetSummary):
         description="A PlanRequest for this preset, ready to POST to /v1/plan; null when the preset cannot be sized."
     )
     sizing_error: Optional[dict[str, Any]] = Field(
-        description="Why the preset cannot be sized even with allow_unverified (`field`, `message`); null when it can."
+        description="Why the preset cannot be sized (`field`, `message`); null when it can."
     )
 
 
@@ -48,8 +49,6 @@ def _detail(p) -> dict:
     """Built once per preset when the app is imported (the example is planned here, to
     offer it only when it plans)."""
     model: dict[str, Any] = {"preset": p.name}
-    if p.supported and not p.verified:
-        model["allow_unverified"] = True
     example: Optional[dict] = {"model": model, "budget": {"rest_gib": 40.0}}
     error = None
     try:
@@ -66,8 +65,21 @@ def _detail(p) -> dict:
     }
 
 
+def json_safe(obj: Any) -> Any:
+    """Two verbatim config.json files hold `Infinity` (Nemotron-H's time_step_limit), which
+    strict JSON has no spelling for: on the wire it becomes the string "Infinity" (the
+    solver never reads that key, so the config still plans when posted back)."""
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return str(obj).replace("inf", "Infinity").replace("nan", "NaN")
+    if isinstance(obj, dict):
+        return {k: json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [json_safe(v) for v in obj]
+    return obj
+
+
 def _encode(obj: Any) -> bytes:
-    return json.dumps(obj, ensure_ascii=False, separators=(",", ":")).encode()
+    return json.dumps(json_safe(obj), ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
 
 
 LIST_BODY = _encode({"presets": [p.summary() for p in PRESETS.values()]})

@@ -17,6 +17,7 @@ from fastapi.responses import Response
 from pydantic import TypeAdapter
 from starlette.concurrency import run_in_threadpool
 
+from schemas.json_schema import standard_bounds
 from schemas.sweep import MAX_POINTS, SweepRequest, SweepResponse
 from service.api import wire
 from service.api.plan import read_body
@@ -54,10 +55,13 @@ EXAMPLES: dict[str, dict[str, Any]] = {
 }
 
 # The axis schema inlined (a request-only model), `base` pointing at the plan body's schema.
-_REQUEST_SCHEMA = TypeAdapter(SweepRequest).json_schema(mode="validation")
+_REQUEST_SCHEMA = standard_bounds(TypeAdapter(SweepRequest).json_schema(mode="validation"))
 _AXIS_SCHEMA = _REQUEST_SCHEMA.pop("$defs")["SweepAxis"]
 _REQUEST_SCHEMA["properties"]["base"] = {"$ref": "#/components/schemas/ApiPlanRequest", "description": "A POST /v1/plan body (without `trial`)."}
 _REQUEST_SCHEMA["properties"]["axes"]["items"] = _AXIS_SCHEMA
+# A point is a PlanRequest only once the axes are applied: its validity (and the base's
+# semantic rules, as POST /v1/plan declares them) is decided per point.
+_REQUEST_SCHEMA["x-semantic-fields"] = ["base", "axes"]
 
 router = APIRouter(tags=["plan"])
 

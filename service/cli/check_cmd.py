@@ -65,8 +65,21 @@ def _finite(unit: str):
     return parse
 
 
+def _positive(parse):
+    """`parse`, refusing zero and negatives: a timeout of 0 (or below) would fail every call with
+    a misleading connection error (or inside httpx) rather than name the flag."""
+
+    def positive(text: str) -> float:
+        value = parse(text)
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text!r}")
+        return value
+
+    return positive
+
+
 _budget = _finite("GiB")
-_seconds = _finite("seconds")
+_seconds = _positive(_finite("seconds"))
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -393,13 +406,18 @@ def _plan_over_http(url: str, request: dict, timeout: float) -> dict:
 # --------------------------------------------------------------------------- verdict
 
 
+def _shown(value: Any) -> str:
+    """A plan value for the one-line verdict; a missing one reads `-`, never Python's None."""
+    return "-" if value is None else str(value)
+
+
 def _summary(plan: dict) -> str:
     resolved = plan.get("resolved") or {}
     parts = [
-        f"max_running_requests={plan.get('max_running_requests')}",
-        f"max_total_num_tokens={plan.get('max_total_num_tokens')}",
-        f"max_mamba_cache_size={plan.get('max_mamba_cache_size')}",
-        f"context_length={resolved.get('context_length')}",
+        f"max_running_requests={_shown(plan.get('max_running_requests'))}",
+        f"max_total_num_tokens={_shown(plan.get('max_total_num_tokens'))}",
+        f"max_mamba_cache_size={_shown(plan.get('max_mamba_cache_size'))}",
+        f"context_length={_shown(resolved.get('context_length'))}",
     ]
     if plan.get("binding_limit"):
         parts.append(f"binding_limit={plan['binding_limit']}")
@@ -439,7 +457,7 @@ def verdict(plan: dict, args: argparse.Namespace) -> str:
         if required is None:
             continue
         if value is None or value < required:
-            missed.append(f"{name} {value} < required {required}")
+            missed.append(f"{name} {_shown(value)} < required {required}")
         else:
             met.append(f"{name} {value} >= {required}")
     if missed:

@@ -76,7 +76,7 @@ def render(plan: Any, ignored: Optional[list[str]] = None, arg_warnings: Sequenc
             f"after load {low:.2f} GiB (world MIN, set by pp stage {plan.min_free_stage})"
         )
     rest = "-" if plan.rest_gib is None else f"{plan.rest_gib:.4f} GiB"
-    out.append(f"  rest for the mamba split {rest}, {plan.mamba_ratio} mamba slots per request, "
+    out.append(f"  rest for the mamba split {rest}, {_num(plan.mamba_ratio)} mamba slots per request, "
                f"{_num(plan.mamba_cache_per_req_bytes)} state bytes per request")
     out.append("")
     binding = f"   (binding: {plan.binding_limit})" if plan.binding_limit else ""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, NamedTuple, Optional, Sequence
 
-from schemas.request import PlanRequest, PresetModel
+from schemas.request import LayoutModel, PlanRequest, PresetModel
 from service.solver import gpus
 from service.solver.errors import PlanInputError
 from service.solver.layout import ModelLayout
@@ -161,6 +161,13 @@ def request_weights(req: PlanRequest, layout: ModelLayout, launch: "Launch", sta
     """Per stage, the parameter bytes on its largest TP rank (weights.py), with the MTP
     layers when speculative decoding loads them from the target checkpoint and the draft
     model when one is given."""
+    if isinstance(req.model, LayoutModel):
+        raise PlanInputError(
+            "model.layout",
+            "an explicit layout carries no weights, so it cannot be planned from the GPU alone: give the model as a "
+            "preset or its config.json (model.hf_config), or a measured budget (free_gib_before_load / "
+            "free_gib_after_load, or rest_gib)",
+        )
     ep = req.server_args.ep_size
     if launch.tp_size % ep != 0:
         raise PlanInputError("server_args.ep_size", f"must divide tp_size={launch.tp_size} (experts shard over ep_size, the rest over tp_size // ep_size)")

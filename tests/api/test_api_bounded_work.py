@@ -20,6 +20,7 @@ from typing import Any, Iterator
 import psutil
 import pytest
 
+from schemas.json_schema import standard_bounds
 from schemas.request import MAX_LAYERS, PlanRequest
 from service.sglang_args import MODELLED
 
@@ -80,7 +81,7 @@ def extremes(leaf: dict) -> list:
     return out
 
 
-SCHEMA = PlanRequest.model_json_schema()
+SCHEMA = standard_bounds(PlanRequest.model_json_schema())
 LEAVES = list(numeric_leaves(SCHEMA, SCHEMA))
 
 

@@ -8,6 +8,7 @@ import pytest
 
 from api_helpers import H200, assert_problem, preset_request
 from service.api.openapi import COMPARE_EXAMPLES
+from service.api.presets import json_safe
 from service.presets import PRESETS
 from service.solver import plan
 
@@ -123,7 +124,9 @@ def test_preset_detail(client, name):
     body = resp.json()
     preset = PRESETS[name]
     assert body["name"] == name and body["source"] == preset.source
-    assert body["hf_config"] == dict(preset.hf_config)
+    # strict JSON (no Infinity token); a non-finite value is spelled as a string
+    json.loads(resp.text, parse_constant=lambda c: pytest.fail(f"non-JSON constant {c} in the body"))
+    assert body["hf_config"] == json_safe(dict(preset.hf_config))
     assert body["sglang_support"] == preset.sglang_support
     if body["example_request"] is not None:
         # The ready-to-post request plans.
@@ -148,3 +151,14 @@ def test_preset_hf_config_plans_like_the_preset(client):
 def test_unknown_preset_is_404_with_the_names(client):
     problem = assert_problem(client.get("/v1/presets/nope"), 404, field="name")
     assert problem["allowed"] == sorted(PRESETS)
+
+
+def test_infinity_in_a_verbatim_config_reads_as_a_string_and_plans_when_posted_back(client):
+    name = "nemotron-h-56b-base-8k"  # time_step_limit: [0.0, Infinity] in the published file
+    assert PRESETS[name].hf_config["time_step_limit"][1] == float("inf")
+    detail = client.get(f"/v1/presets/{name}").json()
+    assert detail["hf_config"]["time_step_limit"] == [0.0, "Infinity"]
+    by_config = client.post("/v1/plan", json={"model": {"hf_config": detail["hf_config"]}, "budget": {"rest_gib": 30.0}})
+    by_preset = client.post("/v1/plan", json={"model": {"preset": name}, "budget": {"rest_gib": 30.0}})
+    assert by_config.status_code == 200 == by_preset.status_code
+    assert by_config.json()["max_total_num_tokens"] == by_preset.json()["max_total_num_tokens"]

@@ -76,13 +76,20 @@ def test_unknown_preset_lists_the_sizable_ones(client):
     assert problem["allowed"] == SIZABLE
 
 
-def test_unverified_preset_needs_the_opt_in(client):
-    name = next(p.name for p in PRESETS.values() if p.supported and not p.verified)
+def test_unverified_preset_is_sized_and_says_so(client):
+    """Every preset SGLang 0.5.23 can load is sized; `verified` is reported, not a gate."""
+    name = next(p.name for p in PRESETS.values() if p.supported and not p.verified and p.sizable)
+    ok = client.post("/v1/plan", json=preset_request(name))
+    assert ok.status_code == 200 and ok.json()["feasible"] in (True, False)
+    summary = next(e for e in client.get("/v1/presets").json()["presets"] if e["name"] == name)
+    assert summary["verified"] is False and summary["sizable"] is True and summary["reason"] is None
+
+
+def test_preset_sglang_cannot_load_is_refused_with_the_reason(client):
+    name = "falcon-h1-1.5b-deep"  # no source states its mamba_d_ssm; SGLang's FalconH1Config refuses it
+    assert PRESETS[name].supported and not PRESETS[name].sizable
     problem = assert_problem(client.post("/v1/plan", json=preset_request(name)), 422, field="model.preset")
-    assert "allow_unverified" in problem["detail"]
-    assert problem["allowed"] == SIZABLE
-    ok = client.post("/v1/plan", json={"model": {"preset": name, "allow_unverified": True}, "budget": B})
-    assert ok.status_code == 200
+    assert "cannot load" in problem["detail"] and problem["allowed"] == SIZABLE
 
 
 def test_unsupported_preset_is_refused(client):
@@ -261,9 +268,10 @@ def test_errors_are_counted_by_status(client):
 
 
 # --------------------------------------------------------------------------- strict numbers
-# Integers are integers: `"4"`, `4.0` and `true` are refused by name (issue 10 §4), in every
+# Integers are integers: `"4"`, `4.5` and `true` are refused by name (issue 10 §4), in every
 # int field of the request (these are a sample; the schema declares them all StrictInt).
-@pytest.mark.parametrize("value", ["4", True, 4.0, "0x4"])
+# `4.0` is the JSON integer 4, as JSON Schema's "integer" says (test_integral_numbers_are_integers).
+@pytest.mark.parametrize("value", ["4", True, 4.5, "0x4"])
 @pytest.mark.parametrize(
     "where, field",
     [
@@ -294,7 +302,7 @@ def test_draft_model_num_layers_false_is_refused(client):
     "path, value",
     [
         (("model", "layout", "num_hidden_layers"), "8"),
-        (("model", "layout", "context_length"), 32768.0),
+        (("model", "layout", "context_length"), 32768.5),
         (("model", "layout", "kv", "head_dim"), True),
         (("model", "layout", "state", "temporal_shape"), [128, "64", 128]),
     ],
@@ -383,3 +391,12 @@ def test_layout_no_buffer_with_overlap_on_is_refused_as_sglang_refuses_it(client
 def test_layout_pp_on_an_architecture_that_asserts_pp_1_is_refused(client):
     req = {"model": {"layout": {**LAYOUT, "architecture": "FalconH1ForCausalLM"}}, "budget": B, "server_args": {"pp_size": 2}}
     assert_problem(client.post("/v1/plan", json=req), 422, field="server_args.pp_size")
+
+
+def test_integral_numbers_are_integers(client):
+    """JSON has one number type: `4.0` is the integer 4 (JSON Schema's "integer", which the
+    OpenAPI document declares, includes it), so it sizes exactly as `4` does."""
+    as_int = client.post("/v1/plan", json={**preset_request(), "server_args": {"tp_size": 4}})
+    as_float = client.post("/v1/plan", json={**preset_request(), "server_args": {"tp_size": 4.0}})
+    assert as_int.status_code == as_float.status_code == 200
+    assert as_float.json() == as_int.json()

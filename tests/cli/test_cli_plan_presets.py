@@ -17,6 +17,7 @@ from service.solver import plan
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZABLE = sorted(p.name for p in PRESETS.values() if p.sizable)
+LISTED_ONLY = sorted(p.name for p in PRESETS.values() if not p.sizable)
 OK = {"model": {"preset": "kimi-linear-48b-a3b-instruct"}, "server_args": {"tp_size": 2, "pp_size": 2}, "budget": {"rest_gib": 40.0}}
 TOO_SMALL = {"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "server_args": {"tp_size": 4}, "budget": {"rest_gib": 0.1}}
 
@@ -84,6 +85,34 @@ def test_would_not_start_prints_error_and_remedies(tmp_path, capsys):
         assert f"  - {remedy}" in out
 
 
+# Refused plans leave mamba_ratio, the limits and the pools null: the table shows `-`, never
+# Python's None. One request per kind of refusal the solver reports.
+REFUSED = {
+    "mamba_cache_too_small": {"model": {"preset": "qwen3-next-80b-a3b-instruct"},
+                              "server_args": {"tp_size": 4, "mem_fraction_static": 0.2},
+                              "budget": {"free_gib_before_load": 139.6, "free_gib_after_load": 101.3, "gpu_memory_mib": 143771}},
+    "no_memory_for_kv": {"model": {"preset": "qwen3-next-80b-a3b-instruct"},
+                         "server_args": {"tp_size": 4, "max_mamba_cache_size": 2000}, "budget": {"rest_gib": 0.5}},
+    "state_cache_serves_no_request": {"model": {"preset": "qwen3-next-80b-a3b-instruct"},
+                                      "server_args": {"tp_size": 4, "max_mamba_cache_size": 2}, "budget": {"rest_gib": 40}},
+    "launch_rejected": {"model": {"preset": "qwen3-next-80b-a3b-instruct"},
+                        "server_args": {"tp_size": 4, "page_size": 64, "mamba_radix_cache_strategy": "no_buffer"},
+                        "budget": {"rest_gib": 40}},
+}
+
+
+@pytest.mark.parametrize("case", sorted(REFUSED))
+def test_refused_plan_table_never_prints_none(tmp_path, capsys, case):
+    req = REFUSED[case]
+    p = plan(req)
+    assert not p.feasible and p.error.kind == case
+    code, out, err = run(capsys, "plan", write(tmp_path, req))
+    assert code == 1
+    assert "None" not in out and "None" not in err, out
+    if p.mamba_ratio is None:
+        assert "rest for the mamba split" in out and ", - mamba slots per request," in out
+
+
 def test_would_not_start_json(tmp_path, capsys):
     code, out, err = run(capsys, "plan", "--json", write(tmp_path, TOO_SMALL))
     assert code == 1
@@ -98,7 +127,9 @@ def test_would_not_start_json(tmp_path, capsys):
 @pytest.mark.parametrize(
     "content, expected",
     [
-        ({"model": {"preset": "nope"}, "budget": {"rest_gib": 1}}, "mambasizer: error: model.preset: unknown preset 'nope' (allowed: " + ", ".join(SIZABLE) + ")"),
+        ({"model": {"preset": "nope"}, "budget": {"rest_gib": 1}}, "mambasizer: error: model.preset: unknown preset 'nope'; "
+         "listed but not sizable (GET /v1/presets/NAME says why): " + ", ".join(LISTED_ONLY)
+         + "; the sizable presets are allowed (allowed: " + ", ".join(SIZABLE) + ")"),
         ({**OK, "server_args": {"pp_size": 2}, "model": {"preset": "qwen3-next-80b-a3b-instruct"}}, "mambasizer: error: server_args.pp_size: "),
         ({**OK, "bogus": 1}, "mambasizer: error: bogus: unknown field (not part of the PlanRequest contract)"),
         ({**OK, "server_args": {"kv_cache_dtype": "fp4"}}, "mambasizer: error: server_args.kv_cache_dtype: Input should be"),

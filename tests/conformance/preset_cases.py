@@ -24,15 +24,39 @@ DEPLOYMENTS = {
     "nvidia-nemotron-3-super-120b-a12b": (4, 1, 226),
     "nvidia-nemotron-3-ultra-550b-a55b": (8, 2, 1030),
     "nvidia-nemotron-3.5-lightning-30b-a3b": (1, 1, 59),
+    "nvidia-nemotron-nano-9b-v2": (1, 1, 18),
+    "nvidia-nemotron-nano-12b-v2": (1, 1, 24),
+    "nemotron-h-47b-base-8k": (4, 1, 94),
+    "qwen3.6-27b": (2, 1, 52),
+    "falcon-h1-0.5b": (1, 1, 1),
+    "falcon-h1-1.5b": (1, 1, 3),
+    "falcon-h1-3b": (1, 1, 6),
+    "falcon-h1-7b": (1, 1, 14),
+    "falcon-h1-34b": (2, 1, 68),
+    "granite-4.0-h-tiny": (1, 1, 14),
+    "granite-4.0-h-small": (2, 1, 64),
+    "lfm2-350m": (1, 1, 1),
+    "lfm2-1.2b": (1, 1, 3),
+    "lfm2-2.6b": (1, 1, 5),
 }
+H200_MIB = 143771
 
 
 def preset_request(name: str, hf_config: bool = False) -> dict:
     tp, pp, weights = DEPLOYMENTS[name]
     model = {"hf_config": dict(PRESETS[name].hf_config)} if hf_config else {"preset": name}
     server_args: dict[str, Any] = {"tp_size": tp, "pp_size": pp, "mem_fraction_static": 0.88}
-    if hf_config:  # the oracle takes resolved launch values
-        server_args.update(page_size=1, mamba_radix_cache_strategy="extra_buffer", disable_overlap_schedule=pp > 1, mamba_full_memory_ratio=0.9)
+    if hf_config:
+        # The oracle takes resolved launch values: SGLang's own resolution of these flags for
+        # this model (LFM2 resolves `auto` to no_buffer with overlap off, the others to
+        # extra_buffer), not values assumed here.
+        import launch_ref
+
+        r = launch_ref.resolve_with_sglang(dict(PRESETS[name].hf_config), dict(server_args), {}, H200_MIB)
+        assert r["rejected"] is None, r
+        server_args.update(page_size=r["page_size"], mamba_radix_cache_strategy=r["strategy"],
+                           disable_overlap_schedule=r["disable_overlap_schedule"],
+                           mamba_full_memory_ratio=r["mamba_full_memory_ratio"])
     return {
         "model": model,
         "server_args": server_args,

@@ -413,7 +413,11 @@ def _model_config_cached(hf_json: str, context_length: Optional[int]):
 
         with warnings.catch_warnings(), _fakes_active():
             warnings.simplefilter("ignore")
-            return sg.ModelConfig(td, context_length=context_length)
+            # trust_remote_code=False is what `sglang.launch_server` passes unless
+            # --trust-remote-code is given (ModelConfig's own default is True). A full config.json
+            # carries `auto_map` (the model author's remote classes, not shipped here): SGLang's
+            # registered config class for the model_type reads it either way.
+            return sg.ModelConfig(td, context_length=context_length, trust_remote_code=False)
 
 
 def model_config_for(hf_config: dict, context_length: Optional[int] = None):

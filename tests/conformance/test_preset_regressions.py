@@ -34,3 +34,20 @@ def test_sglang_still_computes_the_pinned_numbers(name):
 
     ref = sglang_ref.reference_plan(preset_cases.preset_request(name, hf_config=True))
     assert {"deployment": list(preset_cases.DEPLOYMENTS[name]), **preset_cases.pinned_fields(ref)} == PINNED[name]
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_sizable_exactly_when_sglang_loads_it_on_its_mamba_path(name):
+    """A preset is sized iff SGLang 0.5.23's own config classes load it (ModelConfig, as a
+    launch without --trust-remote-code builds it) and give it a mamba/linear state pool."""
+    import launch_ref
+    import sglang_ref
+
+    try:
+        mc = sglang_ref.model_config_for(dict(PRESETS[name].hf_config))
+    except Exception as exc:  # SGLang cannot load the file at all
+        loads, why = False, f"{type(exc).__name__}: {exc}"
+    else:
+        loads = launch_ref._load().mambaish_config(mc) is not None
+        why = "loads, but no mamba-path config"
+    assert PRESETS[name].sizable == loads, (PRESETS[name].reason, why)

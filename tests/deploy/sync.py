@@ -79,8 +79,9 @@ def plan_request_schema() -> dict:
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
     from schemas import PlanRequest
+    from schemas.json_schema import standard_bounds
 
-    schema = _rewrite_refs(PlanRequest.model_json_schema(mode="validation"))
+    schema = _rewrite_refs(standard_bounds(PlanRequest.model_json_schema(mode="validation")))
     schema["properties"]["sglang_args"] = sglang_args_schema()
     schema["not"] = {"required": ["server_args", "sglang_args"]}
     return schema

@@ -166,6 +166,18 @@ def test_argument_errors_exit_2_with_one_line(argv, capsys):
     assert one_line(err).startswith("mambasizer: error:")
 
 
+@pytest.mark.parametrize("value", ["-1", "0", "-0.5", "nan", "inf", "soon"])
+def test_timeout_must_be_a_positive_number_of_seconds(value, capsys):
+    """`--timeout -1` was an internal error and `--timeout 0` a misleading connection error."""
+    with pytest.raises(SystemExit) as info:
+        main(["check", "--url", "http://127.0.0.1:9", "--timeout", value, "x.json"])
+    assert info.value.code == 2
+    out, err = capsys.readouterr()
+    assert out == "" and len(err.strip().splitlines()) == 1, err
+    assert err.startswith(f"mambasizer: error: argument --timeout: expected a ") and repr(value) in err, err
+    assert "internal error" not in err and "cannot reach" not in err
+
+
 def test_request_file_decodes_like_mambasizer_plan(tmp_path, capsys):
     """`check REQUEST.json` reads the JSON `mambasizer plan` and POST /v1/plan read:
     `sglang_args` in place of `server_args`, and `trial` refused outside the API."""

@@ -4,7 +4,9 @@ SGLang's reason, and the mamba/KV and mem_fraction_static choices are the exact 
 
 from __future__ import annotations
 
+import json
 from itertools import product
+from pathlib import Path
 from typing import get_args
 
 import pytest
@@ -197,9 +199,10 @@ def test_sglang_args_are_the_base_and_stay_fixed():
 
 
 def test_a_model_that_cannot_be_planned_is_the_requests_error_a_layout_it_refuses_is_counted():
+    layout = json.loads((Path(__file__).resolve().parents[2] / "examples" / "explicit-layout.json").read_text())["model"]
     with pytest.raises(PlanInputError) as exc:
-        recommend({"model": {"preset": "nemotron-h-8b-base-8k"}, "gpu": "h100"})  # no weights from the GPU alone
-    assert exc.value.field == "model.preset"
+        recommend({"model": layout, "gpu": "h100"})  # an explicit layout has no weights to plan from the GPU alone
+    assert exc.value.field == "model.layout"
     # Qwen3-Next asserts pp_size == 1 in SGLang 0.5.23: PP 2 is refused, PP 1 answers.
     got = recommend({"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "gpu": "h200", "search": {"tp_size": [4], "pp_size": [1, 2]}})
     assert got.refused == {"invalid server_args.pp_size": 1}

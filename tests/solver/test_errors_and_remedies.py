@@ -21,7 +21,7 @@ def req(model=QWEN, budget=None, **server_args):
         ({"model": QWEN, "budget": {"rest_gib": 1}, "server_args": {"tp": 2}}, "server_args.tp"),
         ({"model": {"preset": "nope"}, "budget": {"rest_gib": 1}}, "model.preset"),
         ({"model": {"preset": "jamba-v0.1"}, "budget": {"rest_gib": 1}}, "model.preset"),
-        ({"model": {"preset": "granite-4.0-h-small"}, "budget": {"rest_gib": 1}}, "model.preset"),
+        ({"model": {"preset": "falcon-h1-1.5b-deep"}, "budget": {"rest_gib": 1}}, "model.preset"),
         ({"model": {"hf_config": {"model_type": "llama"}}, "budget": {"rest_gib": 1}}, "model.hf_config.model_type"),
         ({"model": QWEN, "budget": {"rest_gib": 1}, "server_args": {"pp_size": 2}}, "server_args.pp_size"),
         ({"model": QWEN, "budget": {"rest_gib": 1}, "server_args": {"tp_size": 3}}, "server_args.tp_size"),

@@ -71,7 +71,7 @@ def test_unsupported_architecture_lists_model_types_as_allowed():
     assert "qwen3_next" in exc.value.allowed and "kimi_k3" in exc.value.allowed
 
 
-def test_incomplete_unverified_preset_names_the_request_field():
+def test_incomplete_preset_names_the_request_field():
     with pytest.raises(PlanInputError) as exc:
-        plan({"model": {"preset": "falcon-h1-1.5b", "allow_unverified": True}, "budget": {"rest_gib": 40}})
-    assert exc.value.field == "model.preset" and "falcon-h1-1.5b" in exc.value.message
+        plan({"model": {"preset": "falcon-h1-1.5b-deep", "allow_unverified": True}, "budget": {"rest_gib": 40}})
+    assert exc.value.field == "model.preset" and "falcon-h1-1.5b-deep" in exc.value.message
