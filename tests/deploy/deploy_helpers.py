@@ -49,6 +49,10 @@ FULL_VALUES: dict[str, Any] = {
     },
 }
 
+# Prometheus Operator resources: kubernetes-validate has no schema for these CRDs (the
+# ServiceMonitor is checked structurally, the PrometheusRule's groups by promtool).
+CRD_KINDS = frozenset({"ServiceMonitor", "PrometheusRule"})
+
 HOOK_ANNOTATIONS = {
     "helm.sh/hook": "pre-install,pre-upgrade",
     "helm.sh/hook-delete-policy": "before-hook-creation,hook-succeeded",
