@@ -9,4 +9,10 @@ PYTHON="${PYTHON:-python3}"
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e '.[test]'
 .venv/bin/python -m pip install -q --no-deps 'sglang==0.5.23'
+
+# --- prometheus + promtool (tests/deploy/test_deploy_alerts.py, test_deploy_prometheus.py):
+# Debian's package; the tests run their own prometheus process, never its system service.
+command -v prometheus >/dev/null || (apt-get update && apt-get install -y --no-install-recommends prometheus)
+# --- end prometheus
+
 exec .venv/bin/python -m pytest "$@"
