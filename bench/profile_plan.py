@@ -15,6 +15,7 @@ import contextlib
 import json
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
@@ -33,6 +34,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     from pyinstrument import Profiler
 
+    fn: Callable[[Any], Any]  # SGLang's oracle or our solver: both take a request dict
     if args.sglang:
         fn = load_oracle()
         iters = args.iters or 30

@@ -634,6 +634,7 @@ class Server:
         """Resident bytes of the server process and any worker children."""
         import psutil
 
+        assert self.proc is not None, "the server is not started"
         p = psutil.Process(self.proc.pid)
         total = p.memory_info().rss
         for c in p.children(recursive=True):
@@ -782,7 +783,7 @@ class AsyncLoad:
 
         elapsed = asyncio.run(main())
         lat.sort()
-        q = lambda p: lat[min(len(lat) - 1, int(math.ceil(p / 100 * len(lat))) - 1)]  # noqa: E731
+        q = lambda p: lat[min(len(lat) - 1, math.ceil(p / 100 * len(lat)) - 1)]  # noqa: E731
         return {"requests": len(lat), "rps": len(lat) / elapsed, "p50_ms": q(50) * 1e3, "p99_ms": q(99) * 1e3, "errors": errs[0]}
 
 
@@ -790,6 +791,7 @@ def srv_proc_cpu(srv: "Server") -> tuple:
     """User and system CPU seconds of the server process and its worker children."""
     import psutil
 
+    assert srv.proc is not None, "the server is not started"
     p = psutil.Process(srv.proc.pid)
     t = p.cpu_times()
     user, system = t.user, t.system
@@ -814,7 +816,7 @@ def http_post_json(url: str, body: bytes) -> tuple[int, Any]:
         return e.code, e.read().decode(errors="replace")
 
 
-def find_trivial(base: str, openapi: dict, bodies: list[bytes]) -> Endpoint:
+def find_trivial(base: str, openapi: Any, bodies: list[bytes]) -> Endpoint:
     """The app's cheapest route: a POST echo when the API has one (same body as /v1/plan),
     else GET /livez (or /healthz)."""
     paths = openapi.get("paths", {}) if isinstance(openapi, dict) else {}
@@ -859,7 +861,7 @@ def bench_http(
     if loadgen == "wrk" or (loadgen == "auto" and shutil.which("wrk")):
         if not shutil.which("wrk"):
             raise RuntimeError("--loadgen wrk: wrk is not installed (apt-get install -y wrk)")
-        load = WrkLoad(base, workdir)
+        load: WrkLoad | AsyncLoad = WrkLoad(base, workdir)
     else:
         load = AsyncLoad(host, port)
     log(f"  server: {' '.join(cmd)}")
@@ -878,7 +880,7 @@ def bench_http(
 
         # The service answers what the solver answers (else the benchmark would time errors).
         equal = 0
-        for (name, req), body in zip(requests.items(), bodies):
+        for (name, req), body in zip(requests.items(), bodies, strict=True):
             status, got = http_post_json(base + "/v1/plan", body)
             if status != 200:
                 raise RuntimeError(f"POST /v1/plan {name}: HTTP {status}: {str(got)[:500]}")
@@ -900,7 +902,8 @@ def bench_http(
         levels: dict = {}
         errors = 0
         for conc in CONCURRENCIES:
-            runs_plan, runs_triv = [], []
+            runs_plan: list[dict] = []
+            runs_triv: list[dict] = []
             for k in range(runs):
                 order = (plan_ep, trivial) if k % 2 == 0 else (trivial, plan_ep)
                 for ep in order:

@@ -15,4 +15,10 @@ PYTHON="${PYTHON:-python3}"
 command -v prometheus >/dev/null || (apt-get update && apt-get install -y --no-install-recommends prometheus)
 # --- end prometheus
 
+# --- lint and type gates (configured in pyproject.toml) ---------------------------------
+# Any finding fails the run before the tests; pytest stays last so CI ends on its summary.
+.venv/bin/python -m ruff check .
+.venv/bin/python -m mypy
+# ----------------------------------------------------------------------------------------
+
 exec .venv/bin/python -m pytest "$@"

@@ -59,8 +59,7 @@ def _warm_up() -> None:
     """Plan every sizable preset once and read SGLang's flag table once, so the solver's
     preset layouts are built, no request reads a file, and the first real request is as
     fast as the others."""
-    if wire.parse_sglang_args is not None:
-        wire.parse_sglang_args(["--tp-size", "1"])
+    wire.parse_sglang_args(["--tp-size", "1"])
     for preset in PRESETS.values():
         if preset.sizable:
             try:

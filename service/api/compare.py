@@ -15,7 +15,7 @@ by planning them under SGLang 0.5.23's accounting.
 from __future__ import annotations
 
 import json
-from typing import Any, Optional, Union
+from typing import Any, Optional
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
@@ -68,7 +68,7 @@ PIN_FLAGS = {
 }
 PIN_ARGS = {"max_mamba_cache_size": "max_mamba_cache_size", "max_total_num_tokens": "max_total_tokens", "max_running_requests": "max_running_requests"}
 
-Number = Union[int, float]
+Number = int | float
 
 
 class CompareRequest(PlanRequest):
@@ -143,9 +143,9 @@ def compare(request: PlanRequest) -> dict:
     cand = plan(request.model_copy(update={"accounting": CANDIDATE}))
     deltas = {f: _delta(getattr(base, f), getattr(cand, f)) for f in TOP_FIELDS}
     deltas["feasible"] = _delta(base.feasible, cand.feasible)
-    stages = []
+    stages: list[dict[str, Any]] = []
     moves = []  # (pp_rank, d_mamba, d_kv, d_idle)
-    for sb, sc in zip(base.stages, cand.stages):
+    for sb, sc in zip(base.stages, cand.stages, strict=True):  # one request: the same stages
         vb, vc = _stage_values(sb), _stage_values(sc)
         fields = {f: _delta(vb[f], vc[f]) for f in STAGE_FIELDS}
         stages.append({"pp_rank": sb.pp_rank, "fields": fields})
@@ -212,9 +212,10 @@ def _pin(request: PlanRequest, base: Plan) -> Optional[dict]:
 
 def _warning(base: Plan, cand: Plan, headline_moved: list, pool_moved: list, pin: Optional[dict]) -> str:
     parts = []
-    if base.feasible and not cand.feasible:
+    # error is set exactly when a plan is infeasible (the solver's invariant)
+    if base.feasible and cand.error is not None:
         parts.append(f"SGLang 0.5.23 would refuse to start what the whole-model accounting started: {cand.error.message}")
-    elif cand.feasible and not base.feasible:
+    elif cand.feasible and base.error is not None:
         parts.append(f"SGLang 0.5.23 starts where the whole-model accounting refused ({base.error.message})")
     else:
         parts.append(

@@ -24,7 +24,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Any, Optional
 
 import yaml
 
@@ -170,7 +170,7 @@ def _plan_entry(name: str, entry: object) -> Deployment:
         prepared = wire.prepare(entry, allow_trial=False)
         return Deployment(name, plan(prepared.request), None, prepared.ignored_sglang_args, prepared.metrics_model_name)
     except PlanInputError as exc:
-        error = {"field": exc.field, "message": exc.message}
+        error: dict[str, Any] = {"field": exc.field, "message": exc.message}
         if exc.allowed:
             error["allowed"] = [str(a) for a in exc.allowed]
         return Deployment(name, None, error)

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
@@ -36,7 +37,7 @@ async def readyz(request: Request) -> Response:
     store = state.deployments
     if not state.ready:
         return problem_response(503, "not ready: starting up or shutting down", instance=request.url.path)
-    body = {"status": "ready"}
+    body: dict[str, Any] = {"status": "ready"}
     if store.configured:
         body["deployments"] = {
             **store.snapshot.summary(),

@@ -11,13 +11,14 @@ import json
 import logging
 import sys
 import time
+from typing import Any
 
 _RESERVED = frozenset({"ts", "level", "logger", "msg"})
 
 
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        out = {
+        out: dict[str, Any] = {
             "ts": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created)) + f".{int(record.msecs):03d}Z",
             "level": record.levelname.lower(),
             "logger": record.name,

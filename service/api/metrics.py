@@ -72,7 +72,7 @@ class DeploymentsCollector(Collector):
             if p is None:
                 continue
             for st in p.stages:
-                labels = (d.name, d.model_name, str(st.pp_rank))
+                labels = (d.name, d.metrics_model_name or p.model_name, str(st.pp_rank))
                 fams["mambasizer_plan_feasible"].add_metric(labels, 1.0 if p.feasible else 0.0)
                 for field in ("max_running_requests", "max_total_num_tokens", "max_mamba_cache_size"):
                     value = getattr(p, field)

@@ -155,7 +155,7 @@ def request_body(schema_name: str, examples: dict) -> dict:
 
 
 def _component_schemas() -> dict:
-    from service.api.compare import CompareRequest  # noqa: F401  (schema only)
+    from service.api.compare import CompareRequest  # schema only
     from service.api.problems import Problem
     from service.api.wire import ApiPlanRequest
 

@@ -38,6 +38,7 @@ async def read_body(request: Request) -> bytes:
 
 
 async def _trial(request: Request, result, prepared: wire.Prepared) -> dict:
+    assert prepared.trial is not None  # post_plan calls this only for a request with a trial
     worker = request.app.state.trial_hook
     try:
         if worker is None:
@@ -69,7 +70,7 @@ async def post_plan(request: Request) -> Response:
     return Response(body, media_type="application/json")
 
 
-_COMMON = dict(
+_COMMON: dict[str, Any] = dict(
     response_model=None,
     responses=_RESPONSES,
     openapi_extra={"requestBody": request_body("ApiPlanRequest", PLAN_EXAMPLES)},

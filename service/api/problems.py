@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from typing import Any, Optional
 
 from fastapi import FastAPI, Request
@@ -86,7 +87,7 @@ def problem_bytes(
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def problem_response(status: int, detail: str, headers: Optional[dict] = None, **kw: Any) -> Response:
+def problem_response(status: int, detail: str, headers: Optional[Mapping[str, str]] = None, **kw: Any) -> Response:
     return Response(problem_bytes(status, detail, **kw), status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
 
@@ -163,10 +164,12 @@ async def _internal(request: Request, exc: Exception) -> Response:
 
 
 def install(app: FastAPI) -> None:
-    app.add_exception_handler(PlanInputError, _plan_input_error)
-    app.add_exception_handler(RequestValidationError, _request_validation)
-    app.add_exception_handler(StarletteHTTPException, _http_exception)
-    app.add_exception_handler(BodyTooLarge, _body_too_large)
+    # Starlette types every handler as taking a bare Exception; it calls each one only with
+    # the class it is registered for, so the narrower parameter types hold.
+    app.add_exception_handler(PlanInputError, _plan_input_error)  # type: ignore[arg-type]
+    app.add_exception_handler(RequestValidationError, _request_validation)  # type: ignore[arg-type]
+    app.add_exception_handler(StarletteHTTPException, _http_exception)  # type: ignore[arg-type]
+    app.add_exception_handler(BodyTooLarge, _body_too_large)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _internal)
 
 

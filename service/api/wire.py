@@ -17,13 +17,7 @@ from pydantic import Field, ValidationError
 from service.solver import PlanInputError
 from service.solver.plan import input_error_from_validation
 from schemas import Plan, PlanRequest
-
-try:  # written alongside this module; absent in a build without launch-argument parsing
-    from service.sglang_args import parse_sglang_args
-except ModuleNotFoundError as _exc:  # pragma: no cover - depends on the build
-    if _exc.name != "service.sglang_args":
-        raise
-    parse_sglang_args = None
+from service.sglang_args import parse_sglang_args
 
 MAX_BODY_BYTES = 1 << 20  # 1 MiB: far above any config.json, far below anything harmful
 MAX_SGLANG_ARGS = 1024
@@ -165,8 +159,6 @@ def _take_sglang_args(raw: dict, value: Any) -> tuple[dict, Any]:
             raise PlanInputError(f"sglang_args.{i}", f"is longer than {MAX_SGLANG_ARG_CHARS} characters")
     if "server_args" in raw:
         raise PlanInputError("sglang_args", "give either server_args or sglang_args, not both")
-    if parse_sglang_args is None:
-        raise PlanInputError("sglang_args", "is not supported by this build (service.sglang_args is missing); use server_args")
     parsed = parse_sglang_args(list(value))
     env = raw.get("env")
     if env is None:

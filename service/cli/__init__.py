@@ -9,7 +9,8 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import NoReturn
 
 EXIT_OK = 0
 EXIT_WOULD_NOT_START = 1
@@ -39,7 +40,7 @@ def port_number(text: str) -> int:
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # one readable line, exit 2
+    def error(self, message: str) -> NoReturn:  # one readable line, exit 2
         print(f"mambasizer: error: {message}", file=sys.stderr)
         raise SystemExit(EXIT_INVALID)
 
@@ -50,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser.add_argument("--version", action="version", version=f"mambasizer {__version__} (reference sglang==0.5.23)")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    for name, module in SUBCOMMANDS.items():
+    for module in SUBCOMMANDS.values():
         try:
             mod = importlib.import_module(module)
         except ModuleNotFoundError as exc:
@@ -61,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Optional[Sequence[str]] = None) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     return int(args.run(args) or 0)

@@ -215,7 +215,7 @@ def _input_error_line(exc: BaseException) -> str:
     return _one_line(text)
 
 
-def _plan_input_error() -> type:
+def _plan_input_error() -> type[Exception]:
     """The solver's input-error class; a stand-in that matches nothing before it exists."""
     try:
         from service.solver.errors import PlanInputError

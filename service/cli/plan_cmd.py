@@ -103,7 +103,7 @@ def render(plan: Any, ignored: Optional[list[str]] = None, arg_warnings: Sequenc
         ))
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     for row in table:
-        out.append("  " + "  ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths))).rstrip())
+        out.append("  " + "  ".join(cell.rjust(w) if i else cell.ljust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True))).rstrip())
     if plan.error is not None:
         out.append("")
         out.append(f"error ({plan.error.kind}): {plan.error.exception}: {plan.error.message}")

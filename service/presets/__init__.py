@@ -9,11 +9,10 @@ Loaded once at import: the request path does no file reads.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib import resources
 from types import MappingProxyType
-from typing import Mapping, Optional
-
 
 
 @dataclass(frozen=True)
@@ -26,7 +25,7 @@ class Preset:
     notes: str
     hf_config: Mapping
     supported: bool  # SGLang 0.5.23 has a hybrid (mamba-path) config class for it
-    reason: Optional[str]  # why it is not sized by default; None when it is
+    reason: str | None  # why it is not sized by default; None when it is
 
     @property
     def sizable(self) -> bool:

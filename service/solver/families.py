@@ -537,7 +537,7 @@ def layout_from_hf_config(hf_config: dict, name: str = "", path: str = "model.hf
     arch = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else ""
     model_type = hf_config.get("model_type") or _ARCH_TO_MODEL_TYPE.get(arch)
     family = _BY_MODEL_TYPE.get(model_type) if isinstance(model_type, str) else None
-    if family is None:
+    if family is None or not isinstance(model_type, str):  # a family implies a str model_type; said for mypy
         got = f"model_type={model_type!r}" if model_type else f"architectures={archs!r}"
         raise PlanInputError(
             f"{path}.model_type",
@@ -567,8 +567,8 @@ def layout_from_explicit(lay: "Layout") -> ModelLayout:
     def state_at(tp: int, conv_dtype: str, ssm_dtype: str) -> StateSpec:
         # Explicit shapes are already per TP rank.
         return StateSpec(
-            conv_shapes=tuple(tuple(c) for c in shapes.conv_shapes),
-            temporal=tuple(shapes.temporal_shape),
+            conv_shapes=tuple((a, b) for a, b in shapes.conv_shapes),
+            temporal=(*shapes.temporal_shape,),
             conv_dtype=conv_dtype,
             ssm_dtype=ssm_dtype,
             num_k_heads_per_tp=shapes.num_k_heads_per_tp or 1,

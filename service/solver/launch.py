@@ -251,7 +251,7 @@ def auto_mem_fraction_static(layout: ModelLayout, args: ServerArgs, gpu_mib: Opt
         activation_tokens = max(g.chunked, 2048)
     else:
         activation_tokens = max(args.max_prefill_tokens, 2048)
-    reserved = 512
+    reserved: float = 512
     reserved += activation_tokens * 1.5
     reserved += tp * pp / 8 * 1024
     graph = 0.0

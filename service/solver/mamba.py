@@ -85,6 +85,7 @@ def split(rest_gib: float, x: MambaSplitInputs) -> MambaSplit:
         branch = "explicit"
         K = x.max_mamba_cache_size // x.attn_dp
         if x.reserves_spec_state:
+            assert D is not None and x.max_running_requests is not None  # spec on: checked above
             capped = min(max(1, x.max_running_requests // x.attn_dp), K // x.ratio())
             charged_intermediate = P * (capped + 1) * D
             R = R - (charged_intermediate / GIB)
@@ -92,6 +93,7 @@ def split(rest_gib: float, x: MambaSplitInputs) -> MambaSplit:
         branch = "max_running_requests"
         K = max(1, x.max_running_requests // x.attn_dp)
         if x.reserves_spec_state:
+            assert D is not None  # spec on: checked above
             charged_intermediate = P * (K + 1) * D
             R = R - (charged_intermediate / GIB)
     else:
@@ -102,6 +104,7 @@ def split(rest_gib: float, x: MambaSplitInputs) -> MambaSplit:
         budget_bytes = R * r / (1 + r) * GIB
         if x.reserves_spec_state:
             # Joint solve of (K + 1) state rows and (K / ratio + 1) intermediate rows.
+            assert D is not None and x.max_running_requests is not None  # spec on: checked above
             ratio = x.ratio()
             K = int((budget_bytes - P * (1 + D) - extra) // (P * (1 + D / ratio) + extra))
             capped = min(max(1, x.max_running_requests // x.attn_dp), K // ratio)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Optional, Union
+from typing import Any, Literal, Optional, Union
 
 from pydantic import ValidationError
 
@@ -224,6 +224,7 @@ def _pipeline(req, layout, launch: Launch, stage_ranges, state: StateSpec, whole
     if b.rest_gib is not None:
         p.rest_gib = b.rest_gib
     else:
+        assert launch.mem_fraction_static is not None  # resolved with needs_mfs (no rest_gib)
         p.rest_gib = budget.rest_gib(free_before, free_after, launch.mem_fraction_static, layout.is_multimodal)
 
     # B: the mamba split, charged at the largest stage's share.
@@ -310,7 +311,7 @@ def _pipeline(req, layout, launch: Launch, stage_ranges, state: StateSpec, whole
     p.micro = requests.pp_max_micro_batch_size(p.limit.max_running_requests, launch.pp_size, launch.pp_max_micro_batch_size)
 
 
-def _stage_inputs(req, layout: ModelLayout, launch: Launch, stage_ranges, state: StateSpec, K: int, N: int, T: int, device_kind: str = "cuda") -> list[allocation.StageAllocationInputs]:
+def _stage_inputs(req, layout: ModelLayout, launch: Launch, stage_ranges, state: StateSpec, K: int, N: int, T: int, device_kind: Literal["cuda", "cpu"] = "cuda") -> list[allocation.StageAllocationInputs]:
     """What each stage's pools are built from (SIZING_SPEC §2.8, §4.1)."""
     has_spec = launch.speculative_algorithm is not None
     Dm = launch.num_draft_tokens or 0
@@ -342,7 +343,7 @@ def _stage_inputs(req, layout: ModelLayout, launch: Launch, stage_ranges, state:
     return out
 
 
-def stage_allocation_inputs(request: Union[PlanRequest, dict, Any], result: Plan, device_kind: str = "cuda") -> list[allocation.StageAllocationInputs]:
+def stage_allocation_inputs(request: Union[PlanRequest, dict, Any], result: Plan, device_kind: Literal["cuda", "cpu"] = "cuda") -> list[allocation.StageAllocationInputs]:
     """The per-stage allocation inputs of a plan computed for `request` (the worker's entry)."""
     req = parse_request(request)
     K, N, T = result.max_mamba_cache_size, result.max_running_requests, result.max_total_num_tokens
@@ -363,7 +364,7 @@ def _assemble(req, layout: ModelLayout, launch: Launch, stage_ranges, state: Sta
     K = p.split.max_mamba_cache_size if p.split else None
     N = p.limit.max_running_requests if p.limit else None
     T = p.tokens
-    inputs = _stage_inputs(req, layout, launch, stage_ranges, state, K, N, T) if None not in (K, N, T) else None
+    inputs = _stage_inputs(req, layout, launch, stage_ranges, state, K, N, T) if K is not None and N is not None and T is not None else None
     out_stages = []
     charged = (p.split.charged_state_bytes + p.split.charged_intermediate_bytes) if p.split else 0
     budget_bytes = p.budget_bytes
@@ -426,7 +427,7 @@ def _assemble(req, layout: ModelLayout, launch: Launch, stage_ranges, state: Sta
         "reference": REFERENCE,
         "accounting": req.accounting,
         "feasible": feasible,
-        "error": None if feasible else PlanError.trusted({"kind": error.kind, "exception": error.exception, "message": error.message, "remedies": []}),
+        "error": None if error is None else PlanError.trusted({"kind": error.kind, "exception": error.exception, "message": error.message, "remedies": []}),
         "warnings": warnings,
         "advice": [],
         "model_name": layout.name,

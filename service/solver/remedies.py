@@ -8,7 +8,7 @@ is never a guess: it is a setting this solver proves would start.
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from typing import Any, Callable, Optional
 
 from schemas.plan import Plan
 from schemas.request import PlanRequest
@@ -33,7 +33,7 @@ def _starts(req: PlanRequest, layout: ModelLayout) -> bool:
 
 
 def _with(req: PlanRequest, *, budget: Optional[dict] = None, server_args: Optional[dict] = None) -> PlanRequest:
-    update = {}
+    update: dict[str, Any] = {}
     if budget:
         update["budget"] = req.budget.model_copy(update=budget)
     if server_args:
@@ -103,7 +103,7 @@ def remedies_for(req: PlanRequest, layout: ModelLayout, launch: Launch, plan: Pl
         if best is not None:
             out.append(f"a rest budget of at least {best / 100:.2f} GiB starts (rest_gib={best / 100:.2f})")
     elif launch.mem_fraction_static is not None:
-        base = int(round(launch.mem_fraction_static * 1000))
+        base = round(launch.mem_fraction_static * 1000)
         best = _smallest_int(base, 999, lambda v: _starts(_with(req, server_args={"mem_fraction_static": v / 1000}), layout))
         if best is not None and best > base:
             out.append(f"--mem-fraction-static {best / 1000:.3f} starts (the smallest value that does, all else equal)")
@@ -121,9 +121,10 @@ def remedies_for(req: PlanRequest, layout: ModelLayout, launch: Launch, plan: Pl
         best = _largest_int(1, args.max_running_requests, lambda v: _starts(_with(req, server_args={"max_running_requests": v}), layout))
         if best is not None:
             out.append(f"--max-running-requests {best} starts (the largest value that does)")
-    if args.speculative_algorithm and (launch.num_draft_tokens or 0) > 1:
-        best = _largest_int(1, launch.num_draft_tokens, lambda v: _starts(_with(req, server_args={"speculative_num_draft_tokens": v}), layout))
-        if best is not None and best < launch.num_draft_tokens:
+    draft_tokens = launch.num_draft_tokens or 0
+    if args.speculative_algorithm and draft_tokens > 1:
+        best = _largest_int(1, draft_tokens, lambda v: _starts(_with(req, server_args={"speculative_num_draft_tokens": v}), layout))
+        if best is not None and best < draft_tokens:
             out.append(f"--speculative-num-draft-tokens {best} starts")
     if launch.ssm_dtype == "float32" and not _starts(req, layout):
         if _starts(_with(req, server_args={"mamba_ssm_dtype": "bfloat16"}), layout):
@@ -153,6 +154,8 @@ def advice_for_target_concurrency(req: PlanRequest, layout: ModelLayout, launch:
     def replan(size: int) -> Optional[Plan]:
         return _replan(_with(req, server_args={"max_mamba_cache_size": size}), layout)
 
+    if launch.max_running_requests is None:  # nothing was asked for
+        return []
     wanted = max(1, launch.max_running_requests // launch.attn_dp_size)
     ratio = plan.mamba_ratio or _ratio_or_1(launch)
     target = wanted * ratio * launch.attn_dp_size
@@ -160,11 +163,11 @@ def advice_for_target_concurrency(req: PlanRequest, layout: ModelLayout, launch:
         return []
     p = replan(target)
     if p is not None and p.feasible:
-        return [
+        return [(
             f"--max-mamba-cache-size {target} reaches the requested max_running_requests {wanted} "
             f"(got {p.max_running_requests}); max_total_num_tokens then {p.max_total_num_tokens:,} "
             f"instead of {plan.max_total_num_tokens:,}"
-        ]
+        )]
     # Past the point where U // ratio meets max_total_num_tokens // 2 the KV cache binds
     # instead; and a pool that cannot hold one request at full context is no answer. So:
     # the largest size still mamba-bound whose KV pool holds the context length.
@@ -172,14 +175,18 @@ def advice_for_target_concurrency(req: PlanRequest, layout: ModelLayout, launch:
 
     def useful(v: int) -> bool:
         q = replan(v)
-        return bool(q and q.feasible and q.binding_limit == "mamba_slots" and q.max_total_num_tokens >= launch.context_len)
+        return bool(
+            q and q.feasible and q.binding_limit == "mamba_slots"
+            and q.max_total_num_tokens is not None and q.max_total_num_tokens >= launch.context_len
+        )
 
     best = _largest_int(floor, target, useful)
     if best is None or best <= (plan.max_mamba_cache_size or 0) * launch.attn_dp_size:
         return []
     p = replan(best)
-    return [
+    assert p is not None  # best passed useful(), which replanned it
+    return [(
         f"--max-mamba-cache-size {best} gives the most running requests this budget allows while the KV cache "
         f"still holds one full {launch.context_len:,}-token context: max_running_requests {p.max_running_requests} "
         f"(of the {wanted} requested), max_total_num_tokens {p.max_total_num_tokens:,}"
-    ]
+    )]

@@ -36,7 +36,7 @@ def parse_partition(text: Optional[str], pp_size: int, num_hidden_layers: int) -
     try:
         parts = [int(p) for p in text.split(",")]
     except ValueError:
-        raise PlanInputError(PARTITION_FIELD, f"Invalid partition string: {text} (comma-separated layer counts, one per PP stage)")
+        raise PlanInputError(PARTITION_FIELD, f"Invalid partition string: {text} (comma-separated layer counts, one per PP stage)") from None
     if len(parts) != pp_size:
         raise PlanInputError(PARTITION_FIELD, f"has {len(parts)} entries but pp_size is {pp_size}; give one layer count per stage")
     if sum(parts) != num_hidden_layers:

@@ -124,7 +124,7 @@ async def remote_trial(url: str, request: PlanRequest, options: TrialOptions, *,
 def _problem_detail(resp) -> str:
     try:
         d = resp.json().get("detail")
-    except Exception:  # noqa: BLE001 - any non-problem body
+    except Exception:  # any non-problem body
         return ""
     return f": {d}" if isinstance(d, str) and d else ""
 

@@ -17,7 +17,7 @@ import gc
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -62,7 +62,7 @@ def is_oom(exc: BaseException) -> bool:
 
 
 class Backend:
-    kind: str = "cpu"  # "cpu" | "cuda": also the manifest's device_kind
+    kind: Literal["cpu", "cuda"] = "cpu"  # also the manifest's device_kind
     label: str = "cpu"
 
     def zeros(self, shape: tuple[int, ...], dtype: str) -> Any:

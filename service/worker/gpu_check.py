@@ -50,7 +50,7 @@ def plan_only(cases=None):
         p = plan(req)
         print(f"== {label}: weights {weights} GiB, feasible={p.feasible}, mfs={p.resolved.mem_fraction_static}, "
               f"K={p.max_mamba_cache_size} N={p.max_running_requests} T={p.max_total_num_tokens}")
-        if not p.feasible:
+        if p.error is not None:  # set exactly when the plan is infeasible
             print("   ", p.error.message)
             continue
         manifests = plan_stage_tensors(req, p, "cuda")

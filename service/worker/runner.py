@@ -191,7 +191,7 @@ class TrialRunner:
         def body() -> None:
             try:
                 result = self._work(slot, device, request, options, plan, cancel, deadline)
-            except BaseException as exc:  # noqa: BLE001 - handed to the waiter
+            except BaseException as exc:  # handed to the waiter
                 if not isinstance(exc, PlanInputError):
                     log.exception("trial failed")
                 if not fut.cancelled():

@@ -22,19 +22,21 @@ from schemas.request import Budget, PlanRequest
 from schemas.trial import (
     MeasuredPoolBytes,
     OOMInfo,
+    Pool,
     PoolBytes,
     PoolLine,
     StageTrial,
     TrialBudget,
     TrialOptions,
     TrialResult,
+    TrialStatus,
     UnbudgetedLine,
 )
 from service.solver import plan as solve
 from service.solver.allocation import TensorSpec, plan_stage_tensors
 from service.worker.devices import GIB, MIB, Backend, is_oom
 
-POOLS = ("req_to_token", "conv_state", "ssm_state", "replayssm_ring", "intermediate_state", "side_tables", "kv_pool")
+POOLS: tuple[Pool, ...] = ("req_to_token", "conv_state", "ssm_state", "replayssm_ring", "intermediate_state", "side_tables", "kv_pool")
 CPU_MARGIN_ENV = "MAMBASIZER_WORKER_CPU_MARGIN_GIB"
 DEFAULT_CPU_MARGIN_GIB = 1.0
 
@@ -92,7 +94,7 @@ def run_trial(
 def _run(request, options: TrialOptions, backend: Backend, plan: Optional[Plan], cancel, cpu_margin, held: list) -> TrialResult:
     if options.budget == "device" and backend.kind != "cuda":
         return _rejected(backend, "budget 'device' measures a GPU's free memory: it needs a CUDA device")
-    hold = int(round((options.hold_weights_gib or 0.0) * GIB))
+    hold = round((options.hold_weights_gib or 0.0) * GIB)
     replanned: Optional[Plan] = None
     if options.budget == "device":
         free_before, total = backend.mem_get_info()
@@ -156,7 +158,7 @@ def _run(request, options: TrialOptions, backend: Backend, plan: Optional[Plan],
                 status="unavailable", reason=f"the trial was cancelled (timeout) during pp rank {r}; its memory was released",
                 device=backend.label, stages=stages, budget=budget_info, plan=replanned,
             )
-    status = "oom" if any(s.status == "oom" for s in stages) else "ok"
+    status: TrialStatus = "oom" if any(s.status == "oom" for s in stages) else "ok"
     return TrialResult(
         status=status,
         reason=None if status == "ok" else _oom_reason(stages),
@@ -216,7 +218,7 @@ def _trial_stage(rank: int, tensors: list[TensorSpec], backend: Backend, cancel:
                 before = backend.snapshot()
                 try:
                     t = backend.zeros(spec.shape, spec.dtype)
-                except Exception as exc:  # noqa: BLE001 - only OOMs are results
+                except Exception as exc:  # only OOMs are results
                     if not is_oom(exc):
                         raise
                     raise _StageOOM(_oom_info(spec, tensors[i:], backend, exc)) from None
@@ -251,7 +253,7 @@ def _accumulate(acc: dict[str, int], before, after) -> None:
 def _oom_info(spec: TensorSpec, remaining: list[TensorSpec], backend: Backend, exc: BaseException) -> OOMInfo:
     try:
         free = backend.free_bytes()
-    except Exception:  # noqa: BLE001 - best effort while out of memory
+    except Exception:  # best effort while out of memory
         free = None
     rest = sum(t.nbytes for t in remaining)
     return OOMInfo(
@@ -303,12 +305,12 @@ def _stage_result(rank, tensors, measured, stats, backend, status, oom, peak, le
                 measured_bytes=got, why=WHY.get(t.pool, "allocated, never charged"),
             ))
     unbudgeted = _merge_padding(unbudgeted)
-    key = {p: f"{p}_bytes" for p in POOLS}
+    key: dict[str, str] = {p: f"{p}_bytes" for p in POOLS}
     return StageTrial(
         pp_rank=rank, status=status, device=backend.label, would_start=status == "ok",
         predicted=PoolBytes(**{key[p]: v for p, v in pred.items()}),
         measured=MeasuredPoolBytes(**{key[p]: v for p, v in meas.items()}),
-        difference=MeasuredPoolBytes(**{key[p]: (None if meas[p] is None else meas[p] - pred[p]) for p in pred}),
+        difference=MeasuredPoolBytes(**{key[p]: (None if (m := meas[p]) is None else m - pred[p]) for p in pred}),
         pools=lines, unbudgeted=unbudgeted, oom=oom, peak_bytes=peak, leaked_bytes=leaked,
         free_after_pools_bytes=free_after, elapsed_s=round(time.monotonic() - t0, 3),
     )
@@ -320,7 +322,8 @@ def _merge_padding(lines: list[UnbudgetedLine]) -> list[UnbudgetedLine]:
     if not pads:
         return lines
     rest = [ln for ln in lines if not ln.name.endswith(" padding page")]
-    measured = None if any(p.measured_bytes is None for p in pads) else sum(p.measured_bytes for p in pads)
+    got = [p.measured_bytes for p in pads if p.measured_bytes is not None]
+    measured = sum(got) if len(got) == len(pads) else None
     rest.append(UnbudgetedLine(
         pool="kv_pool", name=f"kv padding page ({len(pads)} layer{'s' if len(pads) > 1 else ''})", predicted_bytes=sum(p.predicted_bytes for p in pads),
         measured_bytes=measured, why=WHY["kv_pool"],
@@ -337,7 +340,7 @@ def _hold(backend: Backend, nbytes: int, held: list) -> Optional[BaseException]:
     try:
         held.append(backend.zeros((nbytes,), "uint8"))
         return None
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         if not is_oom(exc):
             raise
         return exc

@@ -31,7 +31,7 @@ def test_compare_pipeline_parallel_upgrade_warns_and_pins(client):
     for field in ("max_total_num_tokens", "max_running_requests", "kv_budget_bytes", "rest_gib", "feasible"):
         assert set(body["deltas"][field]) == {"whole-model", "sglang-0.5.23", "delta", "relative"}
     assert [s["pp_rank"] for s in body["stages"]] == [0, 1]
-    for stage, base, cand in zip(body["stages"], body["baseline"]["stages"], body["plan"]["stages"]):
+    for stage, base, cand in zip(body["stages"], body["baseline"]["stages"], body["plan"]["stages"], strict=True):
         f = stage["fields"]
         assert f["kv_pool_bytes"]["delta"] == cand["kv_pool_bytes"] - base["kv_pool_bytes"]
         assert f["mamba_pool_bytes"]["sglang-0.5.23"] == (

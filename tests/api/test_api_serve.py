@@ -128,13 +128,13 @@ def test_serve_over_a_real_socket(server):
     assert proc.wait(30) in (0, -signal.SIGTERM)
     stderr.seek(0)
     lines = [json.loads(line) for line in stderr.read().splitlines() if line.strip()]
-    access = [l for l in lines if l.get("logger") == "mambasizer.access"]
+    access = [rec for rec in lines if rec.get("logger") == "mambasizer.access"]
     assert access, lines
     for line in access:
         assert {"method", "route", "status", "duration_ms", "ts", "level"} <= set(line)
-    assert any(l["route"] == "/v1/plan" and l["status"] == 413 for l in access)
-    assert any(l["route"] == "unmatched" and l["status"] == 404 for l in access)
-    events = [l.get("event") for l in lines]
+    assert any(rec["route"] == "/v1/plan" and rec["status"] == 413 for rec in access)
+    assert any(rec["route"] == "unmatched" and rec["status"] == 404 for rec in access)
+    events = [rec.get("event") for rec in lines]
     assert "ready" in events and "shutdown" in events
     assert events.count("deployments_loaded") == 2  # start-up, then the SIGHUP reload
 

@@ -43,9 +43,9 @@ def test_feasible_plan_table(tmp_path, capsys):
     assert "kimi-linear-48b-a3b-instruct (kimi_linear)" in out and "would start" in out
     assert f"{p.max_total_num_tokens:,}" in out and f"{p.max_running_requests:,}" in out
     lines = out.splitlines()
-    header = next(i for i, l in enumerate(lines) if l.strip().startswith("pp_rank"))
+    header = next(i for i, line in enumerate(lines) if line.strip().startswith("pp_rank"))
     assert lines[header].split()[:4] == ["pp_rank", "layers", "mamba", "attn"]
-    rows = [l.split() for l in lines[header + 1 : header + 3]]
+    rows = [line.split() for line in lines[header + 1 : header + 3]]
     assert [r[0] for r in rows] == ["0", "1"]
     assert [r[1] for r in rows] == [f"{s.start_layer}-{s.end_layer - 1}" for s in p.stages]
 
@@ -74,7 +74,7 @@ def test_every_sizable_preset_tables(tmp_path, capsys, name):
 
 
 def test_would_not_start_prints_error_and_remedies(tmp_path, capsys):
-    code, out, err = run(capsys, "plan", write(tmp_path, TOO_SMALL))
+    code, out, _ = run(capsys, "plan", write(tmp_path, TOO_SMALL))
     assert code == 1
     p = plan(TOO_SMALL)
     assert "would NOT start" in out
@@ -145,7 +145,7 @@ def test_presets_table(capsys):
     lines = out.splitlines()
     assert lines[0].split()[:3] == ["name", "sizable", "model_id"]
     for name, preset in PRESETS.items():
-        row = next(l for l in lines if l.startswith(name + " "))
+        row = next(line for line in lines if line.startswith(name + " "))
         assert row.split()[1] == ("yes" if preset.sizable else "no")
         if preset.reason:
             assert preset.reason[:40] in row

@@ -363,7 +363,7 @@ def _tp(rng):
 def _partition(rng, layers: int, pp: int) -> str:
     """A valid SGLANG_PP_LAYER_PARTITION: pp positive counts summing to layers."""
     cuts = sorted(rng.sample(range(1, layers), pp - 1))
-    parts = [b - a for a, b in zip([0] + cuts, cuts + [layers])]
+    parts = [b - a for a, b in zip([0] + cuts, cuts + [layers], strict=True)]
     return ",".join(str(p) for p in parts)
 
 

@@ -140,6 +140,8 @@ def _stand_in_fla_chunk_size() -> None:
     except Exception:
         pass
     spec = importlib.util.find_spec("sglang.kernels.ops.attention.fla")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("sglang.kernels.ops.attention.fla not found: is sglang==0.5.23 installed?")
     source = Path(spec.submodule_search_locations[0], "chunk_delta_h.py").read_text()
     value = None
     for node in ast.parse(source).body:
@@ -148,7 +150,7 @@ def _stand_in_fla_chunk_size() -> None:
     if not isinstance(value, int):
         raise RuntimeError(f"CHUNK_SIZE not found in {_FLA_CHUNK}")
     stand_in = types.ModuleType(_FLA_CHUNK)
-    stand_in.CHUNK_SIZE = value
+    stand_in.__dict__.update(CHUNK_SIZE=value)  # a module attribute made at run time
     sys.modules[_FLA_CHUNK] = stand_in
 
 
@@ -215,7 +217,7 @@ def _failing_check(exc: BaseException) -> str:
     if not frames:
         return ""
     last = frames[-1]
-    return (linecache.getline(last.filename, last.lineno) or last.line or "").strip()
+    return ((linecache.getline(last.filename, last.lineno) if last.lineno else "") or last.line or "").strip()
 
 
 def _honours_config_dtype(mamba_cfg) -> bool:

@@ -1,6 +1,8 @@
 """Realistic deployments of every sizable shipped preset on H200s (143,771 MiB; 139.6 GiB
 free before the weights load), with the weights' per-GPU share taken off the free memory."""
 
+from typing import Any
+
 from service.presets import PRESETS
 
 F_PRE = 139.6
@@ -28,7 +30,7 @@ DEPLOYMENTS = {
 def preset_request(name: str, hf_config: bool = False) -> dict:
     tp, pp, weights = DEPLOYMENTS[name]
     model = {"hf_config": dict(PRESETS[name].hf_config)} if hf_config else {"preset": name}
-    server_args = {"tp_size": tp, "pp_size": pp, "mem_fraction_static": 0.88}
+    server_args: dict[str, Any] = {"tp_size": tp, "pp_size": pp, "mem_fraction_static": 0.88}
     if hf_config:  # the oracle takes resolved launch values
         server_args.update(page_size=1, mamba_radix_cache_strategy="extra_buffer", disable_overlap_schedule=pp > 1, mamba_full_memory_ratio=0.9)
     return {

@@ -346,7 +346,7 @@ def _environ(env: dict):
 
 
 class _WarningCapture(logging.Handler):
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(level=logging.WARNING)
         self.messages: list[str] = []
         self._seen: set = set()
@@ -536,7 +536,7 @@ def _make_context(sg, sa: dict, *, mfs: float, pp_rank: int):
 class _LocalsProbe:
     """Reads `_handle_max_mamba_cache`'s argument and final locals via sys.setprofile."""
 
-    def __init__(self, code):
+    def __init__(self, code: types.CodeType) -> None:
         self.code = code
         self.entry: Optional[dict] = None
         self.exit: Optional[dict] = None
@@ -642,10 +642,10 @@ def _reference_plan(sg, request: dict) -> dict:
         rest_form = False
         f_pre = float(budget["free_gib_before_load"])
         f_post = float(budget["free_gib_after_load"])
-        mfs = sa.get("mem_fraction_static")
-        if mfs is None:
+        given = sa.get("mem_fraction_static")
+        if given is None:
             raise ValueError("reference_plan needs an explicit mem_fraction_static")
-        mfs = float(mfs)
+        mfs = float(given)
 
     model = request["model"]
     if "hf_config" not in model:

@@ -66,6 +66,7 @@ def _compare(case: dict) -> list[str]:
     if ref["error"] is not None:
         if ours.feasible:
             return [f"SGLang raised {ref['error']['exception']}: {ref['error']['message']!r}, we planned it feasible"]
+        assert ours.error is not None, "an infeasible plan carries its error"
         if ours.error.exception != ref["error"]["exception"]:
             problems.append(f"exception {ours.error.exception} != SGLang's {ref['error']['exception']}")
         rest_form_value_error = request["budget"].get("rest_gib") is not None and ref["error"]["exception"] == "ValueError"
@@ -73,6 +74,7 @@ def _compare(case: dict) -> list[str]:
             problems.append(f"message {ours.error.message!r} != SGLang's {ref['error']['message']!r}")
         return problems
     if not ours.feasible:
+        assert ours.error is not None, "an infeasible plan carries its error"
         return [f"we say SGLang would not start ({ours.error.exception}: {ours.error.message}) but it does"]
 
     for key in TOP_LEVEL:
@@ -84,7 +86,7 @@ def _compare(case: dict) -> list[str]:
     if len(ours.stages) != len(ref["stages"]):
         return problems + [f"{len(ours.stages)} stages != SGLang's {len(ref['stages'])}"]
     K = ref["max_mamba_cache_size"]
-    for o, r in zip(ours.stages, ref["stages"]):
+    for o, r in zip(ours.stages, ref["stages"], strict=True):
         for key in ("pp_rank", "start_layer", "end_layer", "mamba_layers", "full_attention_layers", "kv_cell_bytes", "kv_tokens"):
             if getattr(o, key) != r[key]:
                 problems.append(f"stage {r['pp_rank']} {key}: ours {getattr(o, key)!r} != SGLang {r[key]!r}")

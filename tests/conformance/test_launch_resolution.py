@@ -250,7 +250,7 @@ def _same_rejection(a: dict, b: dict) -> bool:
         return False
     if b.get("message"):
         return a["message"].startswith(b["message"])
-    checks = next((v for k, v in BARE_ASSERTS.items() if a["message"].startswith(k)), ())
+    checks: tuple[str, ...] = next((v for k, v in BARE_ASSERTS.items() if a["message"].startswith(k)), ())
     if "multiple of --page-size" in a["message"]:
         checks = checks[:1]
     elif "--mamba-track-interval" in a["message"]:

@@ -120,7 +120,7 @@ def test_api_deployment_probes_args_and_watch_file(default_docs):
 
 
 def test_deployments_watch_file_is_the_values_mapping(full_docs):
-    cm = [d for d in by_kind(full_docs, "ConfigMap") if "deployments.yaml" in d["data"]][0]
+    cm = next(d for d in by_kind(full_docs, "ConfigMap") if "deployments.yaml" in d["data"])
     parsed = yaml.safe_load(cm["data"]["deployments.yaml"])
     assert parsed == FULL_VALUES["deployments"]
     from schemas import PlanRequest
@@ -230,7 +230,7 @@ def test_servicemonitor_selects_the_api_service(full_docs):
 
 
 def test_dashboard_configmap_carries_the_dashboard_json(full_docs):
-    cm = [d for d in by_kind(full_docs, "ConfigMap") if "mambasizer.json" in d.get("data", {})][0]
+    cm = next(d for d in by_kind(full_docs, "ConfigMap") if "mambasizer.json" in d.get("data", {}))
     assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
     assert cm["metadata"]["annotations"] == {"grafana_folder": "SGLang"}
     assert json.loads(cm["data"]["mambasizer.json"]) == json.loads(DASHBOARD.read_text())
@@ -272,7 +272,7 @@ def test_deployments_accept_what_the_api_accepts():
                                                  "budget": {"rest_gib": 40},
                                                  "sglang_args": ["--tp-size", "4", "--max-running-requests", "64"]}}}
     docs = documents(render(CHART, values))
-    cm = [d for d in by_kind(docs, "ConfigMap") if "deployments.yaml" in d["data"]][0]
+    cm = next(d for d in by_kind(docs, "ConfigMap") if "deployments.yaml" in d["data"])
     assert yaml.safe_load(cm["data"]["deployments.yaml"]) == values["deployments"]
     import importlib.util
 
@@ -468,7 +468,7 @@ def _subcommands() -> set[str]:
 
     parser = build_parser()
     (sub,) = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
-    return set(sub.choices)
+    return set(sub.choices or ())
 
 
 @pytest.mark.parametrize("component, subcommand", [("api", "serve"), ("worker", "worker")])
@@ -504,7 +504,7 @@ def test_rendered_watch_file_loads_in_the_real_app(full_docs, tmp_path):
         raise
     from fastapi.testclient import TestClient
 
-    cm = [d for d in by_kind(full_docs, "ConfigMap") if "deployments.yaml" in d["data"]][0]
+    cm = next(d for d in by_kind(full_docs, "ConfigMap") if "deployments.yaml" in d["data"])
     path = tmp_path / "deployments.yaml"
     path.write_text(cm["data"]["deployments.yaml"])
     with TestClient(create_app(deployments_path=str(path))) as client:

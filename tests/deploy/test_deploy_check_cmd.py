@@ -162,7 +162,7 @@ def test_argument_errors_exit_2_with_one_line(argv, capsys):
     with pytest.raises(SystemExit) as info:
         main(["check", *argv])
     assert info.value.code == 2
-    out, err = capsys.readouterr()
+    _, err = capsys.readouterr()
     assert one_line(err).startswith("mambasizer: error:")
 
 
@@ -228,9 +228,9 @@ def test_preset_form_with_the_real_sglang_args_module(capsys):
         if exc.name == "service.sglang_args":
             pytest.skip("service.sglang_args is not in this tree yet")
         raise
-    code, out, err = check(capsys, "--preset", PRESET, "--budget-gib", "40", "--", "--tp-size", "4")
+    code, _, err = check(capsys, "--preset", PRESET, "--budget-gib", "40", "--", "--tp-size", "4")
     assert code in (0, 1), err
-    code, out, err = check(capsys, "--preset", PRESET, "--budget-gib", "40", "--", "--tp-size", "not-a-number")
+    code, _, err = check(capsys, "--preset", PRESET, "--budget-gib", "40", "--", "--tp-size", "not-a-number")
     assert code == 2 and one_line(err).startswith("mambasizer check: invalid input: ")
 
 
@@ -245,7 +245,7 @@ class _Service:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802
+            def do_POST(self):
                 length = int(self.headers.get("content-length", 0))
                 outer.requests.append((self.path, json.loads(self.rfile.read(length))))
                 data = json.dumps(body).encode()

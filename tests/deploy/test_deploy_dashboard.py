@@ -147,7 +147,7 @@ def test_live_metric_is_one_sglang_exports_with_the_join_labels():
     spec = importlib.util.find_spec("sglang")
     if spec is None or not spec.submodule_search_locations:
         pytest.skip("the sglang wheel is not installed (scripts/test.sh installs it)")
-    root = Path(list(spec.submodule_search_locations)[0])
+    root = Path(next(iter(spec.submodule_search_locations)))
     src = (root / "srt" / "observability" / "metrics_collector.py").read_text()
     assert 'name="sglang:max_total_num_tokens"' in src
     assert '"model_name":' in src and '"pp_rank":' in src
@@ -159,7 +159,7 @@ def test_live_metric_is_one_sglang_exports_with_the_join_labels():
 def _exported_names(text: str) -> set[str]:
     names = set()
     for line in text.splitlines():
-        if line.startswith("# HELP ") or line.startswith("# TYPE "):
+        if line.startswith(("# HELP ", "# TYPE ")):
             names.add(line.split()[2])
         elif line and not line.startswith("#"):
             names.add(re.split(r"[{\s]", line, maxsplit=1)[0])
@@ -201,7 +201,7 @@ def _app_client(tmp_path):
 
 
 def test_every_dashboard_metric_is_exported_by_the_app(tmp_path):
-    client, with_deployments = _app_client(tmp_path)
+    client, _ = _app_client(tmp_path)
     with client:
         client.post("/v1/plan", json={"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "budget": {"rest_gib": 40}})
         response = client.get("/metrics")

@@ -12,13 +12,17 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from deploy_helpers import ROOT
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # the same parser, from PyPI (the test extra pins it for 3.10)
+    import tomli as tomllib
 
 DOCKERFILE = ROOT / "Dockerfile"
 DOCKERIGNORE = ROOT / ".dockerignore"
@@ -34,7 +38,7 @@ class Stage:
         return [arg for o, arg in self.instructions if o == op]
 
 
-def parse_dockerfile(text: str = None) -> dict[str, Stage]:
+def parse_dockerfile(text: str | None = None) -> dict[str, Stage]:
     text = DOCKERFILE.read_text() if text is None else text
     logical, buf = [], ""
     for raw in text.splitlines():
@@ -121,7 +125,7 @@ def test_api_target():
     from http.server import BaseHTTPRequestHandler, HTTPServer
 
     class Livez(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802
+        def do_GET(self):
             self.send_response(200 if self.path == "/livez" else 404)
             self.send_header("content-length", "0")
             self.end_headers()

@@ -77,9 +77,9 @@ def test_heavy_weights_raise_the_value_error_with_sglang_wording_and_mfs_remedy(
     p = plan(body)
     assert p.error.kind == "no_memory_for_kv" and p.error.exception == "ValueError"
     assert p.error.message.startswith("Loaded weights leave no GPU memory for the KV cache under --mem-fraction-static=0.8. Raise --mem-fraction-static above 0.571")
-    mfs = [r for r in p.error.remedies if r.startswith("--mem-fraction-static")][0].split()[1]
+    mfs = next(r for r in p.error.remedies if r.startswith("--mem-fraction-static")).split()[1]
     assert plan({**body, "server_args": {**body["server_args"], "mem_fraction_static": float(mfs)}}).feasible
-    largest = [r for r in p.error.remedies if r.startswith("--max-mamba-cache-size")][0].split()[1]
+    largest = next(r for r in p.error.remedies if r.startswith("--max-mamba-cache-size")).split()[1]
     assert plan({**body, "server_args": {**body["server_args"], "max_mamba_cache_size": int(largest)}}).feasible
     assert not plan({**body, "server_args": {**body["server_args"], "max_mamba_cache_size": int(largest) + 1}}).feasible
 

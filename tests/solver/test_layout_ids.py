@@ -3,6 +3,7 @@ tuples: PP stage slicing (`stages._in_range`) bisects them, so an adapter that b
 order would hand stages the wrong layers. Checked on every shipped preset and on
 generated variants of every family."""
 
+import itertools
 import os
 import random
 import sys
@@ -18,7 +19,7 @@ import cases  # noqa: E402
 def _assert_ascending(layout) -> None:
     for ids in (layout.mamba_layer_ids, layout.full_attention_layer_ids):
         assert type(ids) is tuple
-        assert all(a < b for a, b in zip(ids, ids[1:])), ids
+        assert all(a < b for a, b in itertools.pairwise(ids)), ids
         assert all(0 <= i < layout.num_hidden_layers for i in ids)
 
 

@@ -13,6 +13,7 @@ import importlib.util
 import sys
 import types
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -41,9 +42,9 @@ def mp():
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 import sglang.srt.mem_cache.memory_pool as memory_pool
-                import sglang.srt.mem_cache.mamba_checkpoint_pool  # noqa: F401 - imported lazily by the pool
+                import sglang.srt.mem_cache.mamba_checkpoint_pool  # imported lazily by the pool
                 import sglang.srt.mem_cache.ple_state_pool  # noqa: F401
-    except Exception as exc:  # noqa: BLE001 - an environment without the wheel's deps
+    except Exception as exc:  # an environment without the wheel's deps
         pytest.skip(f"SGLang's memory_pool cannot be imported here: {exc}")
     return memory_pool
 
@@ -73,9 +74,9 @@ def _params(s: StateSpec, layers: list[int]):
     return Mamba2CacheParams(shape=shape, dtype=dt, layers=layers)
 
 
-def _record(monkeypatch):
+def _record(monkeypatch: pytest.MonkeyPatch) -> list[tuple[tuple[int, ...], Any]]:
     """Record every allocation on the meta device: (shape, dtype), in order."""
-    seen: list[tuple[tuple[int, ...], torch.dtype]] = []
+    seen: list[tuple[tuple[int, ...], Any]] = []  # (shape, torch dtype): torch is imported by importorskip
     depth = [0]  # meta kernels written in Python call torch.empty themselves: count the outer call only
     # torch.tensor builds the KV pool's pointer / stride tables from Python lists (8 bytes
     # per layer): not in the manifest, so not recorded.
