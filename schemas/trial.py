@@ -12,6 +12,10 @@ from: `predicted` is computed, `measured` is observed on `device`.
 * `rejected`: the trial did not allocate (the plan cannot start, the stage list is out of
   range, a CPU trial larger than the machine's free memory, no such device);
 * `unavailable`: no answer from a worker (down, busy, slower than the timeout).
+
+`POST /v1/plan` answers a trial it did not run (trials disabled on the server, the
+client's trial credential missing or wrong, a failure on the server's side) with a
+TrialRefusal: `{"status": "rejected", "detail": ...}`; the plan beside it is unaffected.
 """
 
 from __future__ import annotations
@@ -162,6 +166,33 @@ class TrialBudget(_Strict):
     free_gib_before_load: Optional[float] = None
     free_gib_after_load: Optional[float] = None
     gpu_memory_mib: Optional[int] = None
+
+
+class TrialRefusal(_Strict):
+    """The API's answer to a trial it did not run; the plan beside it is unaffected."""
+
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "status": "rejected",
+                    "detail": "trials are disabled on this server; the plan above is unaffected "
+                    "(an operator enables them with --enable-trials or MAMBASIZER_TRIALS_ENABLED=true)",
+                },
+                {
+                    "status": "rejected",
+                    "detail": "this server requires a trial credential: send Authorization: Bearer <trial token>; "
+                    "the plan above is unaffected",
+                },
+            ]
+        }
+    )
+
+    status: Literal["rejected", "unavailable"] = Field(
+        description="`rejected`: this server refused the trial (trials disabled, credential missing or wrong); "
+        "`unavailable`: it could not complete one (a failure on its side, or the client went away)."
+    )
+    detail: Optional[str] = Field(None, description="Why, in the client's terms.")
 
 
 class TrialResult(_Strict):

@@ -24,6 +24,7 @@ from service.api import checklog, compare, gpus, health, metrics, openapi, plan,
 from service.api.deployments import DeploymentsFileError, DeploymentStore
 from service.api.metrics import Metrics
 from service.api.middleware import ObservabilityMiddleware
+from service.api.trials import TrialSettings, TrialSettingsError
 from service.api import wire
 from service.api.wire import MAX_BODY_BYTES
 from service.presets import PRESETS
@@ -43,7 +44,7 @@ own error and the remedies. Input that cannot be sized is a 422 `application/pro
 naming the failing `field` and, when known, the `allowed` values.
 """
 
-__all__ = ["create_app", "DeploymentsFileError"]
+__all__ = ["create_app", "DeploymentsFileError", "TrialSettings", "TrialSettingsError"]
 
 
 def _trial_hook(worker: Any) -> Optional[TrialHook]:
@@ -68,9 +69,48 @@ def _warm_up() -> None:
                 log.warning("preset cannot be sized", extra={"fields": {"event": "preset_unsizable", "preset": preset.name}})
 
 
-def create_app(deployments_path: Optional[str] = None, worker: Any = None) -> FastAPI:
+def _log_trial_settings(settings: TrialSettings) -> None:
+    fields = {"event": "trials_configured", "enabled": settings.enabled, "credential_required": settings.token is not None,
+              "embedded_memory_gib": settings.memory_gib}
+    log.info("trial settings", extra={"fields": fields})
+    if settings.enabled and settings.token is None:
+        log.warning(
+            "trials are enabled without a client credential: any client that reaches the API can run one "
+            "(set MAMBASIZER_TRIAL_TOKEN or --trial-token-file)",
+            extra={"fields": {"event": "trials_open"}},
+        )
+
+
+def _coalescing_reload(loop: asyncio.AbstractEventLoop, store: DeploymentStore) -> Callable[[], None]:
+    """The SIGHUP handler: reload in a worker thread, never on the event loop; signals that
+    arrive during a reload are folded into one more reload after it (a burst of SIGHUPs
+    is one or two reloads, not a queue of them)."""
+    state = {"running": False, "again": False}
+
+    def done(_fut: Any) -> None:
+        state["running"] = False
+        if state["again"]:
+            state["again"] = False
+            start()
+
+    def start() -> None:
+        if state["running"]:
+            state["again"] = True
+            return
+        state["running"] = True
+        loop.run_in_executor(None, store.reload).add_done_callback(done)  # runs on the loop
+
+    return start
+
+
+def create_app(deployments_path: Optional[str] = None, worker: Any = None,
+               trials: Optional[TrialSettings] = None) -> FastAPI:
     """Build the app. Raises DeploymentsFileError when the deployments file cannot be
-    used at start-up (a later SIGHUP reload with a broken file keeps the old one)."""
+    used at start-up (a later SIGHUP reload with a broken file keeps the old one), and
+    TrialSettingsError when `trials` is None and the trial environment variables cannot
+    be used. Trials are off unless `trials.enabled` (service.api.trials)."""
+    if trials is None:
+        trials = TrialSettings.from_env()
     _warm_up()
     store = DeploymentStore(deployments_path)
     store.load()
@@ -82,7 +122,7 @@ def create_app(deployments_path: Optional[str] = None, worker: Any = None) -> Fa
         hup = False
         if store.configured and hasattr(signal, "SIGHUP"):
             try:
-                loop.add_signal_handler(signal.SIGHUP, lambda: loop.run_in_executor(None, store.reload))
+                loop.add_signal_handler(signal.SIGHUP, _coalescing_reload(loop, store))
                 hup = True
             except (NotImplementedError, RuntimeError, ValueError):
                 # Not the main thread (e.g. an in-process test client): reload() still works.
@@ -123,6 +163,8 @@ def create_app(deployments_path: Optional[str] = None, worker: Any = None) -> Fa
     app.state.metrics = app_metrics
     app.state.worker = worker
     app.state.trial_hook = _trial_hook(worker)
+    app.state.trials = trials
+    _log_trial_settings(trials)
 
     problems.install(app)
     for module in (plan, compare, checklog, presets, gpus, health, metrics):

@@ -11,9 +11,13 @@
 
 Each entry is what `POST /v1/plan` takes (without `trial`). Every deployment is planned
 when the file is loaded, never at scrape time, and exported as `mambasizer_plan_*`
-gauges (see service.api.metrics). The file is re-read on SIGHUP: a file that cannot be
-read or parsed keeps the previous deployments (and says so in the log and in
-`mambasizer_deployments_last_reload_success`); an entry that cannot be sized is reported
+gauges (see service.api.metrics); an infeasible one is logged at warning with SGLang's
+error. The file is re-read on SIGHUP, off the event loop (PyYAML's C loader where it was
+built with libyaml), and swapped in as one reference, so probes and scrapes keep being
+answered while a large file is planned. A name (or any key) written twice is an error,
+not a silent override. A file that cannot be read or parsed keeps the previous
+deployments (and says so in the log and in `mambasizer_deployments_last_reload_success`);
+an entry that cannot be sized is reported
 (`mambasizer_deployment_input_valid` = 0, the log, `/readyz`) without affecting the others.
 """
 
@@ -34,6 +38,33 @@ from service.solver import PlanInputError, plan
 
 log = logging.getLogger("mambasizer.deployments")
 
+
+
+def _unique_keys(base: type) -> type:
+    """`base` (a safe loader) refusing a key written twice in one mapping: YAML would keep
+    the last silently, and two deployments of one name are a mistake, not an override."""
+
+    class Loader(base):  # type: ignore[valid-type, misc]
+        def construct_mapping(self, node, deep=False):
+            seen: set = set()
+            for key_node, _ in node.value:
+                if isinstance(key_node, yaml.ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+                    key = (key_node.tag, key_node.value)
+                    if key in seen:
+                        raise yaml.constructor.ConstructorError(
+                            "while constructing a mapping", node.start_mark,
+                            f"{key_node.value[:100]!r} is given twice", key_node.start_mark,
+                        )
+                    seen.add(key)
+            return super().construct_mapping(node, deep=deep)
+
+    Loader.__name__ = f"Unique{base.__name__}"
+    return Loader
+
+
+# libyaml's parser when PyYAML was built with it (several times faster, so a reload of a
+# large file holds the GIL for less time); the pure-Python safe loader otherwise.
+YAML_LOADER = _unique_keys(getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 MAX_FILE_BYTES = 16 << 20
 MAX_DEPLOYMENTS = 1000
 # A deployment name becomes a label value: keep it bounded and readable (as the Helm chart does).
@@ -105,6 +136,15 @@ class DeploymentStore:
                     "deployment cannot be sized",
                     extra={"fields": {"event": "deployment_invalid", "deployment": d.name, **d.error}},
                 )
+            elif d.plan is not None and not d.plan.feasible:
+                err = d.plan.error
+                log.warning(
+                    "deployment is infeasible: SGLang 0.5.23 would not start",
+                    extra={"fields": {
+                        "event": "deployment_infeasible", "deployment": d.name, "kind": err.kind if err else None,
+                        "exception": err.exception if err else None, "error": err.message if err else None,
+                    }},
+                )
         if self.path is None:
             return snap
         log.info(
@@ -141,11 +181,15 @@ def build_snapshot(path: str) -> Snapshot:
     if len(data) > MAX_FILE_BYTES:
         raise DeploymentsFileError(f"the deployments file is larger than {MAX_FILE_BYTES} bytes")
     try:
-        doc = yaml.safe_load(data)
+        doc = yaml.load(data, Loader=YAML_LOADER)  # noqa: S506 - a safe loader (C or Python)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
-        raise DeploymentsFileError(f"the deployments file is not valid YAML{where}") from None
+        problem = getattr(exc, "problem", None)
+        why = f": {' '.join(str(problem).split())[:200]}" if problem else ""
+        raise DeploymentsFileError(f"the deployments file is not valid YAML{where}{why}") from None
+    except RecursionError:
+        raise DeploymentsFileError("the deployments file is nested too deeply") from None
     if doc is None:
         doc = {}
     if not isinstance(doc, dict):
@@ -174,3 +218,8 @@ def _plan_entry(name: str, entry: object) -> Deployment:
         if exc.allowed:
             error["allowed"] = [str(a) for a in exc.allowed]
         return Deployment(name, None, error)
+    except (RecursionError, MemoryError):
+        return Deployment(name, None, {"field": "request", "message": "is nested too deeply or too large to size"})
+    except Exception:  # one entry the solver trips on never takes the others (or start-up) down
+        log.exception("deployment could not be planned", extra={"fields": {"event": "deployment_plan_failed", "deployment": name}})
+        return Deployment(name, None, {"field": "request", "message": "could not be planned (an internal error; see the server log)"})

@@ -109,7 +109,7 @@ PLAN_EXAMPLES: dict[str, dict[str, Any]] = {
         },
     },
     "trial": {
-        "summary": "Ask for a trial allocation on the worker (the plan comes back either way)",
+        "summary": "Ask for a trial allocation (the plan comes back either way; trial.status is 'rejected' unless the server enabled trials)",
         "value": {
             "model": {"preset": "qwen3-next-80b-a3b-instruct"},
             "server_args": {"tp_size": 4},

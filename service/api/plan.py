@@ -17,7 +17,8 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from service.api import trial_seam, wire
+from service.api import trial_seam, trials, wire
+from service.api.disconnect import run_watched
 from service.api.openapi import PLAN_EXAMPLES, request_body
 from service.api.problems import problem_doc
 from service.solver import plan
@@ -38,16 +39,29 @@ async def read_body(request: Request) -> bytes:
 
 
 async def _trial(request: Request, result, prepared: wire.Prepared) -> dict:
+    """The response's `trial` field: refused unless trials are enabled and the client
+    presents the trial credential (when one is configured); cancelled when the client goes
+    away. A trial never fails the plan."""
     assert prepared.trial is not None  # post_plan calls this only for a request with a trial
+    settings: trials.TrialSettings = request.app.state.trials
+    if not settings.enabled:
+        return trials.refused(trials.DISABLED_DETAIL)
+    refusal = trials.credential_refusal(request, settings)
+    if refusal is not None:
+        log.warning("trial refused: client credential", extra={"fields": {"event": "trial_unauthorized"}})
+        return trials.refused(refusal)
     worker = request.app.state.trial_hook
+    if worker is None:
+        call = trial_seam.run_trial(result, prepared.request, prepared.trial, memory_budget_bytes=settings.memory_bytes)
+    else:
+        call = worker(result, prepared.request, prepared.trial)
     try:
-        if worker is None:
-            out = await trial_seam.run_trial(result, prepared.request, prepared.trial)
-        else:
-            out = await worker(result, prepared.request, prepared.trial)
+        gone, out = await run_watched(request, call)
     except Exception as exc:  # a trial never fails the plan
         log.error("trial failed", exc_info=exc, extra={"fields": {"event": "trial_failed", "exc_type": type(exc).__name__}})
-        return {"status": "unavailable", "detail": f"the trial worker failed ({type(exc).__name__})"}
+        return {"status": "unavailable", "detail": trials.FAILED_DETAIL}
+    if gone:  # nobody reads this answer; the trial has been cancelled
+        return {"status": "unavailable", "detail": "the client went away; the trial was cancelled"}
     if out is None:
         return {"status": "unavailable"}
     return out
@@ -65,7 +79,7 @@ async def post_plan(request: Request) -> Response:
             body = wire.with_fields(body, extra)
         except (TypeError, ValueError):
             log.error("trial result is not JSON-serialisable", extra={"fields": {"event": "trial_bad_result"}})
-            extra["trial"] = {"status": "unavailable", "detail": "the trial worker returned a result that is not JSON"}
+            extra["trial"] = {"status": "unavailable", "detail": trials.FAILED_DETAIL}
             body = wire.with_fields(wire.plan_json(result), extra)
     return Response(body, media_type="application/json")
 

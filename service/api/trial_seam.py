@@ -1,16 +1,18 @@
 """The seam between the HTTP API and the trial worker (issue 4).
 
-`POST /v1/plan` with a `trial` object calls `run_trial(plan, request, trial_options)`
-after the plan is computed, and puts what it returns under `trial` in the response:
+`POST /v1/plan` with a `trial` object, once service.api.trials lets it through (trials
+enabled, the client's credential accepted), calls `run_trial(plan, request, trial_options,
+memory_budget_bytes=...)` after the plan is computed, and puts what it returns under `trial` in the response:
 
 * a dict: the trial result, returned as is (JSON-serialisable; `status` is one of
   `ok`, `oom`, `unavailable`, `rejected`);
 * None: no trial could run; the API answers `trial: {"status": "unavailable"}`.
 
 The API never fails a plan because of a trial: an exception raised here is logged and
-answered as `{"status": "unavailable", "detail": ...}` with the plan, status 200.
+answered as `{"status": "unavailable", "detail": ...}` with the plan, status 200. The
+call is cancelled (CancelledError) when the client disconnects.
 
-`create_app(worker=...)` takes the same hook (an async callable with this signature,
+`create_app(worker=...)` takes the same hook (an async callable `(plan, request, trial_options)`,
 or an object with a `run_trial` method of it, and optionally `aclose()`, called at
 shutdown). Without one, the API calls this module's `run_trial`, looked up at call time,
 so the worker integration can replace this function.
@@ -29,7 +31,8 @@ from typing import Optional
 from schemas import Plan, PlanRequest
 
 
-async def run_trial(plan: Plan, request: PlanRequest, trial_options: dict) -> Optional[dict]:
+async def run_trial(plan: Plan, request: PlanRequest, trial_options: dict, *,
+                    memory_budget_bytes: Optional[int] = None) -> Optional[dict]:
     from service.worker import client
 
-    return await client.run_trial(plan, request, trial_options)
+    return await client.run_trial(plan, request, trial_options, memory_budget_bytes=memory_budget_bytes)

@@ -10,13 +10,14 @@ from __future__ import annotations
 import importlib
 import json
 from dataclasses import dataclass
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Optional, Union
 
 from pydantic import Field, ValidationError
 
 from service.solver import PlanInputError
 from service.solver.plan import input_error_from_validation
 from schemas import Plan, PlanRequest
+from schemas.trial import TrialRefusal, TrialResult
 from service.sglang_args import parse_sglang_args
 
 MAX_BODY_BYTES = 1 << 20  # 1 MiB: far above any config.json, far below anything harmful
@@ -43,9 +44,10 @@ class ApiPlanRequest(PlanRequest):
     )
     trial: Optional[dict[str, Any]] = Field(
         None,
-        description="Run a trial allocation of this plan on the trial worker and return it under "
-        "`trial` in the response. Without a worker the plan still comes back, with "
-        '`trial: {"status": "unavailable"}`.',
+        description="Run a trial allocation of this plan (TrialOptions; `{}` for the defaults) and return it "
+        "under `trial` in the response. The server runs trials only when its operator enabled them "
+        "(`--enable-trials`), and may require `Authorization: Bearer <trial token>`; otherwise the plan "
+        'still comes back, with `trial: {"status": "rejected", "detail": ...}`.',
     )
 
 
@@ -59,8 +61,11 @@ class PlanResponse(Plan):
     sglang_args_warnings: Optional[list[str]] = Field(
         None, description="What the launch arguments imply beyond the plan (only with `sglang_args`, when there is any)."
     )
-    trial: Optional[dict[str, Any]] = Field(
-        None, description='The trial result (only with `trial`); `{"status": "unavailable"}` without a worker.'
+    trial: Optional[Union[TrialResult, TrialRefusal]] = Field(
+        None,
+        description="Only with `trial`: the TrialResult, or a TrialRefusal "
+        '(`{"status": "rejected", "detail": ...}`) when this server ran none: trials disabled, '
+        "the trial credential missing or wrong.",
     )
 
 

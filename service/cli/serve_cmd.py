@@ -2,7 +2,8 @@
 
     mambasizer serve --host 0.0.0.0 --port 8000 --deployments deployments.yaml
 
-Logs are JSON lines on stderr (one access line per request). SIGHUP re-reads the
+Logs are JSON lines on stderr (one access line per request). Trials (`trial` on
+POST /v1/plan) run only with --enable-trials; see docs/worker.md. SIGHUP re-reads the
 deployments file; SIGTERM / SIGINT stop accepting connections, let in-flight requests
 finish (up to --graceful-timeout seconds) and run the app's shutdown.
 """
@@ -13,7 +14,58 @@ import argparse
 import sys
 from typing import Any
 
+from service.api.trials import DEFAULT_MEMORY_GIB, TrialSettingsError, parse_memory_gib
+from service.api.read_timeouts import (
+    BODY_TIMEOUT_ENV,
+    DEFAULT_BODY_TIMEOUT_S,
+    DEFAULT_HEADER_TIMEOUT_S,
+    HEADER_TIMEOUT_ENV,
+    TimeoutSettingError,
+    parse_timeout,
+    resolve,
+)
 from service.cli import EXIT_INVALID, EXIT_OK, port_number
+
+
+def _memory_gib(text: str) -> float:
+    try:
+        return parse_memory_gib(text, "--trial-memory-gib")
+    except TrialSettingsError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _seconds(flag: str):
+    def parse(text: str) -> float:
+        try:
+            return parse_timeout(text, flag)
+        except TimeoutSettingError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parse
+
+
+def add_read_timeouts(p: argparse.ArgumentParser) -> None:
+    """--header-timeout / --body-timeout (serve and worker): slow clients are closed."""
+    p.add_argument(
+        "--header-timeout", type=_seconds("--header-timeout"), metavar="SECONDS",
+        help=f"close a connection whose request headers are not complete within this time: 408 "
+        f"(env {HEADER_TIMEOUT_ENV}, default {DEFAULT_HEADER_TIMEOUT_S:g})",
+    )
+    p.add_argument(
+        "--body-timeout", type=_seconds("--body-timeout"), metavar="SECONDS",
+        help=f"close a connection whose request body is not complete within this time after its headers "
+        f"(env {BODY_TIMEOUT_ENV}, default {DEFAULT_BODY_TIMEOUT_S:g})",
+    )
+
+
+def http_protocol(args: argparse.Namespace):
+    """uvicorn's `http=`: h11 with the read deadlines (TimeoutSettingError for a bad env var)."""
+    from service.api.timed_h11 import timed_h11
+
+    return timed_h11(
+        resolve(args.header_timeout, HEADER_TIMEOUT_ENV, DEFAULT_HEADER_TIMEOUT_S),
+        resolve(args.body_timeout, BODY_TIMEOUT_ENV, DEFAULT_BODY_TIMEOUT_S),
+    )
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -29,6 +81,24 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--deployments",
         metavar="FILE",
         help="YAML file: deployment name -> PlanRequest, exported as mambasizer_plan_* gauges; re-read on SIGHUP",
+    )
+    add_read_timeouts(p)
+    trials = p.add_argument_group(
+        "trials",
+        "`trial` on POST /v1/plan allocates memory; off unless enabled. Each flag wins over its environment variable.",
+    )
+    trials.add_argument(
+        "--enable-trials", action="store_true", default=None,
+        help="run trials (env MAMBASIZER_TRIALS_ENABLED=true/1/yes); otherwise a trial is answered status 'rejected' with the plan",
+    )
+    trials.add_argument(
+        "--trial-token-file", metavar="FILE",
+        help="file holding the bearer token clients must send to run a trial (env MAMBASIZER_TRIAL_TOKEN_FILE, "
+        "or the token itself in MAMBASIZER_TRIAL_TOKEN); not the worker's token",
+    )
+    trials.add_argument(
+        "--trial-memory-gib", type=_memory_gib, metavar="GIB",
+        help=f"most host memory one embedded CPU trial may allocate (env MAMBASIZER_TRIAL_MEMORY_GIB, default {DEFAULT_MEMORY_GIB:g})",
     )
     p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"], help="default info")
     p.add_argument(
@@ -47,10 +117,17 @@ def run(args: argparse.Namespace) -> int:
 
     from service.api import logs
     from service.api.app import DeploymentsFileError, create_app
+    from service.api.trials import TrialSettings
 
     logs.configure(args.log_level)
     try:
-        app = create_app(deployments_path=args.deployments)
+        trials = TrialSettings.from_env(enabled=args.enable_trials, token_file=args.trial_token_file, memory_gib=args.trial_memory_gib)
+        protocol = http_protocol(args)
+    except (TrialSettingsError, TimeoutSettingError) as exc:
+        print(f"mambasizer: error: {exc}", file=sys.stderr)
+        return EXIT_INVALID
+    try:
+        app = create_app(deployments_path=args.deployments, trials=trials)
     except DeploymentsFileError as exc:
         print(f"mambasizer: error: --deployments {args.deployments}: {exc}", file=sys.stderr)
         return EXIT_INVALID
@@ -63,6 +140,7 @@ def run(args: argparse.Namespace) -> int:
         access_log=False,  # the app writes its own structured access line
         server_header=False,
         timeout_graceful_shutdown=args.graceful_timeout,
+        http=protocol,  # h11 with header / body read deadlines (slow clients are closed)
         lifespan="on",
     )
     return EXIT_OK

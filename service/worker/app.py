@@ -2,9 +2,10 @@
 
 * `POST /v1/trial` `{"request": PlanRequest, "trial": TrialOptions}` -> TrialResult (200 for
   every trial outcome: ok, oom, rejected, unavailable on a timeout);
-  401 without the bearer token when one is configured, 422 for input that cannot be
-  sized, 429 when the device's queue is full, 503 when torch is missing; errors are
-  `application/problem+json` (RFC 9457).
+  400 for two `Authorization` headers, 401 without the bearer token when one is
+  configured, 413 for a body over 4 MiB (refused while it streams in), 422 for input that
+  cannot be sized, 429 when the device's queue is full, 503 when torch is missing; errors
+  are `application/problem+json` (RFC 9457). A caller that disconnects cancels its trial.
 * `GET /livez`: the process answers. `GET /readyz`: torch imports and the device is known.
 
 A trial occupies a GPU: with `MAMBASIZER_WORKER_TOKEN` (or `--token-file`) set, `/v1/trial`
@@ -24,6 +25,7 @@ from fastapi.responses import Response
 from pydantic import ValidationError
 
 from schemas.trial import TrialCall
+from service.api.disconnect import run_watched
 from service.solver.errors import PlanInputError
 from service.worker.runner import QueueFull, RunnerConfig, TorchMissing, TrialRunner
 
@@ -35,7 +37,7 @@ TYPE_PREFIX = "urn:mambasizer:problem:"
 MAX_BODY_BYTES = 4 << 20  # a PlanRequest with an inline config.json fits easily
 RETRY_AFTER_S = 5
 
-_TITLES = {401: "Unauthorized", 413: "Content Too Large", 422: "Unprocessable Content", 429: "Too Many Requests", 503: "Service Unavailable"}
+_TITLES = {400: "Bad Request", 401: "Unauthorized", 413: "Content Too Large", 422: "Unprocessable Content", 429: "Too Many Requests", 503: "Service Unavailable"}
 
 
 def problem(status: int, detail: str, *, type_: str = "about:blank", instance: Optional[str] = None,
@@ -57,6 +59,20 @@ def read_token(token_file: Optional[str] = None) -> Optional[str]:
             raise ValueError(f"token file {token_file} is empty")
         return token
     return os.environ.get(TOKEN_ENV, "").strip() or None
+
+
+async def _read_limited(request: Request) -> Optional[bytes]:
+    """The body, or None as soon as it passes MAX_BODY_BYTES (declared or streamed): an
+    oversize body is refused while it comes in, never buffered whole."""
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
+        return None
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > MAX_BODY_BYTES:
+            return None
+    return bytes(body)
 
 
 def create_app(runner: Optional[TrialRunner] = None, token: Optional[str] = None, *, token_from_env: bool = True) -> FastAPI:
@@ -90,17 +106,18 @@ def create_app(runner: Optional[TrialRunner] = None, token: Optional[str] = None
     @app.post("/v1/trial")
     async def post_trial(request: Request) -> Response:
         path = request.url.path
+        sent = request.headers.getlist("authorization")
+        if len(sent) > 1:  # which one would count is ambiguous: refuse rather than pick
+            return problem(400, "send exactly one Authorization header", type_=TYPE_PREFIX + "ambiguous-credentials",
+                           instance=path, headers={"Connection": "close"})
         if expected is not None:
-            got = request.headers.get("authorization", "").encode()
-            if not hmac.compare_digest(got, expected):
+            if not hmac.compare_digest(sent[0].encode("latin-1") if sent else b"", expected):
                 return problem(401, "this worker requires Authorization: Bearer <token>", type_=TYPE_PREFIX + "unauthorized",
-                               instance=path, headers={"WWW-Authenticate": 'Bearer realm="mambasizer-worker"'})
-        declared = request.headers.get("content-length")
-        if declared is not None and declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-            return problem(413, f"the body is larger than {MAX_BODY_BYTES} bytes", instance=path)
-        raw = await request.body()
-        if len(raw) > MAX_BODY_BYTES:
-            return problem(413, f"the body is larger than {MAX_BODY_BYTES} bytes", instance=path)
+                               instance=path, headers={"WWW-Authenticate": 'Bearer realm="mambasizer-worker"', "Connection": "close"})
+        raw = await _read_limited(request)
+        if raw is None:
+            # Connection: close, so the rest of an oversize body is never read.
+            return problem(413, f"the body is larger than {MAX_BODY_BYTES} bytes", instance=path, headers={"Connection": "close"})
         try:
             call = TrialCall.model_validate_json(raw)
         except ValidationError as exc:
@@ -111,7 +128,7 @@ def create_app(runner: Optional[TrialRunner] = None, token: Optional[str] = None
             return problem(422, errors[0]["message"] if errors else "invalid body", type_=TYPE_PREFIX + "invalid-input",
                            instance=path, field=errors[0]["field"] if errors else None, errors=errors)
         try:
-            result = await runner.submit(call.request, call.trial)
+            gone, result = await run_watched(request, runner.submit(call.request, call.trial))
         except QueueFull as exc:
             return problem(429, str(exc), type_=TYPE_PREFIX + "trial-queue-full", instance=path,
                            headers={"Retry-After": str(RETRY_AFTER_S)})
@@ -120,6 +137,8 @@ def create_app(runner: Optional[TrialRunner] = None, token: Optional[str] = None
         except PlanInputError as exc:
             return problem(422, exc.message, type_=TYPE_PREFIX + "invalid-input", instance=path,
                            field=f"request.{exc.field}", allowed=exc.allowed)
+        if gone:  # the caller went away; the trial was cancelled and releases its memory
+            return Response(status_code=499)
         return Response(result.model_dump_json().encode(), media_type="application/json")
 
     return app

@@ -49,7 +49,10 @@ def rejected(reason: str) -> dict:
     return TrialResult(status="rejected", reason=reason).model_dump(mode="json")
 
 
-async def run_trial(plan: Optional[Plan], request: PlanRequest, trial_options: Union[dict, TrialOptions, None]) -> dict:
+async def run_trial(plan: Optional[Plan], request: PlanRequest, trial_options: Union[dict, TrialOptions, None], *,
+                    memory_budget_bytes: Optional[int] = None) -> dict:
+    """`memory_budget_bytes`: the most host memory an embedded CPU trial may allocate (the
+    API's --trial-memory-gib); a remote worker applies its own limits."""
     try:
         options = trial_options if isinstance(trial_options, TrialOptions) else TrialOptions.model_validate(trial_options or {})
     except ValidationError as exc:
@@ -59,7 +62,7 @@ async def run_trial(plan: Optional[Plan], request: PlanRequest, trial_options: U
     url = os.environ.get(URL_ENV, "").strip()
     if url:
         return await remote_trial(url, request, options)
-    return await embedded_trial(plan, request, options)
+    return await embedded_trial(plan, request, options, memory_budget_bytes=memory_budget_bytes)
 
 
 # --------------------------------------------------------------------------- remote
@@ -103,22 +106,31 @@ async def remote_trial(url: str, request: PlanRequest, options: TrialOptions, *,
         async with httpx.AsyncClient(timeout=httpx.Timeout(timeout, connect=min(5.0, timeout)), transport=transport) as client:
             resp = await client.post(endpoint, json=body, headers=headers)
     except httpx.TimeoutException:
-        return unavailable(f"the trial worker at {url} did not answer within {timeout:g} s")
+        _log_remote("worker_timeout", url, timeout_s=timeout)
+        return unavailable(f"the trial worker did not answer within {timeout:g} s")
     except httpx.HTTPError as exc:
-        return unavailable(f"the trial worker at {url} is unreachable ({type(exc).__name__})")
-    detail = _problem_detail(resp)
+        _log_remote("worker_unreachable", url, error=type(exc).__name__)
+        return unavailable("the trial worker is unreachable")
+    # The worker's URL, its token and its own words stay in this server's log: what the
+    # client reads is said in its terms (only a 422's detail is about the client's input).
     if resp.status_code == 200:
         try:
             return TrialResult.model_validate_json(resp.content).model_dump(mode="json")
         except ValidationError:
-            return unavailable(f"the trial worker at {url} answered something that is not a TrialResult")
+            _log_remote("worker_bad_answer", url, status=200)
+            return unavailable("the trial worker gave an answer this server could not read")
+    _log_remote("worker_refused", url, status=resp.status_code, detail=_problem_detail(resp))
     if resp.status_code == 429:
-        return unavailable(f"the trial worker at {url} is busy (its queue is full){detail}")
+        return unavailable("the trial worker is busy (its queue is full); try again later")
     if resp.status_code in (401, 403):
-        return unavailable(f"the trial worker at {url} refused the token (HTTP {resp.status_code}); set {TOKEN_ENV}")
+        return unavailable("the trial worker did not accept this server's credential; an operator must fix the worker token")
     if resp.status_code == 422:
-        return rejected(f"the trial worker at {url} could not size the request{detail}")
-    return unavailable(f"the trial worker at {url} answered HTTP {resp.status_code}{detail}")
+        return rejected(f"the trial worker could not size the request{_problem_detail(resp)}")
+    return unavailable(f"the trial worker answered HTTP {resp.status_code}")
+
+
+def _log_remote(event: str, url: str, **fields: Any) -> None:
+    log.warning("remote trial did not complete", extra={"fields": {"event": event, "worker_url": url, **fields}})
 
 
 def _problem_detail(resp) -> str:
@@ -126,7 +138,7 @@ def _problem_detail(resp) -> str:
         d = resp.json().get("detail")
     except Exception:  # any non-problem body
         return ""
-    return f": {d}" if isinstance(d, str) and d else ""
+    return f": {d[:500]}" if isinstance(d, str) and d else ""
 
 
 # --------------------------------------------------------------------------- embedded
@@ -154,17 +166,19 @@ def set_embedded_runner(runner) -> None:
         _EMBEDDED = runner
 
 
-async def embedded_trial(plan: Optional[Plan], request: PlanRequest, options: TrialOptions) -> dict:
+async def embedded_trial(plan: Optional[Plan], request: PlanRequest, options: TrialOptions, *,
+                         memory_budget_bytes: Optional[int] = None) -> dict:
     from service.solver.errors import PlanInputError
     from service.worker.runner import QueueFull, TorchMissing
 
     runner = embedded_runner()
     try:
-        result = await runner.submit(request, options, plan=plan)
-    except QueueFull as exc:
-        return unavailable(f"the embedded trial worker is busy: {exc}")
-    except TorchMissing as exc:
-        return unavailable(str(exc))
+        result = await runner.submit(request, options, plan=plan, memory_budget_bytes=memory_budget_bytes)
+    except QueueFull:
+        return unavailable("the trial worker is busy (one trial runs at a time and the queue is full); try again later")
+    except TorchMissing:
+        log.error("embedded trial: torch is not installed", extra={"fields": {"event": "torch_missing"}})
+        return unavailable("this server cannot run trials (its trial worker is not installed)")
     except PlanInputError as exc:
         return rejected(f"{exc.field}: {exc.message}")
     return result.model_dump(mode="json")

@@ -80,6 +80,10 @@ class TrialRunner:
             return "cuda" if self._has_cuda() else "cpu"
         if wanted == "cuda" and not self._has_cuda():
             raise ValueError("this worker has no CUDA device (torch.cuda.is_available() is false)")
+        if wanted == "cpu" and self.config.device != "cpu" and self._has_cuda():
+            # A GPU worker's host memory is not what it offers: a CPU trial there would
+            # take the node's RAM, which no quota of this worker accounts for.
+            raise ValueError("this worker runs trials on its GPU only; it does not run CPU trials (ask for device 'cuda' or 'auto')")
         return wanted
 
     def _has_cuda(self) -> bool:
@@ -125,7 +129,8 @@ class TrialRunner:
         return slot
 
     def _work(self, slot: _DeviceSlot, device: str, request: PlanRequest, options: TrialOptions,
-              plan: Optional[Plan], cancel: threading.Event, deadline: float) -> TrialResult:
+              plan: Optional[Plan], cancel: threading.Event, deadline: float,
+              memory_budget_bytes: Optional[int] = None) -> TrialResult:
         from service.worker.trial import run_trial
 
         with slot.cond:
@@ -141,7 +146,8 @@ class TrialRunner:
                 slot.waiting -= 1
         try:
             backend = self.backend(device)
-            return run_trial(request, options, backend, plan=plan, cancel=cancel, cpu_margin=self.config.cpu_margin_bytes)
+            return run_trial(request, options, backend, plan=plan, cancel=cancel, cpu_margin=self.config.cpu_margin_bytes,
+                             cpu_budget=memory_budget_bytes)
         finally:
             with slot.cond:
                 slot.busy = False
@@ -159,10 +165,13 @@ class TrialRunner:
             cancel.set()
             return _timed_out(options)
 
-    async def submit(self, request: PlanRequest, options: TrialOptions, plan: Optional[Plan] = None) -> TrialResult:
+    async def submit(self, request: PlanRequest, options: TrialOptions, plan: Optional[Plan] = None,
+                     memory_budget_bytes: Optional[int] = None) -> TrialResult:
         """Raises QueueFull when the device's queue is full, PlanInputError for input that
-        cannot be sized; every other outcome is a TrialResult."""
-        fut, cancel, timeout = self._start(request, options, plan)
+        cannot be sized; every other outcome is a TrialResult. `memory_budget_bytes` caps
+        a CPU trial (its largest stage plus held weights). Cancelling the awaiting task
+        (the client went away) stops the trial between two allocations and frees it."""
+        fut, cancel, timeout = self._start(request, options, plan, memory_budget_bytes)
         if isinstance(fut, TrialResult):
             return fut
         try:
@@ -174,7 +183,8 @@ class TrialRunner:
             cancel.set()  # the client went away: stop and release
             raise
 
-    def _start(self, request: PlanRequest, options: TrialOptions, plan: Optional[Plan]):
+    def _start(self, request: PlanRequest, options: TrialOptions, plan: Optional[Plan],
+               memory_budget_bytes: Optional[int] = None):
         try:
             import torch  # noqa: F401
         except ImportError:
@@ -190,7 +200,7 @@ class TrialRunner:
 
         def body() -> None:
             try:
-                result = self._work(slot, device, request, options, plan, cancel, deadline)
+                result = self._work(slot, device, request, options, plan, cancel, deadline, memory_budget_bytes)
             except BaseException as exc:  # handed to the waiter
                 if not isinstance(exc, PlanInputError):
                     log.exception("trial failed")

@@ -12,6 +12,7 @@ queue and the timeout.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -35,6 +36,8 @@ from schemas.trial import (
 from service.solver import plan as solve
 from service.solver.allocation import TensorSpec, plan_stage_tensors
 from service.worker.devices import GIB, MIB, Backend, is_oom
+
+log = logging.getLogger("mambasizer.worker")
 
 POOLS: tuple[Pool, ...] = ("req_to_token", "conv_state", "ssm_state", "replayssm_ring", "intermediate_state", "side_tables", "kv_pool")
 CPU_MARGIN_ENV = "MAMBASIZER_WORKER_CPU_MARGIN_GIB"
@@ -73,6 +76,7 @@ def run_trial(
     plan: Optional[Plan] = None,
     cancel: Optional[threading.Event] = None,
     cpu_margin: Optional[int] = None,
+    cpu_budget: Optional[int] = None,
 ) -> TrialResult:
     """Run one trial on `backend` in this thread. An OOM, a plan that cannot start and a
     cancel are results, never exceptions (input that cannot be sized still raises the
@@ -83,7 +87,7 @@ def run_trial(
     baseline = backend.snapshot().allocated
     held: list = []
     try:
-        result = _run(request, options, backend, plan, cancel, cpu_margin, held)
+        result = _run(request, options, backend, plan, cancel, cpu_margin, held, cpu_budget)
     finally:
         held.clear()
         backend.release()
@@ -91,7 +95,8 @@ def run_trial(
     return result.model_copy(update={"baseline_restored": restored, "elapsed_s": round(time.monotonic() - t0, 3)})
 
 
-def _run(request, options: TrialOptions, backend: Backend, plan: Optional[Plan], cancel, cpu_margin, held: list) -> TrialResult:
+def _run(request, options: TrialOptions, backend: Backend, plan: Optional[Plan], cancel, cpu_margin, held: list,
+         cpu_budget: Optional[int] = None) -> TrialResult:
     if options.budget == "device" and backend.kind != "cuda":
         return _rejected(backend, "budget 'device' measures a GPU's free memory: it needs a CUDA device")
     hold = round((options.hold_weights_gib or 0.0) * GIB)
@@ -133,14 +138,26 @@ def _run(request, options: TrialOptions, backend: Backend, plan: Optional[Plan],
         cap = getattr(backend, "cap_bytes", None)
         if cap is not None:
             need = min(need, cap)  # a simulated device never holds more than its cap
+        if cpu_budget is not None and need > cpu_budget:
+            return _rejected(
+                backend,
+                f"a CPU trial of this plan needs {need / GIB:.3g} GiB (its largest selected stage"
+                f"{' plus the held weights' if hold else ''}), above this server's trial memory budget of "
+                f"{cpu_budget / GIB:.3g} GiB. Trial fewer stages (trial.stages) or a smaller budget, "
+                "or ask the operator for a GPU worker.",
+                budget_info, replanned,
+            )
         margin = cpu_margin_bytes() if cpu_margin is None else cpu_margin
         available = host_available_bytes()
         if need > available - margin:
+            # The host's own figures go to the log; the caller learns what its trial needs.
+            log.warning("CPU trial refused: not enough free host memory", extra={"fields": {
+                "event": "trial_host_memory", "need_bytes": need, "available_bytes": available, "margin_bytes": margin}})
             return _rejected(
                 backend,
                 f"a CPU trial of this plan needs {need / GIB:.2f} GiB (its largest selected stage"
-                f"{' plus the held weights' if hold else ''}), but this machine has {available / GIB:.2f} GiB "
-                f"available and keeps a {margin / GIB:.2f} GiB margin: refusing rather than swapping. "
+                f"{' plus the held weights' if hold else ''}), more than this machine can spare now: "
+                "refusing rather than swapping. "
                 "Trial fewer stages (trial.stages) or a smaller budget, or run the trial on a GPU worker.",
                 budget_info, replanned,
             )

@@ -11,10 +11,12 @@ from schemas import Plan
 from service.api import trial_seam
 from service.api.app import create_app
 from service.api.openapi import PLAN_EXAMPLES
+from service.api.trials import TrialSettings
 from service.presets import PRESETS
 from service.solver import plan
 
 SIZABLE = [p.name for p in PRESETS.values() if p.sizable]
+TRIALS_ON = TrialSettings(enabled=True)
 
 
 def test_plan_is_the_solver_plan_encoded_once(client):
@@ -156,14 +158,17 @@ def test_sglang_args_value_errors_name_the_field(client):
 # --------------------------------------------------------------------------- trial
 
 
-def test_trial_without_worker_is_unavailable(client, monkeypatch):
-    async def no_worker(plan_, request, options):
+def test_trial_without_worker_is_unavailable(monkeypatch):
+    from fastapi.testclient import TestClient
+
+    async def no_worker(plan_, request, options, memory_budget_bytes=None):
         return None
 
     monkeypatch.setattr(trial_seam, "run_trial", no_worker)
     req = preset_request(tp_size=4)
     req["trial"] = {}
-    resp = client.post("/v1/plan", json=req)
+    with TestClient(create_app(trials=TRIALS_ON)) as client:
+        resp = client.post("/v1/plan", json=req)
     assert resp.status_code == 200
     body = resp.json()
     assert body["trial"] == {"status": "unavailable"}
@@ -181,7 +186,7 @@ def test_trial_goes_to_the_worker_hook():
         seen.update(plan=plan_, request=request, options=options)
         return {"status": "ok", "device": "cpu", "stages": []}
 
-    with TestClient(create_app(worker=worker)) as c:
+    with TestClient(create_app(worker=worker, trials=TRIALS_ON)) as c:
         req = preset_request(tp_size=4)
         req["trial"] = {"device": "cpu"}
         resp = c.post("/v1/plan", json=req)
@@ -204,7 +209,7 @@ def test_worker_object_with_run_trial_and_aclose():
         async def aclose(self):
             Worker.closed = True
 
-    with TestClient(create_app(worker=Worker())) as c:
+    with TestClient(create_app(worker=Worker(), trials=TRIALS_ON)) as c:
         req = preset_request()
         req["trial"] = {}
         assert c.post("/v1/plan", json=req).json()["trial"] == {"status": "rejected", "detail": "busy"}
@@ -217,7 +222,7 @@ def test_a_failing_worker_never_fails_the_plan():
     async def broken(plan_, request, options):
         raise RuntimeError("/secret/path exploded")
 
-    with TestClient(create_app(worker=broken)) as c:
+    with TestClient(create_app(worker=broken, trials=TRIALS_ON)) as c:
         req = preset_request()
         req["trial"] = {}
         resp = c.post("/v1/plan", json=req)

@@ -40,12 +40,13 @@ def api():
     app_mod = pytest.importorskip("service.api.app")
     from fastapi.testclient import TestClient
 
+    from service.api.trials import TrialSettings
     from service.worker import client
     from service.worker.runner import RunnerConfig, TrialRunner
 
     client.set_embedded_runner(TrialRunner(RunnerConfig(device="cpu", cpu_margin_bytes=0)))
     try:
-        with TestClient(app_mod.create_app()) as c:
+        with TestClient(app_mod.create_app(trials=TrialSettings(enabled=True))) as c:
             yield c
     finally:
         client.set_embedded_runner(None)

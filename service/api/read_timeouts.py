@@ -1,0 +1,56 @@
+"""Header and body read timeouts for uvicorn's h11 protocol (slow clients, "slowloris").
+
+uvicorn bounds only the idle time between two requests (keep-alive). A client that opens a
+connection and sends nothing, trickles its headers, or sends its body a byte a second holds
+the connection (and a file descriptor, and a task waiting on the body) for as long as it
+likes. This protocol closes it instead:
+
+* headers: from the connection's start (or the first byte of the next request on a
+  kept-alive connection) until the request's headers are complete: `header_timeout`
+  seconds; past it the client gets `408 Request Timeout` and the connection is closed;
+* body: from the end of the headers until the body is complete: `body_timeout` seconds;
+  past it the connection is closed (the app, waiting on the body, sees a disconnect).
+
+The time the app takes to answer is not counted (a trial may run for minutes). The
+deadlines are whole-phase deadlines, not idle timeouts, so trickling bytes never extends
+them. The settings live here (importable without uvicorn, for the CLI parsers); the protocol is
+service.api.timed_h11 (`timed_h11(...)`, uvicorn's `http=`), used by `mambasizer serve`
+and `mambasizer worker`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+DEFAULT_HEADER_TIMEOUT_S = 10.0
+DEFAULT_BODY_TIMEOUT_S = 30.0
+HEADER_TIMEOUT_ENV = "MAMBASIZER_HEADER_TIMEOUT_S"
+BODY_TIMEOUT_ENV = "MAMBASIZER_BODY_TIMEOUT_S"
+MAX_TIMEOUT_S = 3600.0
+
+
+class TimeoutSettingError(ValueError):
+    """A read timeout (flag or env var) that cannot be used; the message names it."""
+
+
+def parse_timeout(text: str, name: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise TimeoutSettingError(f"{name} must be a number of seconds, not {text[:40]!r}") from None
+    if not (0 < value <= MAX_TIMEOUT_S):  # also refuses nan and inf
+        raise TimeoutSettingError(f"{name} must be above 0 and at most {MAX_TIMEOUT_S:g} seconds, not {text[:40]!r}")
+    return value
+
+
+def resolve(flag: Optional[float], env_name: str, default: float, environ: Optional[dict] = None) -> float:
+    """The flag when given, else the environment variable, else the default."""
+    if flag is not None:
+        return flag
+    raw = (os.environ if environ is None else environ).get(env_name, "").strip()
+    return parse_timeout(raw, env_name) if raw else default
+
+
+__all__ = ["parse_timeout", "resolve", "TimeoutSettingError", "DEFAULT_HEADER_TIMEOUT_S", "DEFAULT_BODY_TIMEOUT_S",
+           "HEADER_TIMEOUT_ENV", "BODY_TIMEOUT_ENV", "MAX_TIMEOUT_S"]

@@ -1,0 +1,101 @@
+"""uvicorn's h11 protocol with header and body read deadlines (see service.api.read_timeouts).
+
+A connection whose request headers are not complete `header_timeout` seconds after it
+opened (or after the first byte of its next request) gets `408 Request Timeout` and is
+closed; one whose body is not complete `body_timeout` seconds after its headers is closed
+(the app, waiting on the body, sees a disconnect). Trickled bytes never extend either
+deadline; the app's own time to answer is not counted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Optional
+
+import h11
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from service.api.read_timeouts import DEFAULT_BODY_TIMEOUT_S, DEFAULT_HEADER_TIMEOUT_S
+
+log = logging.getLogger("mambasizer.api")
+
+_408 = b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain\r\ncontent-length: 16\r\nconnection: close\r\n\r\nrequest timeout\n"
+
+_HEADERS, _BODY = "headers", "body"
+
+
+class TimedH11Protocol(H11Protocol):
+    header_timeout: float = DEFAULT_HEADER_TIMEOUT_S
+    body_timeout: float = DEFAULT_BODY_TIMEOUT_S
+
+    _phase: Optional[str] = None
+    _read_timer: Optional[asyncio.TimerHandle] = None
+
+    def connection_made(self, transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self._arm(_HEADERS)  # a connection that never sends a byte is a slow client too
+
+    def data_received(self, data: bytes) -> None:
+        super().data_received(data)
+        self._track()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        # Keep-alive: the next request's header deadline starts with its first byte (the
+        # idle wait before it is uvicorn's keep-alive timeout).
+        self._disarm()
+
+    def connection_lost(self, exc: Optional[Exception]) -> None:
+        self._disarm()
+        super().connection_lost(exc)
+
+    # ------------------------------------------------------------------ deadlines
+
+    def _track(self) -> None:
+        state = self.conn.their_state
+        if state is h11.IDLE:
+            if self._phase != _HEADERS and self.conn.trailing_data[0]:
+                self._arm(_HEADERS)  # the first bytes of a (next) request
+        elif state is h11.SEND_BODY:
+            if self._phase != _BODY:
+                self._arm(_BODY)
+        else:  # DONE, MUST_CLOSE, CLOSED, ERROR: nothing more to read for this request
+            self._disarm()
+
+    def _arm(self, phase: str) -> None:
+        self._disarm()
+        self._phase = phase
+        delay = self.header_timeout if phase == _HEADERS else self.body_timeout
+        self._read_timer = self.loop.call_later(delay, self._timed_out, phase)
+
+    def _disarm(self) -> None:
+        if self._read_timer is not None:
+            self._read_timer.cancel()
+            self._read_timer = None
+        self._phase = None
+
+    def _timed_out(self, phase: str) -> None:
+        self._read_timer = None
+        if self.transport.is_closing():
+            return
+        state = self.conn.their_state
+        if (phase == _HEADERS and state is not h11.IDLE) or (phase == _BODY and state is not h11.SEND_BODY):
+            return  # the phase ended as the timer fired
+        client = self.client[0] if self.client else None
+        log.warning(
+            "slow client: connection closed",
+            extra={"fields": {"event": "read_timeout", "phase": phase, "client": client,
+                              "timeout_s": self.header_timeout if phase == _HEADERS else self.body_timeout}},
+        )
+        if phase == _HEADERS and self.conn.our_state is h11.IDLE:
+            self.transport.write(_408)  # no request yet: h11 cannot answer one, so by hand
+        self.transport.close()
+
+
+def timed_h11(header_timeout: float = DEFAULT_HEADER_TIMEOUT_S, body_timeout: float = DEFAULT_BODY_TIMEOUT_S) -> type:
+    """The protocol class to pass as uvicorn's `http=`, with these deadlines."""
+    return type("TimedH11Protocol", (TimedH11Protocol,), {"header_timeout": float(header_timeout), "body_timeout": float(body_timeout)})
+
+
+__all__ = ["TimedH11Protocol", "timed_h11"]
