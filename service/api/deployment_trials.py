@@ -19,6 +19,10 @@ Where a trial runs, in the order a careful operator expects:
    is `rejected`, it never takes the API's memory);
 3. neither: no trial; status `disabled`, and a warning in the log naming the deployments.
 
+A trial answered `unavailable` (the worker is down, still starting, or busy) is tried again
+after 5, 10, 20, 40, 80 and 160 s (RETRY_DELAYS_S), so an API that starts before its worker
+still gets its trials; the status stays `unavailable` in between.
+
 Trials run as tasks on the event loop that only await (the embedded worker allocates in its
 own thread, a remote one over HTTP), at most `MAMBASIZER_DEPLOYMENT_TRIAL_CONCURRENCY`
 (default 1: one worker, one device) at a time. A reload cancels the previous load's trials
@@ -50,6 +54,7 @@ WORKER_URL_ENV = "MAMBASIZER_WORKER_URL"  # service.worker.client.URL_ENV (not i
 # Beyond the trial's own timeout_s (the worker answers first, the HTTP client 10 s later):
 # a hook that never returns still ends.
 GRACE_S = 30.0
+RETRY_DELAYS_S = (5.0, 10.0, 20.0, 40.0, 80.0, 160.0)
 
 # pending: waiting for its turn; running; ok / oom / rejected / unavailable: the worker's
 # answer (schemas.trial.TrialResult.status); failed: this server's own error; disabled: no
@@ -114,6 +119,7 @@ class DeploymentTrials:
         self._waiting: Optional["Snapshot"] = None  # loaded before the loop ran
         self._tasks: set[asyncio.Task] = set()
         self._generation = 0
+        self.retry_delays = RETRY_DELAYS_S
 
     # ------------------------------------------------------------------ wiring
 
@@ -207,11 +213,19 @@ class DeploymentTrials:
         return trial_seam.run_trial(d.plan, d.request, options, memory_budget_bytes=budget)  # type: ignore[arg-type]
 
     async def _run(self, generation: int, gate: asyncio.Semaphore, d: "Deployment", where: Optional[str]) -> None:
+        for delay in (*self.retry_delays, None):
+            state = await self._attempt(generation, gate, d, where)
+            if state is None or state.status != "unavailable" or delay is None:
+                return
+            await asyncio.sleep(delay)  # not holding the gate: other deployments go on
+
+    async def _attempt(self, generation: int, gate: asyncio.Semaphore, d: "Deployment",
+                       where: Optional[str]) -> Optional[TrialState]:
         model_name = d.model_name or ""
         assert d.trial is not None
         async with gate:
             if generation != self._generation:
-                return
+                return None
             self._set(generation, TrialState(d.name, model_name, "running"))
             started = time.monotonic()
             try:
@@ -223,8 +237,9 @@ class DeploymentTrials:
             except Exception as exc:  # a trial never takes the API down
                 log.error("deployment trial failed", exc_info=exc,
                           extra={"fields": {"event": "deployment_trial_failed", "deployment": d.name}})
-                self._set(generation, TrialState(d.name, model_name, "failed", detail=type(exc).__name__, finished_at=time.time()))
-                return
+                state = TrialState(d.name, model_name, "failed", detail=type(exc).__name__, finished_at=time.time())
+                self._set(generation, state)
+                return state
         if not isinstance(out, dict):
             out = {"status": "unavailable", "reason": "no trial could run"}
         answered = out.get("status")
@@ -235,9 +250,11 @@ class DeploymentTrials:
             status, pools = "failed", ()
         detail = out.get("reason") or out.get("detail")
         detail = None if detail is None else str(detail)
-        self._set(generation, TrialState(d.name, model_name, status, pools, detail, time.time()))
+        state = TrialState(d.name, model_name, status, pools, detail, time.time())
+        self._set(generation, state)
         fields = {"event": "deployment_trial_done", "deployment": d.name, "status": status, "where": where,
                   "elapsed_s": round(time.monotonic() - started, 3)}
         if detail:
-            fields["detail"] = str(detail)[:500]
+            fields["detail"] = detail[:500]
         (log.info if status == "ok" else log.warning)("deployment trial done", extra={"fields": fields})
+        return state

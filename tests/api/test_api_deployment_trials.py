@@ -189,6 +189,48 @@ def test_a_failing_hook_is_status_failed_and_the_api_keeps_serving(tmp_path):
     assert _status(fams, "a") == "failed"
 
 
+def test_an_unavailable_worker_is_tried_again(tmp_path):
+    """An API that starts before its worker: `unavailable` is retried after a delay."""
+    answers = [{"status": "unavailable", "reason": "the trial worker is unreachable"}] * 2
+    worker = FakeWorker()
+
+    async def flaky(plan, request, options):
+        if answers:
+            return answers.pop()
+        return await worker(plan, request, options)
+
+    path = tmp_path / "deployments.yaml"
+    path.write_text(_entry("a"))
+    app = create_app(deployments_path=str(path), worker=flaky, trials=TrialSettings())
+    app.state.deployment_trials.retry_delays = (0.2, 0.2, 0.2)
+    seen = set()
+    with TestClient(app) as c:
+        def look():
+            f = _scrape(c.get("/metrics").text)
+            seen.add(_status(f, "a"))
+            return f
+        _poll(look, lambda f: _status(f, "a") == "ok", timeout_s=30)
+    assert "unavailable" in seen and len(worker.calls) == 1
+
+
+def test_retries_end(tmp_path):
+    calls = []
+
+    async def down(plan, request, options):
+        calls.append(1)
+        return {"status": "unavailable", "reason": "the trial worker is unreachable"}
+
+    path = tmp_path / "deployments.yaml"
+    path.write_text(_entry("a"))
+    app = create_app(deployments_path=str(path), worker=down, trials=TrialSettings())
+    app.state.deployment_trials.retry_delays = (0.05, 0.05)
+    with TestClient(app) as c:
+        _poll(lambda: len(calls), lambda n: n >= 3, timeout_s=30)
+        time.sleep(0.5)
+        assert _status(_scrape(c.get("/metrics").text), "a") == "unavailable"
+    assert len(calls) == 3  # the first try and two retries
+
+
 @pytest.mark.parametrize("raw", ["0", "17", "two"])
 def test_bad_concurrency_is_a_named_error(raw):
     with pytest.raises(TrialSettingsError, match=deployment_trials.CONCURRENCY_ENV):
