@@ -37,8 +37,9 @@ import asyncio
 import logging
 import os
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Optional
+from typing import TYPE_CHECKING, Any
 
 from service.api.trials import TrialSettings, TrialSettingsError
 
@@ -62,7 +63,7 @@ RETRY_DELAYS_S = (5.0, 10.0, 20.0, 40.0, 80.0, 160.0)
 # (mambasizer_deployment_input_valid / mambasizer_plan_feasible say so).
 STATUSES = ("pending", "running", "ok", "oom", "rejected", "unavailable", "failed", "disabled", "skipped")
 
-Hook = Callable[[Any, Any, dict], Awaitable[Optional[dict]]]
+Hook = Callable[[Any, Any, dict], Awaitable[dict | None]]
 
 
 @dataclass(frozen=True)
@@ -70,7 +71,7 @@ class PoolFigure:
     pp_rank: int
     pool: str
     predicted_bytes: int
-    measured_bytes: Optional[int]  # None: the trial did not get to this pool (after an OOM)
+    measured_bytes: int | None  # None: the trial did not get to this pool (after an OOM)
 
 
 @dataclass(frozen=True)
@@ -79,11 +80,11 @@ class TrialState:
     model_name: str
     status: str
     pools: tuple[PoolFigure, ...] = ()
-    detail: Optional[str] = None
-    finished_at: Optional[float] = None
+    detail: str | None = None
+    finished_at: float | None = None
 
 
-def concurrency_from_env(environ: Optional[dict] = None) -> int:
+def concurrency_from_env(environ: dict | None = None) -> int:
     raw = (os.environ if environ is None else environ).get(CONCURRENCY_ENV, "").strip()
     if not raw:
         return DEFAULT_CONCURRENCY
@@ -110,20 +111,20 @@ class DeploymentTrials:
     """The deployments file's trials: scheduled from DeploymentStore's load listener, run on
     the app's event loop, read by the metrics collector at scrape time."""
 
-    def __init__(self, settings: TrialSettings, hook: Optional[Hook] = None, concurrency: int = DEFAULT_CONCURRENCY) -> None:
+    def __init__(self, settings: TrialSettings, hook: Hook | None = None, concurrency: int = DEFAULT_CONCURRENCY) -> None:
         self.settings = settings
         self.hook = hook
         self.concurrency = concurrency
         self.states: dict[str, TrialState] = {}  # replaced whole, never mutated: scrapes see one load's set
-        self._loop: Optional[asyncio.AbstractEventLoop] = None
-        self._waiting: Optional["Snapshot"] = None  # loaded before the loop ran
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._waiting: Snapshot | None = None  # loaded before the loop ran
         self._tasks: set[asyncio.Task] = set()
         self._generation = 0
         self.retry_delays = RETRY_DELAYS_S
 
     # ------------------------------------------------------------------ wiring
 
-    def on_load(self, snap: "Snapshot") -> None:
+    def on_load(self, snap: Snapshot) -> None:
         """DeploymentStore listener; any thread."""
         loop = self._loop
         if loop is None or loop.is_closed():
@@ -147,7 +148,7 @@ class DeploymentTrials:
 
     # ------------------------------------------------------------------ scheduling (on the loop)
 
-    def _where(self) -> Optional[str]:
+    def _where(self) -> str | None:
         if self.hook is not None:
             return "worker"
         if os.environ.get(WORKER_URL_ENV, "").strip():
@@ -156,7 +157,7 @@ class DeploymentTrials:
             return "embedded"
         return None
 
-    def _schedule(self, snap: "Snapshot") -> None:
+    def _schedule(self, snap: Snapshot) -> None:
         self._generation += 1
         generation = self._generation
         for t in list(self._tasks):
@@ -202,7 +203,7 @@ class DeploymentTrials:
         states[state.deployment] = state
         self.states = states
 
-    def _call(self, d: "Deployment", where: Optional[str]) -> Awaitable[Optional[dict]]:
+    def _call(self, d: Deployment, where: str | None) -> Awaitable[dict | None]:
         assert d.trial is not None
         options = d.trial.model_dump(mode="json")
         if self.hook is not None:
@@ -212,15 +213,15 @@ class DeploymentTrials:
         budget = self.settings.memory_bytes if where == "embedded" else None
         return trial_seam.run_trial(d.plan, d.request, options, memory_budget_bytes=budget)  # type: ignore[arg-type]
 
-    async def _run(self, generation: int, gate: asyncio.Semaphore, d: "Deployment", where: Optional[str]) -> None:
+    async def _run(self, generation: int, gate: asyncio.Semaphore, d: Deployment, where: str | None) -> None:
         for delay in (*self.retry_delays, None):
             state = await self._attempt(generation, gate, d, where)
             if state is None or state.status != "unavailable" or delay is None:
                 return
             await asyncio.sleep(delay)  # not holding the gate: other deployments go on
 
-    async def _attempt(self, generation: int, gate: asyncio.Semaphore, d: "Deployment",
-                       where: Optional[str]) -> Optional[TrialState]:
+    async def _attempt(self, generation: int, gate: asyncio.Semaphore, d: Deployment,
+                       where: str | None) -> TrialState | None:
         model_name = d.model_name or ""
         assert d.trial is not None
         async with gate:

@@ -101,7 +101,7 @@ def test_file_trials_run_on_the_worker_and_are_exported(tmp_path, monkeypatch):
                      lambda f: all(_status(f, d) == "ok" for d in "abc"))
     assert worker.most == 2  # three trials, two at a time
     assert sorted(o.get("timeout_s") for _, o in worker.calls) == [30.0, 30.0, 120.0]
-    assert {"device": "cpu"}.items() <= [o for _, o in worker.calls if o["device"] == "cpu"][0].items()
+    assert {"device": "cpu"}.items() <= next(o for _, o in worker.calls if o["device"] == "cpu").items()
     kv = {"deployment": "a", "model_name": "explicit-layout", "pp_rank": "0", "pool": "kv_pool"}  # the plan's model name
     assert fams["mambasizer_trial_predicted_bytes"][frozenset(kv.items())] == 1000.0
     assert fams["mambasizer_trial_measured_bytes"][frozenset(kv.items())] == 1010.0

@@ -115,7 +115,7 @@ class _Procs:
 
 def _static_metrics_server(body: bytes) -> ThreadingHTTPServer:
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):  # noqa: N802 - http.server's name
+        def do_GET(self):
             if self.path.split("?")[0] != "/metrics":
                 self.send_error(404)
                 return
