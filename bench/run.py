@@ -22,6 +22,11 @@ For the three requests in bench/requests/ it prints:
    client; the load generator shares the cores with the server.
 3. The server's RSS (psutil on its pid, plus any worker children) after warm-up and after
    100,000 `/v1/plan` requests (--quick: fewer, and says so).
+4. Recommend (bench/recommend_bench.py): a full `recommend` for Kimi-K3 on up to 64 (and 128)
+   H200s with every dimension enabled: its latency (median, min, max), the plans it evaluates
+   per second, and looping the public `plan()` over exactly the settings it searched.
+5. `POST /v1/sweep` with 1,000 points per call (bench/sweep_bench.py): seconds to the last
+   byte, JSON and CSV, each bench request as the base and the GPU-only form (target < 1 s).
 
 Every rate/latency figure is the median of at least 5 runs, shown with min and max. The
 last line printed is one JSON object with the headline figures.
@@ -71,6 +76,7 @@ TARGETS = {
     "http_rps_ratio_vs_trivial": ">= 0.70 (c16 and c64)",
     "p99_ratio_vs_trivial_c64": "<= 1.5",
     "rss_growth_pct": "< 5",
+    "recommend_p50_ms_kimi_k3_64": "< 2000 (the 2-core CI machine)",
 }
 
 
@@ -1005,9 +1011,18 @@ def headline(out: dict) -> dict:
             head["plan_speedup_config_parsed"] = round(ip["plan_speedup_config_parsed"], 1)
             head["plan_speedup_vs_oracle"] = round(ip["plan_speedup_vs_oracle"], 1)
             head["plan_speedup_vs_sglang_functions_only"] = round(ip["plan_speedup_vs_sglang_functions_only"], 1)
+    rec = out.get("recommend")
+    if rec:
+        head["recommend_p50_ms"] = {n: round(r["latency_s"]["median"] * 1000, 1) for n, r in rec.items()}
+        head["recommend_plans_per_s"] = {n: round(r["plans_per_s_in_recommend"]) for n, r in rec.items()}
+        head["loop_plan_per_s"] = {n: round(r["loop_plan_per_s"]) for n, r in rec.items()}
+        head["recommend_first_ms"] = {n: round(r["cold_s"] * 1000, 1) for n, r in rec.items()}
+        head["recommend_p50_ms_kimi_k3_64"] = head["recommend_p50_ms"]["kimi-k3 <=64 h200"]
     if h:
         head["rss_requests"] = h["rss"]["plan_requests_after_warmup"]
         head["loadgen"] = h["loadgen"]
+    if "sweep" in out:
+        head["sweep_1000_points_s"] = round(out["sweep"]["slowest_median_s"], 3)
     head["runs"] = out.get("runs")
     head["quick"] = out.get("quick")
     return head
@@ -1019,6 +1034,7 @@ def verdicts(head: dict, out: dict) -> list[str]:
         "http_rps_ratio_vs_trivial": lambda v: v >= 0.70,
         "p99_ratio_vs_trivial_c64": lambda v: v <= 1.5,
         "rss_growth_pct": lambda v: v < 5,
+        "recommend_p50_ms_kimi_k3_64": lambda v: v < 2000,
     }
     lines = []
     for key, ok in checks.items():
@@ -1044,6 +1060,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     ap.add_argument("--server-cmd", help="run this server command instead ({host} {port} {python} are filled in)")
     ap.add_argument("--skip-http", action="store_true")
     ap.add_argument("--skip-inprocess", action="store_true")
+    ap.add_argument("--skip-recommend", action="store_true")
+    ap.add_argument("--skip-sweep", action="store_true", help="leave out the 1,000-point POST /v1/sweep timings (bench/sweep_bench.py; --skip-http does too)")
     ap.add_argument("--no-sglang", action="store_true", help="time our solver only")
     ap.add_argument("--json-out", help="also write the whole result as JSON to this file")
     args = ap.parse_args(argv)
@@ -1078,6 +1096,12 @@ def main(argv: Optional[list[str]] = None) -> int:
         out["inprocess"]["machine"] = meter.stop()
         print_inprocess(out["inprocess"])
         print_meter("the in-process runs", out["inprocess"]["machine"])
+    if not args.skip_recommend:
+        from bench.recommend_bench import bench_recommend, print_recommend
+
+        print("\n-- recommend ...", flush=True)
+        out["recommend"] = bench_recommend(args.runs, quick=args.quick)
+        print_recommend(out["recommend"])
     if not args.skip_http:
         print("\n-- HTTP ...", flush=True)
         out["http"] = bench_http(
@@ -1085,6 +1109,12 @@ def main(argv: Optional[list[str]] = None) -> int:
             serve_args=args.serve_arg, server_cmd=args.server_cmd,
         )
         print_http(out["http"], rss_requests)
+    if not (args.skip_sweep or args.skip_http):
+        print("\n-- sweep ...", flush=True)
+        from bench import sweep_bench
+
+        out["sweep"] = sweep_bench.bench_sweep(requests, runs=args.runs, serve_args=args.serve_arg)
+        sweep_bench.print_sweep(out["sweep"])
     out["elapsed_s"] = round(time.perf_counter() - t_start, 1)
     head = headline(out)
     print("\ntargets: " + "; ".join(verdicts(head, out)))

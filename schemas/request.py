@@ -9,14 +9,18 @@ so a request can never make the solver loop or allocate without limit.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal, Optional, Union, get_args
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Discriminator,
     Field,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
     Tag,
+    ValidationInfo,
     field_validator,
     model_validator,
 )
@@ -29,8 +33,11 @@ MAX_GIB = 1 << 20  # 1 PiB of GPU memory per rank is far beyond any device
 MAX_TOKENS = 1 << 40
 MAX_CONTEXT = 1 << 28
 
-PosInt = Annotated[int, Field(ge=1, le=MAX_DIM)]
-LayerId = Annotated[int, Field(ge=0, lt=MAX_LAYERS)]
+# Numbers and booleans are strict: `"4"`, `4.0` and `true` are not a tp_size, `"0.8"` is not
+# a fraction and `"yes"` not a flag (pydantic's lax mode takes them all). Floats still take
+# JSON integers (`"rest_gib": 40`).
+PosInt = Annotated[StrictInt, Field(ge=1, le=MAX_DIM)]
+LayerId = Annotated[StrictInt, Field(ge=0, lt=MAX_LAYERS)]
 
 
 class Strict(BaseModel):
@@ -50,7 +57,7 @@ class PresetModel(Strict):
     """A shipped model: `GET /v1/presets` lists the names."""
 
     preset: Annotated[str, Field(min_length=1, max_length=128)]
-    allow_unverified: bool = Field(
+    allow_unverified: StrictBool = Field(
         False,
         description="Size a preset whose config values are not verified against the "
         "published config.json (see its `reason`). Off by default: such presets are "
@@ -63,15 +70,15 @@ class StateShapes(Strict):
     (one row of each per request slot and per layer)."""
 
     conv_shapes: Annotated[
-        list[tuple[Annotated[int, Field(ge=0, le=MAX_DIM)], Annotated[int, Field(ge=0, le=MAX_DIM)]]],
+        list[tuple[Annotated[StrictInt, Field(ge=0, le=MAX_DIM)], Annotated[StrictInt, Field(ge=0, le=MAX_DIM)]]],
         Field(min_length=1, max_length=8),
     ]
     temporal_shape: tuple[
-        Annotated[int, Field(ge=0, le=MAX_DIM)],
-        Annotated[int, Field(ge=0, le=MAX_DIM)],
-        Annotated[int, Field(ge=0, le=MAX_DIM)],
+        Annotated[StrictInt, Field(ge=0, le=MAX_DIM)],
+        Annotated[StrictInt, Field(ge=0, le=MAX_DIM)],
+        Annotated[StrictInt, Field(ge=0, le=MAX_DIM)],
     ]
-    num_k_heads_per_tp: Optional[Annotated[int, Field(ge=1, le=MAX_DIM)]] = Field(
+    num_k_heads_per_tp: Optional[Annotated[StrictInt, Field(ge=1, le=MAX_DIM)]] = Field(
         None, description="K heads per rank (ReplaySSM ring only); defaults to 1 as in SGLang."
     )
 
@@ -86,27 +93,95 @@ class MHAKV(Strict):
 class MLAKV(Strict):
     type: Literal["mla"]
     kv_lora_rank: PosInt
-    qk_rope_head_dim: Annotated[int, Field(ge=0, le=MAX_DIM)]
+    qk_rope_head_dim: Annotated[StrictInt, Field(ge=0, le=MAX_DIM)]
+
+
+# The architectures an explicit layout may be resolved as (SGLang 0.5.23's launch rules differ
+# by architecture: radix-cache strategy, PP support, chunk size), each with the linear mixer
+# it has, and the default for each mixer. Text architectures only: a multimodal wrapper's
+# resolution reads its vision config, which a layout does not carry (send its config.json).
+LAYOUT_ARCHITECTURES: dict[str, str] = {
+    "NemotronHForCausalLM": "mamba2",
+    "FalconH1ForCausalLM": "mamba2",
+    "GraniteMoeHybridForCausalLM": "mamba2",
+    "Lfm2ForCausalLM": "mamba2",
+    "Lfm2MoeForCausalLM": "mamba2",
+    "Qwen3NextForCausalLM": "gdn",
+    "Qwen3_5ForCausalLM": "gdn",
+    "Qwen3_5MoeForCausalLM": "gdn",
+    "KimiLinearForCausalLM": "kda",
+}
+# The configs whose mamba_ssm_dtype SGLang's mamba2_state_dtype(config) reads (KimiLinear,
+# GraniteMoeHybrid and LFM2-MoE never pass their config to it).
+CONFIG_SSM_DTYPE_ARCHITECTURES = frozenset({
+    "NemotronHForCausalLM", "FalconH1ForCausalLM", "Lfm2ForCausalLM",
+    "Qwen3NextForCausalLM", "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM",
+})
+DEFAULT_LAYOUT_ARCHITECTURE = {"mamba2": "NemotronHForCausalLM", "gdn": "Qwen3NextForCausalLM", "kda": "KimiLinearForCausalLM"}
+LayoutArchitecture = Literal[
+    "NemotronHForCausalLM", "FalconH1ForCausalLM", "GraniteMoeHybridForCausalLM", "Lfm2ForCausalLM",
+    "Lfm2MoeForCausalLM", "Qwen3NextForCausalLM", "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM",
+    "KimiLinearForCausalLM",
+]
+assert set(get_args(LayoutArchitecture)) == set(LAYOUT_ARCHITECTURES)  # one list, two spellings
 
 
 class Layout(Strict):
-    """An explicit layout, for a model that has no config.json yet."""
+    """An explicit layout, for a model that has no config.json yet. It is resolved as the
+    SGLang architecture `architecture` (default by `linear_kind`)."""
 
-    num_hidden_layers: Annotated[int, Field(ge=1, le=MAX_LAYERS)]
+    num_hidden_layers: Annotated[StrictInt, Field(ge=1, le=MAX_LAYERS)]
     mamba_layer_ids: Annotated[list[LayerId], Field(max_length=MAX_LAYERS)]
     full_attention_layer_ids: Annotated[list[LayerId], Field(max_length=MAX_LAYERS)]
     state: StateShapes
     kv: Annotated[Union[MHAKV, MLAKV], Field(discriminator="type")]
-    context_length: Annotated[int, Field(ge=1, le=MAX_CONTEXT)]
+    context_length: Annotated[StrictInt, Field(ge=1, le=MAX_CONTEXT)]
     dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16"
     linear_kind: Literal["mamba2", "gdn", "kda"] = Field(
         "mamba2", description="Which linear mixer: decides ReplaySSM support and ring layout."
     )
-    mamba_ssm_dtype: Optional[Literal["float32", "bfloat16", "float16"]] = Field(
-        None, description="The config's own mamba_ssm_dtype (lowest priority, as in configs that honour it)."
+    architecture: Optional[LayoutArchitecture] = Field(
+        None,
+        description="The SGLang model class to resolve the launch flags as (radix-cache strategy, "
+        "PP support, mamba chunk size), one whose mixer is `linear_kind`. Default by `linear_kind`: "
+        "mamba2 -> NemotronHForCausalLM, gdn -> Qwen3NextForCausalLM, kda -> KimiLinearForCausalLM.",
     )
-    num_nextn_predict_layers: Annotated[int, Field(ge=0, le=64)] = 0
-    is_multimodal: bool = False
+    mamba_ssm_dtype: Optional[Literal["float32", "bfloat16", "float16"]] = Field(
+        None,
+        description="The config's own mamba_ssm_dtype (lowest priority). Refused for the architectures "
+        "whose config SGLang does not read it from (KimiLinear, GraniteMoeHybrid, Lfm2Moe).",
+    )
+    mamba_chunk_size: Optional[Annotated[StrictInt, Field(ge=1, le=MAX_DIM)]] = Field(
+        None,
+        description="The config's mamba_chunk_size (SGLang checks it against the page size with the "
+        "extra_buffer strategy); default: the architecture's (256 for NemotronH, FalconH1, GraniteMoeHybrid; else 64).",
+    )
+    num_nextn_predict_layers: Annotated[StrictInt, Field(ge=0, le=64)] = 0
+    is_multimodal: StrictBool = False
+
+    @field_validator("architecture")
+    @classmethod
+    def _architecture_has_this_mixer(cls, v: Optional[str], info: ValidationInfo) -> Optional[str]:
+        kind = info.data.get("linear_kind")
+        if v is not None and kind is not None and LAYOUT_ARCHITECTURES[v] != kind:
+            fits = [a for a, k in LAYOUT_ARCHITECTURES.items() if k == kind]
+            raise ValueError(f"{v} has {LAYOUT_ARCHITECTURES[v]} layers, not linear_kind={kind!r}; for {kind} use one of {', '.join(fits)}")
+        return v
+
+    @field_validator("mamba_ssm_dtype")
+    @classmethod
+    def _ssm_dtype_read_by_the_architecture(cls, v: Optional[str], info: ValidationInfo) -> Optional[str]:
+        arch = info.data.get("architecture") or DEFAULT_LAYOUT_ARCHITECTURE.get(info.data.get("linear_kind", ""))
+        if v is not None and arch is not None and arch not in CONFIG_SSM_DTYPE_ARCHITECTURES:
+            raise ValueError(
+                f"{arch} does not read mamba_ssm_dtype from its config in SGLang 0.5.23; "
+                "set server_args.mamba_ssm_dtype (or env.SGLANG_MAMBA_SSM_DTYPE) instead"
+            )
+        return v
+
+    @property
+    def resolved_architecture(self) -> str:
+        return self.architecture or DEFAULT_LAYOUT_ARCHITECTURE[self.linear_kind]
 
     @model_validator(mode="after")
     def _layers_in_range(self) -> "Layout":
@@ -162,45 +237,45 @@ class ServerArgs(Strict):
     """SGLang 0.5.23 launch arguments that change sizing. `None` means "not passed":
     SGLang's own resolution picks the value, and so do we."""
 
-    tp_size: Annotated[int, Field(ge=1, le=MAX_PARALLEL)] = 1
-    pp_size: Annotated[int, Field(ge=1, le=MAX_PARALLEL)] = 1
-    attn_dp_size: Annotated[int, Field(ge=1, le=MAX_PARALLEL)] = Field(
+    tp_size: Annotated[StrictInt, Field(ge=1, le=MAX_PARALLEL)] = 1
+    pp_size: Annotated[StrictInt, Field(ge=1, le=MAX_PARALLEL)] = 1
+    attn_dp_size: Annotated[StrictInt, Field(ge=1, le=MAX_PARALLEL)] = Field(
         1, description="Attention data-parallel size (`--dp-size` with `--enable-dp-attention`)."
     )
-    ep_size: Annotated[int, Field(ge=1, le=MAX_PARALLEL)] = Field(
+    ep_size: Annotated[StrictInt, Field(ge=1, le=MAX_PARALLEL)] = Field(
         1, description="Expert-parallel size (`--ep-size`): how MoE experts shard; only the estimated budget's weights read it."
     )
-    page_size: Optional[Annotated[int, Field(ge=1, le=1 << 16)]] = None
+    page_size: Optional[Annotated[StrictInt, Field(ge=1, le=1 << 16)]] = None
     kv_cache_dtype: KVCacheDType = "auto"
     mamba_ssm_dtype: Optional[Literal["float32", "bfloat16", "float16"]] = None
-    mamba_full_memory_ratio: Optional[Annotated[float, Field(gt=0, le=1e6)]] = None
-    max_mamba_cache_size: Optional[Annotated[int, Field(ge=0, le=MAX_TOKENS)]] = None
-    max_running_requests: Optional[Annotated[int, Field(ge=1, le=MAX_TOKENS)]] = None
-    max_total_tokens: Optional[Annotated[int, Field(ge=1, le=MAX_TOKENS)]] = None
-    disable_radix_cache: bool = False
+    mamba_full_memory_ratio: Optional[Annotated[StrictFloat, Field(gt=0, le=1e6)]] = None
+    max_mamba_cache_size: Optional[Annotated[StrictInt, Field(ge=0, le=MAX_TOKENS)]] = None
+    max_running_requests: Optional[Annotated[StrictInt, Field(ge=1, le=MAX_TOKENS)]] = None
+    max_total_tokens: Optional[Annotated[StrictInt, Field(ge=1, le=MAX_TOKENS)]] = None
+    disable_radix_cache: StrictBool = False
     mamba_radix_cache_strategy: Literal["auto", "no_buffer", "extra_buffer", "extra_buffer_lazy"] = "auto"
-    disable_overlap_schedule: bool = False
+    disable_overlap_schedule: StrictBool = False
     speculative_algorithm: Optional[SpecAlgorithm] = None
-    speculative_num_draft_tokens: Optional[Annotated[int, Field(ge=1, le=1024)]] = None
-    speculative_num_steps: Optional[Annotated[int, Field(ge=1, le=1024)]] = None
-    speculative_eagle_topk: Optional[Annotated[int, Field(ge=1, le=1024)]] = None
-    enable_linear_replayssm_spec: bool = False
-    linear_replayssm_cache_len: Annotated[int, Field(ge=1, le=1 << 16)] = 16
-    context_length: Optional[Annotated[int, Field(ge=1, le=MAX_CONTEXT)]] = None
-    mem_fraction_static: Optional[Annotated[float, Field(gt=0, lt=1)]] = None
-    pp_max_micro_batch_size: Optional[Annotated[int, Field(ge=1, le=MAX_TOKENS)]] = None
-    chunked_prefill_size: Optional[int] = Field(None, ge=-1, le=MAX_TOKENS)
-    max_prefill_tokens: Annotated[int, Field(ge=1, le=MAX_TOKENS)] = 16384
-    cuda_graph_max_bs_decode: Optional[Annotated[int, Field(ge=1, le=1 << 16)]] = None
-    cuda_graph_max_bs_prefill: Optional[Annotated[int, Field(ge=1, le=MAX_TOKENS)]] = None
-    disable_cuda_graph: bool = False
-    disable_prefill_cuda_graph: bool = False
-    disable_decode_cuda_graph: bool = False
+    speculative_num_draft_tokens: Optional[Annotated[StrictInt, Field(ge=1, le=1024)]] = None
+    speculative_num_steps: Optional[Annotated[StrictInt, Field(ge=1, le=1024)]] = None
+    speculative_eagle_topk: Optional[Annotated[StrictInt, Field(ge=1, le=1024)]] = None
+    enable_linear_replayssm_spec: StrictBool = False
+    linear_replayssm_cache_len: Annotated[StrictInt, Field(ge=1, le=1 << 16)] = 16
+    context_length: Optional[Annotated[StrictInt, Field(ge=1, le=MAX_CONTEXT)]] = None
+    mem_fraction_static: Optional[Annotated[StrictFloat, Field(gt=0, lt=1)]] = None
+    pp_max_micro_batch_size: Optional[Annotated[StrictInt, Field(ge=1, le=MAX_TOKENS)]] = None
+    chunked_prefill_size: Optional[StrictInt] = Field(None, ge=-1, le=MAX_TOKENS)
+    max_prefill_tokens: Annotated[StrictInt, Field(ge=1, le=MAX_TOKENS)] = 16384
+    cuda_graph_max_bs_decode: Optional[Annotated[StrictInt, Field(ge=1, le=1 << 16)]] = None
+    cuda_graph_max_bs_prefill: Optional[Annotated[StrictInt, Field(ge=1, le=MAX_TOKENS)]] = None
+    disable_cuda_graph: StrictBool = False
+    disable_prefill_cuda_graph: StrictBool = False
+    disable_decode_cuda_graph: StrictBool = False
     attention_backend: Optional[Literal["fa3", "flashinfer", "triton"]] = Field(
         None, description="Only the Hopper backends that leave the page size alone are modelled; unset means SGLang's default (fa3)."
     )
-    mamba_track_interval: Annotated[int, Field(ge=1, le=1 << 20)] = 256
-    enable_linear_replayssm: bool = Field(
+    mamba_track_interval: Annotated[StrictInt, Field(ge=1, le=1 << 20)] = 256
+    enable_linear_replayssm: StrictBool = Field(
         False, description="ReplaySSM decode ring: allocated but not budgeted by SGLang; only its launch checks are modelled."
     )
 
@@ -217,20 +292,20 @@ class DraftModel(Strict):
     speculative decoding. Without it, SGLang reads `num_nextn_predict_layers` from the
     target config (MTP)."""
 
-    num_layers: Annotated[int, Field(ge=0, le=MAX_LAYERS)]
+    num_layers: Annotated[StrictInt, Field(ge=0, le=MAX_LAYERS)]
 
 
 class Env(Strict):
     SGLANG_PP_LAYER_PARTITION: Optional[Annotated[str, Field(max_length=8192)]] = None
-    SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK: bool = False
+    SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK: StrictBool = False
     SGLANG_MAMBA_SSM_DTYPE: Optional[Literal["float32", "bfloat16", "float16"]] = None
     SGLANG_MAMBA_CONV_DTYPE: Optional[Literal["float32", "bfloat16", "float16"]] = None
-    SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN: bool = False
+    SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN: StrictBool = False
 
 
 # --------------------------------------------------------------------------- budget
 
-Gib = Annotated[float, Field(ge=0, le=MAX_GIB, allow_inf_nan=False)]
+Gib = Annotated[StrictFloat, Field(ge=0, le=MAX_GIB, allow_inf_nan=False)]
 
 
 class Budget(Strict):
@@ -250,10 +325,10 @@ class Budget(Strict):
     gpu: Optional[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
         None, description="A modelled GPU by name (`GET /v1/gpus`): its capacity and Hopper's resolution rules."
     )
-    rest_gib: Optional[Annotated[float, Field(ge=-MAX_GIB, le=MAX_GIB, allow_inf_nan=False)]] = None
+    rest_gib: Optional[Annotated[StrictFloat, Field(ge=-MAX_GIB, le=MAX_GIB, allow_inf_nan=False)]] = None
     free_gib_before_load: Optional[Gib] = None
     free_gib_after_load: Optional[Gib] = None
-    gpu_memory_mib: Optional[Annotated[int, Field(ge=1, le=1 << 30)]] = None
+    gpu_memory_mib: Optional[Annotated[StrictInt, Field(ge=1, le=1 << 30)]] = None
     reserved_gib: Optional[Gib] = Field(
         None, description="With `gpu` / `gpu_memory_mib` alone: GiB resident before the weights load "
         "(CUDA context, cuBLAS, NCCL, custom all-reduce), replacing the calibrated estimate.",
@@ -263,6 +338,19 @@ class Budget(Strict):
     def estimated(self) -> bool:
         """The GPU-only form: nothing measured, the budget is estimated."""
         return self.rest_gib is None and self.free_gib_before_load is None and self.free_gib_after_load is None
+
+    @field_validator("free_gib_after_load")
+    @classmethod
+    def _after_not_above_before(cls, v: Optional[float], info: ValidationInfo) -> Optional[float]:
+        # Loading weights cannot free memory: a larger "after" is two swapped figures, and
+        # SGLang's profiler would size the KV cache from memory that never existed.
+        before = info.data.get("free_gib_before_load")
+        if v is not None and before is not None and v > before:
+            raise ValueError(
+                f"is {v} GiB, above free_gib_before_load={before} GiB: the free memory after loading "
+                "the weights cannot exceed the free memory before (are the two figures swapped?)"
+            )
+        return v
 
     @model_validator(mode="after")
     def _one_form(self) -> "Budget":

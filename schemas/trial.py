@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Optional
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, model_validator
 
 from schemas.plan import Plan
 from schemas.request import MAX_GIB, MAX_PARALLEL, PlanRequest
@@ -49,7 +49,7 @@ class TrialOptions(_Strict):
     device: Literal["auto", "cpu", "cuda"] = Field(
         "auto", description="`auto`: the worker's device (CUDA when it has one, else CPU)."
     )
-    stages: Optional[Annotated[list[Annotated[int, Field(ge=0, lt=MAX_PARALLEL)]], Field(min_length=1, max_length=MAX_PARALLEL)]] = Field(
+    stages: Optional[Annotated[list[Annotated[StrictInt, Field(ge=0, lt=MAX_PARALLEL)]], Field(min_length=1, max_length=MAX_PARALLEL)]] = Field(
         None,
         description="PP ranks to allocate, one after the other (freed in between: a real deployment "
         "has one stage per GPU). null: every stage.",

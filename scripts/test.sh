@@ -21,4 +21,10 @@ command -v prometheus >/dev/null || (apt-get update && apt-get install -y --no-i
 .venv/bin/python -m mypy
 # ----------------------------------------------------------------------------------------
 
+# --- capacity explorer browser tests (tests/explorer): Debian's chromium + chromium-driver ---
+if ! command -v chromium >/dev/null || ! command -v chromedriver >/dev/null; then
+    (apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver) \
+        || echo "test.sh: could not install chromium (not root?): tests/explorer will be skipped" >&2
+fi
+# --- end of the browser block ---
 exec .venv/bin/python -m pytest "$@"

@@ -20,7 +20,8 @@ from typing import Any, Awaitable, Callable, Optional
 from fastapi import FastAPI
 
 from service import __version__
-from service.api import checklog, compare, gpus, health, metrics, openapi, plan, presets, problems
+from service.api import checklog, compare, gpus, health, metrics, openapi, plan, presets, problems, recommend
+from service.api import explorer, sweep
 from service.api.deployment_trials import DeploymentTrials, concurrency_from_env
 from service.api.deployments import DeploymentsFileError, DeploymentStore
 from service.api.metrics import Metrics
@@ -173,7 +174,7 @@ def create_app(deployments_path: Optional[str] = None, worker: Any = None,
     _log_trial_settings(trials)
 
     problems.install(app)
-    for module in (plan, compare, checklog, presets, gpus, health, metrics):
+    for module in (plan, compare, checklog, recommend, sweep, presets, gpus, health, metrics, explorer):
         app.include_router(module.router)
     openapi.install(app)
     app.add_middleware(ObservabilityMiddleware, metrics=app_metrics, max_body_bytes=MAX_BODY_BYTES)

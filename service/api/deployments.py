@@ -48,7 +48,7 @@ def _unique_keys(base: type) -> type:
     """`base` (a safe loader) refusing a key written twice in one mapping: YAML would keep
     the last silently, and two deployments of one name are a mistake, not an override."""
 
-    class Loader(base):  # type: ignore[valid-type, misc]
+    class Loader(base):
         def construct_mapping(self, node, deep=False):
             seen: set = set()
             for key_node, _ in node.value:

@@ -68,7 +68,7 @@ PLAN_EXAMPLES: dict[str, dict[str, Any]] = {
         },
     },
     "layout": {
-        "summary": "An explicit layout, for a model without a config.json yet",
+        "summary": "An explicit layout, for a model without a config.json yet, resolved as a real architecture",
         "value": {
             "model": {
                 "layout": {
@@ -79,6 +79,7 @@ PLAN_EXAMPLES: dict[str, dict[str, Any]] = {
                     "kv": {"type": "mha", "num_kv_heads": 8, "head_dim": 128},
                     "context_length": 32768,
                     "linear_kind": "mamba2",
+                    "architecture": "NemotronHForCausalLM",
                 }
             },
             "budget": {"rest_gib": 20.0},
@@ -155,12 +156,13 @@ def request_body(schema_name: str, examples: dict) -> dict:
 
 
 def _component_schemas() -> dict:
+    from schemas.recommend import RecommendRequest
     from service.api.compare import CompareRequest  # schema only
     from service.api.problems import Problem
     from service.api.wire import ApiPlanRequest
 
     out: dict = {}
-    for model in (ApiPlanRequest, CompareRequest, Problem):
+    for model in (ApiPlanRequest, CompareRequest, RecommendRequest, Problem):
         schema = TypeAdapter(model).json_schema(ref_template="#/components/schemas/{model}", mode="validation")
         for name, sub in schema.pop("$defs", {}).items():
             out.setdefault(name, sub)

@@ -32,7 +32,7 @@ class TimedH11Protocol(H11Protocol):
     _phase: Optional[str] = None
     _read_timer: Optional[asyncio.TimerHandle] = None
 
-    def connection_made(self, transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport) -> None:
         super().connection_made(transport)
         self._arm(_HEADERS)  # a connection that never sends a byte is a slow client too
 

@@ -22,6 +22,7 @@ SUBCOMMANDS = {
     "plan": "service.cli.plan_cmd",
     "check": "service.cli.check_cmd",
     "check-log": "service.cli.checklog_cmd",
+    "recommend": "service.cli.recommend_cmd",
     "serve": "service.cli.serve_cmd",
     "worker": "service.cli.worker_cmd",
     "presets": "service.cli.presets_cmd",

@@ -522,6 +522,8 @@ _ARCH_TO_MODEL_TYPE = {
     "Lfm2ForCausalLM": "lfm2",
     "Lfm2MoeForCausalLM": "lfm2_moe",
 }
+# Model classes that assert pp_size == 1 in SGLang 0.5.23 (the adapters set pp_supported so).
+_PP_UNSUPPORTED_ARCHS = frozenset({"Qwen3NextForCausalLM", "FalconH1ForCausalLM", "Lfm2ForCausalLM", "Lfm2MoeForCausalLM"})
 # Wrappers whose layout lives in a sub-config SGLang reads as hf_text_config.
 _TEXT_CONFIG_WRAPPERS = {"qwen3_5", "qwen3_5_moe", "kimi_k3"}
 
@@ -581,13 +583,20 @@ def layout_from_explicit(lay: "Layout") -> ModelLayout:
         kvspec = KVSpec(kind="mla", kv_lora_rank=lay.kv.kv_lora_rank, qk_rope_head_dim=lay.kv.qk_rope_head_dim)
     else:
         kvspec = KVSpec(kind="mha", total_kv_heads=lay.kv.num_kv_heads, head_dim=lay.kv.head_dim, v_head_dim=lay.kv.v_head_dim or lay.kv.head_dim)
+    arch = lay.resolved_architecture
+    family = _BY_MODEL_TYPE[_ARCH_TO_MODEL_TYPE[arch]].name
     return ModelLayout(
-        name="explicit-layout", family=f"layout:{lay.linear_kind}", architecture="explicit",
+        # Resolved as a real architecture (its family's launch rules: PP support, chunk size,
+        # LFM2's backend check), so the radix-cache strategy step runs as SGLang runs it.
+        name="explicit-layout", family=family, architecture=arch,
+        pp_supported=arch not in _PP_UNSUPPORTED_ARCHS,
         num_hidden_layers=lay.num_hidden_layers,
         mamba_layer_ids=tuple(sorted(lay.mamba_layer_ids)),
         full_attention_layer_ids=tuple(sorted(lay.full_attention_layer_ids)),
         kv=kvspec, derived_context_len=lay.context_length, model_dtype=lay.dtype if lay.dtype != "float32" else "float16",
         linear_kind=lay.linear_kind, state_at=state_at, config_ssm_dtype=lay.mamba_ssm_dtype,
         num_nextn_predict_layers=lay.num_nextn_predict_layers, is_multimodal=lay.is_multimodal,
+        # The only config key a layout states that resolution reads (launch.mamba_chunk_size).
+        hf_config={} if lay.mamba_chunk_size is None else {"mamba_chunk_size": lay.mamba_chunk_size},
     )
 

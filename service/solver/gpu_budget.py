@@ -130,15 +130,17 @@ def capacity_mib(req: PlanRequest) -> Optional[int]:
 
 
 def for_request(req: PlanRequest, launch: "Launch", weights: Sequence[int], scale: float = 1.0) -> EstimatedBudget:
+    capacity = capacity_mib(req)
+    assert capacity is not None  # only the GPU-only budget form is estimated, and it names a capacity
     return estimate(
-        capacity_mib(req), weights, tp_size=launch.tp_size, pp_size=launch.pp_size,
+        capacity, weights, tp_size=launch.tp_size, pp_size=launch.pp_size,
         reserved_gib=req.budget.reserved_gib, weights_scale=scale,
     )
 
 
 def request_warnings(req: PlanRequest) -> list[str]:
     b = req.budget
-    if b.gpu is None and gpus.by_capacity(b.gpu_memory_mib) is None:
+    if b.gpu is None and b.gpu_memory_mib is not None and gpus.by_capacity(b.gpu_memory_mib) is None:
         return [
             f"mambasizer: budget.gpu_memory_mib={b.gpu_memory_mib} is not a catalog GPU: the plan applies "
             "Hopper's resolution (page size, attention backend, automatic mem_fraction_static) and Hopper-calibrated "
@@ -150,9 +152,9 @@ def request_warnings(req: PlanRequest) -> list[str]:
 # Weights per layout object and parallel layout: a preset's layout lives for the process, so
 # its weights are computed once per (tp, pp, ep, stages, MTP, draft); a pasted config's layout
 # is new per request and is cached only for the remedy re-plans of that request. The layout
-# is kept beside its id so a recycled id never matches. Bounded: 64 layouts, 256 parallel
-# layouts each.
-_WEIGHTS_CACHE: dict[int, tuple[ModelLayout, dict]] = {}
+# is kept beside its id so a recycled id never matches. Bounded: 64 layouts (at most 4 of
+# them pasted configs, up to 1 MiB each), 256 parallel layouts each.
+_WEIGHTS_CACHE: dict[int, tuple[ModelLayout, bool, dict]] = {}
 
 
 def request_weights(req: PlanRequest, layout: ModelLayout, launch: "Launch", stage_ranges: Sequence[StageRange]) -> tuple[int, ...]:
@@ -166,8 +168,8 @@ def request_weights(req: PlanRequest, layout: ModelLayout, launch: "Launch", sta
     load_nextn = launch.speculative_algorithm in ("EAGLE", "NEXTN") and draft is None and layout.num_nextn_predict_layers > 0
     key = (launch.tp_size, launch.pp_size, ep, tuple((s.start, s.end) for s in stage_ranges), load_nextn, draft)
     cached = _WEIGHTS_CACHE.get(id(layout))
-    if cached is not None and cached[0] is layout and key in cached[1]:
-        return cached[1][key]
+    if cached is not None and cached[0] is layout and key in cached[2]:
+        return cached[2][key]
     try:
         weights = tuple(stage_weight_bytes(
             layout, tp_size=launch.tp_size, pp_size=launch.pp_size, ep_size=ep, stages=stage_ranges,
@@ -184,9 +186,15 @@ def request_weights(req: PlanRequest, layout: ModelLayout, launch: "Launch", sta
             ) from None
         raise
     if cached is None or cached[0] is not layout:
+        # A pasted config's layout holds up to 1 MiB of client JSON and serves only its own
+        # request's re-plans: keep at most 4 of them (a few MiB), beside up to 64 presets.
+        preset = isinstance(req.model, PresetModel)
+        pasted = [k for k, (_, is_preset, _) in _WEIGHTS_CACHE.items() if not is_preset]
+        if not preset and len(pasted) >= 4:
+            _WEIGHTS_CACHE.pop(pasted[0])
         if len(_WEIGHTS_CACHE) >= 64:
             _WEIGHTS_CACHE.pop(next(iter(_WEIGHTS_CACHE)))
-        cached = _WEIGHTS_CACHE[id(layout)] = (layout, {})
-    if len(cached[1]) < 256:
-        cached[1][key] = weights
+        cached = _WEIGHTS_CACHE[id(layout)] = (layout, preset, {})
+    if len(cached[2]) < 256:
+        cached[2][key] = weights
     return weights

@@ -16,12 +16,15 @@ in the order SGLang's pipeline runs its hooks:
   7. PP turning overlap off (after the strategy resolved);
   8. speculative defaults (48 running requests, (steps, topk, draft) = (3, 1, 4), NGRAM's 12);
   9. `--mamba-ssm-dtype` exported as SGLANG_MAMBA_SSM_DTYPE;
- 10. `check_server_args` at engine start.
+ 10. `check_server_args` at engine start;
+ 11. model construction: `make_layers` asserts num_hidden_layers >= pp_size.
 
 Flags SGLang refuses become `rejections` (the plan is then not startable), in the order
-SGLang would raise them, with SGLang's exception class and wording. Two input errors stay
-PlanInputErrors: attn_dp_size not dividing tp_size, and pp_size > 1 for a model class that
-asserts pp_size == 1 (Qwen3-Next, Falcon-H1, LFM2; SGLang fails at model construction).
+SGLang would raise them, with SGLang's exception class and wording. Three input errors stay
+PlanInputErrors: attn_dp_size not dividing tp_size; pp_size > 1 for a model class that
+asserts pp_size == 1 (Qwen3-Next, Falcon-H1, LFM2; SGLang fails at model construction);
+and, once the flags are accepted, pp_size above the model's layer count (SGLang's
+`make_layers` asserts num_hidden_layers >= pp_size when it builds the model).
 
 The machine is a CUDA Hopper GPU (SM90, CUDA >= 12.3, FlashInfer installed): the SM100
 branches of the model overrides and hooks (trtllm_mha / page 64 for Qwen3.5 and Nemotron-H
@@ -32,7 +35,6 @@ generated flag sets and compares every value below. Pure: no torch, no sglang.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import NamedTuple, Optional
 
 from schemas.request import Env, ServerArgs
@@ -152,12 +154,22 @@ def _kv_dtype(args: ServerArgs, layout: ModelLayout) -> str:
     return {"bf16": "bfloat16", "fp16": "float16"}.get(args.kv_cache_dtype, args.kv_cache_dtype)
 
 
-@lru_cache(maxsize=64)  # a pure table, rebuilt on every plan otherwise
-def _prefill_graph_sizes(limit: int) -> tuple[int, ...]:
-    """Token counts the breakable prefill graph captures, up to `limit`."""
-    sizes = list(range(4, 33, 4)) + list(range(48, 257, 16)) + list(range(288, 513, 32))
-    sizes += list(range(576, 1025, 64)) + list(range(1280, 4097, 256)) + list(range(4608, limit + 1, 512))
-    return tuple(s for s in sizes if s <= limit)
+# The breakable prefill graph's capture sizes (`generate_prefill_cuda_graph_batch_sizes`):
+# (start, last, step) segments; the last one runs on to the limit.
+_PREFILL_GRAPH_SEGMENTS = ((4, 32, 4), (48, 256, 16), (288, 512, 32), (576, 1024, 64), (1280, 4096, 256))
+_PREFILL_GRAPH_TAIL = (4608, 512)
+
+
+def prefill_graph_size_count(limit: int) -> int:
+    """How many token counts the breakable prefill graph captures up to `limit`, in closed
+    form: SGLang lists them (`range(4608, limit + 1, 512)` for the tail), and a client's
+    `cuda_graph_max_bs_prefill` may be 2^40, so the list is never built here."""
+    count = 0
+    for start, last, step in _PREFILL_GRAPH_SEGMENTS + ((_PREFILL_GRAPH_TAIL[0], limit, _PREFILL_GRAPH_TAIL[1]),):
+        top = min(last, limit)
+        if top >= start:
+            count += (top - start) // step + 1
+    return count
 
 
 def _capacity_defaults(gpu_mib: Optional[float], tp: int) -> tuple[int, int]:
@@ -240,7 +252,7 @@ def _cuda_graphs(layout: ModelLayout, args: ServerArgs, gpu_mib: Optional[float]
             prefill_max = PP_PREFILL_GRAPH_MAX_TOKENS
         if args.max_total_tokens is not None:
             prefill_max = min(prefill_max, args.max_total_tokens)
-    return _Graphs(decode_on, prefill_on, chunked, max_bs, len(_prefill_graph_sizes(prefill_max)))
+    return _Graphs(decode_on, prefill_on, chunked, max_bs, prefill_graph_size_count(prefill_max))
 
 
 def auto_mem_fraction_static(layout: ModelLayout, args: ServerArgs, gpu_mib: Optional[float], graphs: Optional[_Graphs] = None) -> float:
@@ -476,6 +488,16 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: Opt
             reject("AssertionError", "PP + speculative decoding (MTP) is only supported on prefill nodes (disaggregation-mode=prefill)")
     if chunked > 0 and chunked % page != 0:
         reject("AssertionError", "chunked_prefill_size must be divisible by page_size")
+
+    # 11. Model construction: `make_layers` asserts num_hidden_layers >= pp_size before it
+    #     splits the layers (get_pp_indices alone would give the first stages no layer).
+    #     SGLang gets there only with flags it accepted.
+    if not rejections and pp > max(layout.num_hidden_layers, 1):
+        raise PlanInputError(
+            "server_args.pp_size",
+            f"is {pp} but the model has num_hidden_layers={layout.num_hidden_layers}: SGLang 0.5.23 asserts "
+            f"num_hidden_layers >= pp_size when it builds the model; use pp_size {layout.num_hidden_layers} or less",
+        )
 
     return Launch(
         tp_size=tp, pp_size=pp, attn_dp_size=dp, attn_tp_size=attn_tp, page_size=page,

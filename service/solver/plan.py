@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal, Optional, Union
+from typing import Any, Literal, NamedTuple, Optional, Union
 
 from pydantic import ValidationError
 
@@ -147,15 +147,58 @@ def replan(req: PlanRequest, layout: ModelLayout) -> Plan:
     return _run(req, layout, _resolve(req, layout), sensitivity=False)
 
 
+def stage_split(req: PlanRequest, layout: ModelLayout, pp_size: int) -> tuple[stages.StageRange, ...]:
+    """The request's PP stages (raises PlanInputError for a bad partition)."""
+    partition = stages.parse_partition(req.env.SGLANG_PP_LAYER_PARTITION, pp_size, layout.num_hidden_layers)
+    return stages.pp_stages(layout.num_hidden_layers, pp_size, partition, layout.mamba_layer_ids, layout.full_attention_layer_ids)
+
+
+def _state(layout: ModelLayout, launch: Launch) -> StateSpec:
+    state_tp = launch.tp_size if layout.state_tp == "tp" else launch.attn_tp_size
+    return layout.state_at(state_tp, launch.conv_dtype, launch.ssm_dtype)
+
+
+class Sized(NamedTuple):
+    """The figures of a plan SGLang would start, without the Plan around them."""
+
+    max_running_requests: int
+    max_total_num_tokens: int
+    binding_limit: str
+
+
+def sized(req: PlanRequest, layout: ModelLayout, stage_ranges: Optional[tuple[stages.StageRange, ...]] = None) -> Optional[Sized]:
+    """`replan(req, layout)`'s headline figures when it is feasible, else None, without
+    assembling the Plan: what the remedy and advice searches ask up to ~40 times per plan,
+    so a candidate costs one pass over the stages even at 1,024 stages. `stage_ranges`:
+    the request's split, when the caller holds it (the searches never change pp_size or
+    the partition). tests/solver/test_errors_and_remedies.py checks it against replan()."""
+    try:
+        launch = _resolve(req, layout)
+        if launch.rejections:
+            return None
+        ranges = stage_ranges if stage_ranges is not None else stage_split(req, layout, launch.pp_size)
+        p = _Partial()
+        if req.budget.estimated:  # the same estimate _run makes (weights are cached per layout and parallelism)
+            p.estimate = gpu_budget.for_request(req, launch, gpu_budget.request_weights(req, layout, launch, ranges))
+        _pipeline(req, layout, launch, ranges, _state(layout, launch), req.accounting == "whole-model", p, [])
+    except (PlanInputError, SGLangStartupError):
+        return None
+    assert p.limit is not None and p.tokens is not None  # _pipeline sets both or raises
+    return Sized(p.limit.max_running_requests, p.tokens, p.limit.binding_limit)
+
+
+def starts(req: PlanRequest, layout: ModelLayout, stage_ranges: Optional[tuple[stages.StageRange, ...]] = None) -> bool:
+    """Whether SGLang would start `req` (see `sized`)."""
+    return sized(req, layout, stage_ranges) is not None
+
+
 def _run(req: PlanRequest, layout: ModelLayout, launch: Launch, sensitivity: bool = True) -> Plan:
     """The pipeline and the Plan. `sensitivity`: also re-plan the estimated budget with 2%
     more (or fewer) weights to warn when the estimate decides feasibility (off for the
     remedy search's re-plans, whose answers only say whether a change starts)."""
     whole_model = req.accounting == "whole-model"
-    partition = stages.parse_partition(req.env.SGLANG_PP_LAYER_PARTITION, launch.pp_size, layout.num_hidden_layers)
-    stage_ranges = stages.pp_stages(layout.num_hidden_layers, launch.pp_size, partition, layout.mamba_layer_ids, layout.full_attention_layer_ids)
-    state_tp = launch.tp_size if layout.state_tp == "tp" else launch.attn_tp_size
-    state = layout.state_at(state_tp, launch.conv_dtype, launch.ssm_dtype)
+    stage_ranges = stage_split(req, layout, launch.pp_size)
+    state = _state(layout, launch)
     warnings = list(launch.warnings)
     p = _Partial()
     error: Optional[SGLangStartupError] = None
@@ -351,10 +394,8 @@ def stage_allocation_inputs(request: Union[PlanRequest, dict, Any], result: Plan
         raise ValueError("the plan's sizing did not finish (max_mamba_cache_size, max_running_requests or max_total_num_tokens is unknown)")
     layout = model_layout(req)
     launch = _resolve(req, layout)
-    partition = stages.parse_partition(req.env.SGLANG_PP_LAYER_PARTITION, launch.pp_size, layout.num_hidden_layers)
-    stage_ranges = stages.pp_stages(layout.num_hidden_layers, launch.pp_size, partition, layout.mamba_layer_ids, layout.full_attention_layer_ids)
-    state_tp = launch.tp_size if layout.state_tp == "tp" else launch.attn_tp_size
-    state = layout.state_at(state_tp, launch.conv_dtype, launch.ssm_dtype)
+    stage_ranges = stage_split(req, layout, launch.pp_size)
+    state = _state(layout, launch)
     return _stage_inputs(req, layout, launch, stage_ranges, state, K, N, T, device_kind)
 
 

@@ -27,9 +27,10 @@ def _replan(req: PlanRequest, layout: ModelLayout) -> Optional[Plan]:
         return None
 
 
-def _starts(req: PlanRequest, layout: ModelLayout) -> bool:
-    p = _replan(req, layout)
-    return bool(p and p.feasible)
+def _starts_with(req: PlanRequest, layout: ModelLayout, split=None) -> bool:
+    from service.solver.plan import starts
+
+    return starts(req, layout, split)
 
 
 def _with(req: PlanRequest, *, budget: Optional[dict] = None, server_args: Optional[dict] = None) -> PlanRequest:
@@ -77,6 +78,16 @@ def _ratio_or_1(launch: Launch) -> int:
         return 1
 
 
+def _slot_cap(launch: Launch, plan: Plan, asked: int) -> int:
+    """An upper end for a slot-count search that no longer grows with the value asked:
+    (K + 1) state rows of P bytes must fit in the rest R0 on every attention-DP worker,
+    so no global K above attn_dp * (R0 // P + 1) starts. Without a known P, the value."""
+    per_req = plan.stages[0].stage_per_req_bytes if plan.stages else 0
+    if plan.rest_gib is None or per_req <= 0:
+        return asked
+    return min(asked, launch.attn_dp_size * (int(max(plan.rest_gib, 0.0) * (1 << 30)) // per_req + 2))
+
+
 def remedies_for(req: PlanRequest, layout: ModelLayout, launch: Launch, plan: Plan) -> list[str]:
     out: list[str] = []
     err = plan.error
@@ -93,6 +104,18 @@ def remedies_for(req: PlanRequest, layout: ModelLayout, launch: Launch, plan: Pl
         elif "context_length" in msg:
             out.append(f"use --context-length {layout.derived_context_len} or less (the model's derived context length)")
         return out
+
+    # The searches change budgets and sizes, never pp_size or the partition: one stage split
+    # serves every candidate (at 1,024 stages, splitting is most of a candidate's cost).
+    from service.solver.plan import stage_split
+
+    try:
+        split = stage_split(req, layout, launch.pp_size)
+    except PlanInputError:
+        split = None
+
+    def _starts(r: PlanRequest, lay: ModelLayout) -> bool:
+        return _starts_with(r, lay, split)
 
     b = req.budget
     if err.kind == "weights_do_not_fit":
@@ -114,11 +137,12 @@ def remedies_for(req: PlanRequest, layout: ModelLayout, launch: Launch, plan: Pl
     if args.max_mamba_cache_size is not None:
         # Fewer than `ratio` slots per DP worker can never serve a request.
         floor = _ratio_or_1(launch) * launch.attn_dp_size
-        best = _largest_int(floor, max(args.max_mamba_cache_size, floor), lambda v: _starts(_with(req, server_args={"max_mamba_cache_size": v}), layout))
+        hi = max(_slot_cap(launch, plan, args.max_mamba_cache_size), floor)
+        best = _largest_int(floor, hi, lambda v: _starts(_with(req, server_args={"max_mamba_cache_size": v}), layout))
         if best is not None:
             out.append(f"--max-mamba-cache-size {best} starts (the largest value that does)")
     if args.max_running_requests is not None and (args.disable_radix_cache or args.speculative_algorithm):
-        best = _largest_int(1, args.max_running_requests, lambda v: _starts(_with(req, server_args={"max_running_requests": v}), layout))
+        best = _largest_int(1, max(1, _slot_cap(launch, plan, args.max_running_requests)), lambda v: _starts(_with(req, server_args={"max_running_requests": v}), layout))
         if best is not None:
             out.append(f"--max-running-requests {best} starts (the largest value that does)")
     draft_tokens = launch.num_draft_tokens or 0
@@ -141,7 +165,7 @@ def _parallel_that_fits(req: PlanRequest, layout: ModelLayout) -> list[str]:
         size = getattr(args, name)
         for _ in range(4):
             size *= 2
-            if _starts(_with(req, server_args={name: size}), layout):
+            if _starts_with(_with(req, server_args={name: size}), layout):
                 out.append(f"{flag} {size} starts (the weights then fit; the smallest doubling that does)")
                 break
     return out or ["the weights do not fit at 16x today's TP or PP on this GPU: use a larger GPU or a quantized checkpoint"]
@@ -151,11 +175,15 @@ def advice_for_target_concurrency(req: PlanRequest, layout: ModelLayout, launch:
     """--max-running-requests R was asked for but the mamba slots cap it: the
     --max-mamba-cache-size that reaches R (ratio x R per DP worker) and what it costs the KV
     pool, or, when that does not start, the largest size that does and what it reaches."""
+    from service.solver.plan import sized, stage_split
+
     def replan(size: int) -> Optional[Plan]:
         return _replan(_with(req, server_args={"max_mamba_cache_size": size}), layout)
 
     if launch.max_running_requests is None:  # nothing was asked for
         return []
+    split = stage_split(req, layout, launch.pp_size)  # the plan was sized: the split is valid
+
     wanted = max(1, launch.max_running_requests // launch.attn_dp_size)
     ratio = plan.mamba_ratio or _ratio_or_1(launch)
     target = wanted * ratio * launch.attn_dp_size
@@ -174,13 +202,12 @@ def advice_for_target_concurrency(req: PlanRequest, layout: ModelLayout, launch:
     floor = ratio * launch.attn_dp_size
 
     def useful(v: int) -> bool:
-        q = replan(v)
-        return bool(
-            q and q.feasible and q.binding_limit == "mamba_slots"
-            and q.max_total_num_tokens is not None and q.max_total_num_tokens >= launch.context_len
-        )
+        q = sized(_with(req, server_args={"max_mamba_cache_size": v}), layout, split)
+        return bool(q and q.binding_limit == "mamba_slots" and q.max_total_num_tokens >= launch.context_len)
 
-    best = _largest_int(floor, target, useful)
+    # No size above what the memory holds starts: the search ends there, not at the target
+    # (ratio x a requested max_running_requests of up to 2^40).
+    best = _largest_int(floor, max(floor, _slot_cap(launch, plan, target)), useful)
     if best is None or best <= (plan.max_mamba_cache_size or 0) * launch.attn_dp_size:
         return []
     p = replan(best)

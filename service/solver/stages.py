@@ -52,16 +52,24 @@ def pp_stages(
     full_attention_layer_ids: Sequence[int] = (),
 ) -> tuple[StageRange, ...]:
     """The stages' layer ranges, each with its own share of the given (ascending) ids."""
-    return _pp_stages(
+    key = (
         num_hidden_layers, pp_size, None if partition is None else tuple(partition),
         tuple(mamba_layer_ids), tuple(full_attention_layer_ids),
     )
+    if pp_size + len(key[3]) + len(key[4]) > CACHED_SPLIT_MAX_ITEMS:
+        return _pp_stages.__wrapped__(*key)  # too large to keep: computed (linear), not cached
+    return _pp_stages(*key)
 
 
 # Model structure, not an answer: the same layout at the same PP size always splits the
 # same way, and most requests repeat a handful of (model, pp_size) pairs. Immutable result.
-# Bounded: at most 4096 layers and 1024 stages per layout, so 64 entries hold under 30 MB
-# (tracemalloc, worst case) even when every request brings a new layout.
+# Bounded in bytes, not only entries: only splits of at most CACHED_SPLIT_MAX_ITEMS
+# (stages + layer ids) are kept, so an entry (key and value) holds about 84 KB and the 64
+# entries about 5 MiB whatever layouts clients send (tests/solver/test_bounded_caches.py
+# measures the worst case). Every preset is far below the limit.
+CACHED_SPLIT_MAX_ITEMS = 1024
+
+
 @lru_cache(maxsize=64)
 def _pp_stages(
     num_hidden_layers: int,

@@ -258,3 +258,128 @@ def test_errors_are_counted_by_status(client):
     text = client.get("/metrics").text
     assert 'mambasizer_http_requests_total{method="POST",route="/v1/plan",status="422"} 1.0' in text
     assert 'mambasizer_http_requests_total{method="GET",route="unmatched",status="404"} 1.0' in text
+
+
+# --------------------------------------------------------------------------- strict numbers
+# Integers are integers: `"4"`, `4.0` and `true` are refused by name (issue 10 §4), in every
+# int field of the request (these are a sample; the schema declares them all StrictInt).
+@pytest.mark.parametrize("value", ["4", True, 4.0, "0x4"])
+@pytest.mark.parametrize(
+    "where, field",
+    [
+        ("server_args", "tp_size"),
+        ("server_args", "max_mamba_cache_size"),
+        ("server_args", "chunked_prefill_size"),
+        ("server_args", "cuda_graph_max_bs_prefill"),
+        ("budget", "gpu_memory_mib"),
+        ("draft_model", "num_layers"),
+    ],
+)
+def test_integers_are_strict(client, where, field, value):
+    req = preset_request()
+    if where == "budget":
+        req["budget"] = {"free_gib_before_load": 139.6, "free_gib_after_load": 100.0, field: value}
+    else:
+        req.setdefault(where, {})[field] = value
+    problem = assert_problem(client.post("/v1/plan", json=req), 422, field=f"{where}.{field}", type_=INVALID_INPUT)
+    assert "valid integer" in problem["detail"]
+
+
+def test_draft_model_num_layers_false_is_refused(client):
+    req = {**preset_request(speculative_algorithm="EAGLE"), "draft_model": {"num_layers": False}}
+    assert_problem(client.post("/v1/plan", json=req), 422, field="draft_model.num_layers")
+
+
+@pytest.mark.parametrize(
+    "path, value",
+    [
+        (("model", "layout", "num_hidden_layers"), "8"),
+        (("model", "layout", "context_length"), 32768.0),
+        (("model", "layout", "kv", "head_dim"), True),
+        (("model", "layout", "state", "temporal_shape"), [128, "64", 128]),
+    ],
+)
+def test_layout_integers_are_strict(client, path, value):
+    layout = {**LAYOUT, "kv": dict(LAYOUT["kv"]), "state": dict(LAYOUT["state"])}
+    node = layout
+    for part in path[2:-1]:
+        node = node[part]
+    node[path[-1]] = value
+    field = ".".join(path) + (".1" if path[-1] == "temporal_shape" else "")
+    assert_problem(client.post("/v1/plan", json={"model": {"layout": layout}, "budget": B}), 422, field=field)
+
+
+def test_floats_take_integers_but_not_strings(client):
+    ok = client.post("/v1/plan", json=preset_request(budget={"rest_gib": 30}, mem_fraction_static=None))
+    assert ok.status_code == 200, ok.text
+    assert ok.json()["rest_gib"] == 30.0
+    assert client.post("/v1/plan", json=preset_request(budget={"rest_gib": 30.0})).content == ok.content
+    assert_problem(client.post("/v1/plan", json=preset_request(budget={"rest_gib": "30"})), 422, field="budget.rest_gib")
+    assert_problem(client.post("/v1/plan", json=preset_request(disable_radix_cache="true")), 422, field="server_args.disable_radix_cache")
+
+
+def test_free_memory_after_load_above_before_is_refused_by_name(client):
+    budget = {"free_gib_before_load": 60.0, "free_gib_after_load": 70.5, "gpu_memory_mib": 81559}
+    problem = assert_problem(client.post("/v1/plan", json=preset_request(budget=budget)), 422, field="budget.free_gib_after_load", type_=INVALID_INPUT)
+    assert "free_gib_before_load=60.0" in problem["detail"] and "70.5" in problem["detail"]
+    # Equal figures (weights that took nothing) are still sized.
+    equal = client.post("/v1/plan", json=preset_request(budget={**budget, "free_gib_after_load": 60.0}))
+    assert equal.status_code == 200, equal.text
+
+
+def test_pp_size_above_the_layer_count_is_refused_by_name(client):
+    # LAYOUT has 8 layers: SGLang's make_layers asserts num_hidden_layers >= pp_size.
+    req = {"model": {"layout": LAYOUT}, "budget": B, "server_args": {"pp_size": 9}}
+    problem = assert_problem(client.post("/v1/plan", json=req), 422, field="server_args.pp_size", type_=INVALID_INPUT)
+    assert "num_hidden_layers=8" in problem["detail"]
+    req["server_args"]["pp_size"] = 8
+    assert client.post("/v1/plan", json=req).status_code == 200
+
+
+# --------------------------------------------------------------------------- layout architecture
+def test_layout_architecture_outside_the_modelled_ones_is_refused_by_name(client):
+    req = {"model": {"layout": {**LAYOUT, "architecture": "MambaForCausalLM"}}, "budget": B}
+    problem = assert_problem(client.post("/v1/plan", json=req), 422, field="model.layout.architecture", type_=INVALID_INPUT)
+    assert "NemotronHForCausalLM" in problem["allowed"] and "MambaForCausalLM" not in problem["allowed"]
+
+
+def test_layout_architecture_must_have_the_layouts_mixer(client):
+    req = {"model": {"layout": {**LAYOUT, "linear_kind": "gdn", "architecture": "NemotronHForCausalLM"}}, "budget": B}
+    problem = assert_problem(client.post("/v1/plan", json=req), 422, field="model.layout.architecture")
+    assert "Qwen3NextForCausalLM" in problem["detail"]
+
+
+def test_layout_ssm_dtype_refused_where_the_architecture_does_not_read_it(client):
+    layout = {**LAYOUT, "architecture": "GraniteMoeHybridForCausalLM", "mamba_ssm_dtype": "bfloat16"}
+    problem = assert_problem(client.post("/v1/plan", json={"model": {"layout": layout}, "budget": B}), 422, field="model.layout.mamba_ssm_dtype")
+    assert "server_args.mamba_ssm_dtype" in problem["detail"]
+
+
+@pytest.mark.parametrize(
+    "architecture, server_args, strategy, ratio",
+    [
+        # Nemotron-H takes extra_buffer: auto with overlap on picks it (ratio 1 + 2 buffers + overlap).
+        (None, {}, "extra_buffer", 5),
+        # PP turns overlap off only after the strategy resolved: still extra_buffer, 4 slots.
+        (None, {"pp_size": 2}, "extra_buffer", 4),
+        # LFM2 is not an extra-buffer architecture: auto -> no_buffer, overlap off.
+        ("Lfm2ForCausalLM", {}, "no_buffer", 3),
+    ],
+)
+def test_layout_resolves_its_radix_strategy_as_its_architecture(client, architecture, server_args, strategy, ratio):
+    layout = dict(LAYOUT, **({"architecture": architecture} if architecture else {}))
+    body = client.post("/v1/plan", json={"model": {"layout": layout}, "budget": B, "server_args": server_args}).json()
+    assert body["family"] == ("lfm2" if architecture else "nemotron_h")
+    assert (body["resolved"]["mamba_radix_cache_strategy"], body["mamba_ratio"]) == (strategy, ratio)
+
+
+def test_layout_no_buffer_with_overlap_on_is_refused_as_sglang_refuses_it(client):
+    req = {"model": {"layout": LAYOUT}, "budget": B, "server_args": {"mamba_radix_cache_strategy": "no_buffer"}}
+    body = client.post("/v1/plan", json=req).json()
+    assert body["feasible"] is False and body["error"]["kind"] == "launch_rejected"
+    assert body["error"]["message"].startswith("no_buffer do not support overlap schedule")
+
+
+def test_layout_pp_on_an_architecture_that_asserts_pp_1_is_refused(client):
+    req = {"model": {"layout": {**LAYOUT, "architecture": "FalconH1ForCausalLM"}}, "budget": B, "server_args": {"pp_size": 2}}
+    assert_problem(client.post("/v1/plan", json=req), 422, field="server_args.pp_size")

@@ -18,7 +18,7 @@ from service.bootlog import BootLogError, parse_boot_log
 
 # Located without importing sglang (its import needs triton, absent on CPU machines).
 _SPEC = importlib.util.find_spec("sglang")
-SRT = Path(next(iter(_SPEC.submodule_search_locations))) / "srt" if _SPEC else None
+SRT = Path(next(iter(_SPEC.submodule_search_locations))) / "srt" if _SPEC and _SPEC.submodule_search_locations else None
 needs_sglang = pytest.mark.skipif(SRT is None, reason="the sglang 0.5.23 wheel source is not installed")
 
 # (name, file under sglang/srt, fragments that must be in that file, line, expected figures)

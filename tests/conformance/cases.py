@@ -390,6 +390,10 @@ def _budget(rng, sa: dict, tier: str) -> dict:
     mfs = round(rng.uniform(0.6, 0.95), 3)
     slack = f_pre * (1 - mfs)
     f_post = max(0.0, round(rest + slack, rng.choice([1, 2, 3])))
+    if f_post > f_pre:
+        # Loading weights cannot free memory: such figures are a 422 (free_gib_after_load),
+        # so this rest is given directly (the draws above keep the seeded sequence).
+        return {"rest_gib": rest}
     sa["mem_fraction_static"] = mfs
     return {"free_gib_before_load": f_pre, "free_gib_after_load": f_post}
 

@@ -49,12 +49,14 @@ def generated():
     return cases.generate_cases(N_CASES, SEED)
 
 
-def _compare(case: dict) -> list[str]:
+def _compare(case: dict, ours_request: dict | None = None) -> list[str]:
+    """Our plan against SGLang's sizing of the case; `ours_request` (the same model in
+    another form: tests/conformance/test_explicit_layouts.py) is planned in its place."""
     request = cases.wire(case)
     ref = sglang_ref.reference_plan(request)
     problems: list[str] = []
     try:
-        ours = plan(request)
+        ours = plan(ours_request if ours_request is not None else request)
     except PlanInputError as exc:
         if ref["error"] is None:
             return [f"we refused input ({exc}) but SGLang sized it"]

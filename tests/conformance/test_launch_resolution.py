@@ -189,8 +189,10 @@ def generate_cases(n: int = N_CASES, seed: int = SEED) -> list[dict]:
     return cases
 
 
-def ours(case: dict) -> dict:
-    layout = _layout(case["model"])
+def ours(case: dict, layout=None) -> dict:
+    """Our resolution of the case (of `layout` in place of the case's model when given:
+    tests/conformance/test_explicit_layouts.py passes the model as an explicit layout)."""
+    layout = layout if layout is not None else _layout(case["model"])
     args = ServerArgs(**case["server_args"])
     env = Env(**case["env"])
     try:
@@ -258,8 +260,8 @@ def _same_rejection(a: dict, b: dict) -> bool:
     return any(c in b.get("check", "") for c in checks)
 
 
-def diff(case: dict) -> Optional[str]:
-    a, b = ours(case), theirs(case)
+def diff(case: dict, layout=None) -> Optional[str]:
+    a, b = ours(case, layout), theirs(case)
     if a["rejected"] or b["rejected"]:
         if _same_rejection(a, b):
             return None
@@ -290,6 +292,22 @@ def test_cases_cover_every_family_and_both_outcomes():
     assert families == {"qwen3_next", "qwen3_5", "kimi_linear", "nemotron_h", "falcon_h1", "granitemoehybrid", "lfm2"}
     outcomes = [theirs(c)["rejected"] for c in CASES[:200]]
     assert None in outcomes and any(o is not None for o in outcomes)
+
+
+def test_prefill_graph_size_count_is_sglangs_list_length():
+    """The closed-form count of prefill CUDA-graph capture sizes equals the length of the
+    list SGLang builds, at every limit up to 20,000 and at scattered larger ones (the
+    count is what the automatic mem_fraction_static charges 8 MiB apiece)."""
+    from service.solver.launch import prefill_graph_size_count
+    from tests.conformance import launch_ref
+
+    with launch_ref._import_fakes():
+        from sglang.srt.arg_groups.cuda_graph_hook import generate_prefill_cuda_graph_batch_sizes
+    limits = list(range(-2, 20001)) + [65535, 65536, 123457, 1 << 20, 1_000_003]
+    mismatches = [n for n in limits if prefill_graph_size_count(n) != len(generate_prefill_cuda_graph_batch_sizes(n))]
+    assert mismatches == []
+    # Past the table, one size per 512 tokens (SGLang's list would hold ~2^31 entries).
+    assert prefill_graph_size_count(1 << 40) == 50 + ((1 << 40) - 4608) // 512 + 1
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c["id"] for c in CASES])

@@ -131,7 +131,13 @@ def library_files() -> dict[str, bytes]:
 
 def archive_files(path: Path) -> dict[str, bytes]:
     with tarfile.open(fileobj=io.BytesIO(path.read_bytes()), mode="r:gz") as tar:
-        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+        return {m.name: _read_member(tar, m) for m in tar.getmembers() if m.isfile()}
+
+
+def _read_member(tar: tarfile.TarFile, member: tarfile.TarInfo) -> bytes:
+    f = tar.extractfile(member)
+    assert f is not None  # a regular file member always has a stream
+    return f.read()
 
 
 def _comparable(files: dict[str, bytes]) -> dict[str, object]:

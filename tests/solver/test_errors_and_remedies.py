@@ -174,3 +174,42 @@ def test_advice_when_the_target_cannot_fit_keeps_a_full_context_in_the_kv_cache(
 
 def test_no_advice_without_a_requested_concurrency():
     assert plan({**QWEN_H200, "server_args": {"tp_size": 4}}).advice == []
+
+
+def test_the_searches_feasibility_check_is_replans_verdict():
+    """`starts` / `sized` (the remedy and advice searches' check: the pipeline without the
+    Plan assembly) say feasible exactly where replan() plans feasible, with replan's
+    figures, over generated cases of every family, feasible and not, with and without the
+    caller's stage split."""
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "conformance"))
+    import cases
+
+    from service.solver.plan import model_layout, parse_request, replan, sized, stage_split, starts
+
+    seen: dict = {True: 0, False: 0, "input error": 0}
+    for case in cases.generate_cases(400, 11):
+        request = parse_request(cases.wire(case))
+        try:
+            layout = model_layout(request)
+        except PlanInputError:
+            continue
+        try:
+            expected = replan(request, layout).feasible
+        except PlanInputError:
+            assert starts(request, layout) is False, case["_id"]
+            seen["input error"] += 1
+            continue
+        assert starts(request, layout) is expected, case["_id"]
+        split = stage_split(request, layout, request.server_args.pp_size)
+        assert starts(request, layout, split) is expected, case["_id"]
+        if expected:
+            full = replan(request, layout)
+            figures = (full.max_running_requests, full.max_total_num_tokens, full.binding_limit)
+            assert tuple(sized(request, layout, split)) == figures, case["_id"]
+        else:
+            assert sized(request, layout, split) is None
+        seen[expected] += 1
+    assert seen[True] > 100 and seen[False] > 50 and seen["input error"] > 5, seen

@@ -1,0 +1,674 @@
+/* mambasizer capacity explorer.
+ *
+ * Every figure shown comes from this service's /v1 endpoints (POST /v1/plan, POST /v1/sweep,
+ * POST /v1/recommend, GET /v1/presets, GET /v1/gpus); the page holds no rule of SGLang. It only
+ * lays the figures out: the one sum it makes is the part of a GPU no figure names ("reserved":
+ * the GPU's capacity minus every byte the plan accounts for). No request leaves the service
+ * (the server's Content-Security-Policy says so too), and the charts are SVG drawn here.
+ */
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const SVG_NS = "http://www.w3.org/2000/svg";
+const GIB = 1024 ** 3;
+const MIB = 1024 ** 2;
+
+const FIGURES = ["max_running_requests", "max_total_num_tokens", "max_mamba_cache_size", "pp_max_micro_batch_size", "binding_limit"];
+// URL parameter -> [control id, server_args field, kind]
+const FLAGS = [
+  ["ctx", "context_length", "int"],
+  ["mfs", "mem_fraction_static", "float"],
+  ["ratio", "mamba_full_memory_ratio", "float"],
+  ["mcs", "max_mamba_cache_size", "int"],
+  ["mrr", "max_running_requests", "int"],
+  ["page", "page_size", "int"],
+  ["kv", "kv_cache_dtype", "str"],
+  ["radix", "mamba_radix_cache_strategy", "str"],
+  ["ssm", "mamba_ssm_dtype", "str"],
+  ["spec", "speculative_algorithm", "str"],
+];
+const SEGMENTS = [
+  // key, label, colour class
+  ["weights", "weights", "seg-weights"],
+  ["mamba", "mamba pool", "seg-mamba"],
+  ["kv", "KV pool", "seg-kv"],
+  ["r2t", "req_to_token", "seg-r2t"],
+  ["reserved", "reserved (CUDA/NCCL, activations, graphs)", "seg-reserved"],
+  ["idle", "unallocated (budgeted, not allocated)", "seg-idle"],
+];
+
+const state = { presets: [], gpus: [], envFields: new Set(), hasRecommend: false, planSeq: 0, sweepSeq: 0, lastPlan: null, valuesEdited: false };
+
+/* ------------------------------------------------------------------ helpers */
+
+function el(tag, attrs = {}, ...children) {
+  const node = tag.startsWith("svg:") ? document.createElementNS(SVG_NS, tag.slice(4)) : document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === "text") node.textContent = v;
+    else node.setAttribute(k, v === true ? "" : String(v));
+  }
+  for (const c of children) if (c !== null && c !== undefined) node.append(c);
+  return node;
+}
+
+const fmtInt = (n) => (n === null || n === undefined ? "–" : Number(n).toLocaleString("en-US"));
+const fmtGiB = (b) => (b / GIB).toFixed(2) + " GiB";
+
+async function api(method, path, body) {
+  const init = { method, headers: { Accept: "application/json" } };
+  if (body !== undefined) {
+    init.body = JSON.stringify(body);
+    init.headers["Content-Type"] = "application/json";
+  }
+  const resp = await fetch(path, init);
+  let data = null;
+  try {
+    data = await resp.json();
+  } catch (e) {
+    data = { detail: `the service answered ${resp.status} without JSON` };
+  }
+  return { ok: resp.ok, status: resp.status, data };
+}
+
+function debounce(fn, ms) {
+  let t = null;
+  return (...a) => {
+    clearTimeout(t);
+    t = setTimeout(() => fn(...a), ms);
+  };
+}
+
+/* Shell-like split of a pasted command line: quotes, backslash escapes and line continuations. */
+function shellSplit(text) {
+  const out = [];
+  let cur = null;
+  let quote = null;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (quote) {
+      if (c === quote) quote = null;
+      else if (c === "\\" && quote === '"' && i + 1 < text.length) cur += text[++i];
+      else cur += c;
+    } else if (c === "'" || c === '"') {
+      quote = c;
+      cur = cur ?? "";
+    } else if (c === "\\") {
+      if (text[i + 1] === "\n") i++;
+      else if (i + 1 < text.length) cur = (cur ?? "") + text[++i];
+    } else if (/\s/.test(c)) {
+      if (cur !== null) out.push(cur);
+      cur = null;
+    } else cur = (cur ?? "") + c;
+  }
+  if (cur !== null) out.push(cur);
+  return out;
+}
+
+/* The command line -> {args: the flags from the first --flag on, env: leading VAR=value of known env fields, modelPath}. */
+function parseCommandLine(text) {
+  const tokens = shellSplit(text);
+  const env = {};
+  let i = 0;
+  for (; i < tokens.length && /^[A-Za-z_][A-Za-z0-9_]*=/.test(tokens[i]); i++) {
+    const eq = tokens[i].indexOf("=");
+    const key = tokens[i].slice(0, eq);
+    if (state.envFields.has(key)) env[key] = tokens[i].slice(eq + 1);
+  }
+  const start = tokens.findIndex((t, k) => k >= i && t.startsWith("--"));
+  const args = start < 0 ? [] : tokens.slice(start);
+  let modelPath = null;
+  for (let k = 0; k < args.length; k++) {
+    const [flag, inline] = args[k].split(/=(.*)/s, 2);
+    if (flag === "--model-path" || flag === "--model") modelPath = inline !== undefined ? inline : args[k + 1] ?? null;
+  }
+  return { args, env, modelPath };
+}
+
+/* ------------------------------------------------------------------ the request */
+
+function intOrNull(v) {
+  return v === "" || v === null || v === undefined ? null : Number(v);
+}
+
+function currentModel() {
+  if ($("model-source").value === "config") {
+    const text = $("config").value.trim();
+    if (!text) return { error: { field: "config", detail: "paste a config.json (a JSON object)" } };
+    try {
+      const cfg = JSON.parse(text);
+      return { model: { hf_config: cfg } };
+    } catch (e) {
+      return { error: { field: "config", detail: `the pasted config.json is not valid JSON: ${e.message}` } };
+    }
+  }
+  return { model: { preset: $("preset").value } };
+}
+
+function serverArgsFromForm() {
+  const sa = { tp_size: intOrNull($("tp").value) ?? 1, pp_size: intOrNull($("pp").value) ?? 1, attn_dp_size: intOrNull($("dp").value) ?? 1 };
+  for (const [id, field, kind] of FLAGS) {
+    const v = $(id).value;
+    if (v === "") continue;
+    sa[field] = kind === "str" ? v : Number(v);
+  }
+  if ($("noradix").checked) sa.disable_radix_cache = true;
+  return sa;
+}
+
+/* The POST /v1/plan body of the view, or {error} for input the page cannot send. */
+function planRequest() {
+  const m = currentModel();
+  if (m.error) return m;
+  const req = { model: m.model, budget: { gpu: $("gpu").value } };
+  if ($("args-mode").value === "cmdline") {
+    const parsed = parseCommandLine($("cmdline").value);
+    req.sglang_args = parsed.args;
+    if (Object.keys(parsed.env).length) req.env = parsed.env;
+  } else {
+    req.server_args = serverArgsFromForm();
+  }
+  return { request: req };
+}
+
+/* ------------------------------------------------------------------ URL state */
+
+function readUrl() {
+  const q = new URLSearchParams(location.search);
+  const set = (id, key) => {
+    if (q.has(key)) $(id).value = q.get(key);
+  };
+  if (q.has("preset") && state.presets.some((p) => p.name === q.get("preset"))) $("preset").value = q.get("preset");
+  if (q.has("gpu") && state.gpus.some((g) => g.name === q.get("gpu"))) $("gpu").value = q.get("gpu");
+  set("tp", "tp");
+  set("pp", "pp");
+  set("dp", "dp");
+  for (const [id] of FLAGS) set(id, id);
+  $("noradix").checked = q.get("noradix") === "1";
+  if (q.has("args")) {
+    $("args-mode").value = "cmdline";
+    $("cmdline").value = q.get("args");
+    if (!q.has("preset")) selectPresetOfCommandLine();
+  }
+  if (q.has("axis") && [...$("sweep-axis").options].some((o) => o.value === q.get("axis"))) $("sweep-axis").value = q.get("axis");
+  if (q.has("values")) {
+    $("sweep-values").value = q.get("values");
+    state.valuesEdited = true;
+  }
+  const h = new URLSearchParams(location.hash.slice(1));
+  if (h.has("config")) {
+    $("model-source").value = "config";
+    $("config").value = h.get("config");
+  }
+  syncVisibility();
+  syncGpuCount();
+}
+
+function writeUrl() {
+  const q = new URLSearchParams();
+  if ($("model-source").value === "preset") q.set("preset", $("preset").value);
+  q.set("gpu", $("gpu").value);
+  if ($("args-mode").value === "cmdline") q.set("args", $("cmdline").value);
+  else {
+    q.set("tp", $("tp").value || "1");
+    q.set("pp", $("pp").value || "1");
+    if ($("dp").value && $("dp").value !== "1") q.set("dp", $("dp").value);
+    for (const [id] of FLAGS) if ($(id).value !== "") q.set(id, $(id).value);
+    if ($("noradix").checked) q.set("noradix", "1");
+  }
+  q.set("axis", $("sweep-axis").value);
+  if (state.valuesEdited) q.set("values", $("sweep-values").value);
+  // A pasted config.json rides in the fragment: never sent to the server with the page, kept in the link.
+  const hash = $("model-source").value === "config" && $("config").value ? "#" + new URLSearchParams({ config: $("config").value }).toString() : "";
+  const url = `${location.pathname}?${q.toString()}${hash}`;
+  if (url !== location.pathname + location.search + location.hash) history.replaceState(null, "", url);
+}
+
+/* A --model-path naming a preset's Hugging Face id selects that preset. */
+function selectPresetOfCommandLine() {
+  const { modelPath } = parseCommandLine($("cmdline").value);
+  const match = modelPath && state.presets.find((p) => p.model_id.toLowerCase() === modelPath.toLowerCase());
+  if (match && $("model-source").value === "preset") $("preset").value = match.name;
+}
+
+function syncVisibility() {
+  const cfg = $("model-source").value === "config";
+  $("preset-row").hidden = cfg;
+  $("config-row").hidden = !cfg;
+  const cmd = $("args-mode").value === "cmdline";
+  $("cmdline-row").hidden = !cmd;
+  $("flags").hidden = cmd;
+  for (const id of ["tp", "pp", "dp", "gpus"]) $(id).disabled = cmd;
+}
+
+function syncGpuCount() {
+  const tp = intOrNull($("tp").value) ?? 1;
+  const pp = intOrNull($("pp").value) ?? 1;
+  $("gpus").value = String(tp * pp);
+}
+
+/* ------------------------------------------------------------------ rendering: plan */
+
+function showProblem(where, problem) {
+  const box = $(where);
+  box.replaceChildren();
+  if (!problem) {
+    box.hidden = true;
+    return;
+  }
+  box.hidden = false;
+  box.append(el("strong", { text: problem.field ? `${problem.field}: ` : "" }), el("span", { class: "detail", text: problem.detail || problem.title || "the request failed" }));
+  if (problem.allowed && problem.allowed.length) box.append(el("div", { class: "allowed", text: "allowed: " + problem.allowed.join(", ") }));
+}
+
+const FIELD_CONTROL = { "server_args.tp_size": "tp", "server_args.pp_size": "pp", "server_args.attn_dp_size": "dp", "budget.gpu": "gpu", "model.preset": "preset", config: "config" };
+for (const [id, field] of FLAGS) FIELD_CONTROL["server_args." + field] = id;
+
+function markInvalid(field) {
+  document.querySelectorAll("[aria-invalid]").forEach((n) => n.removeAttribute("aria-invalid"));
+  if (!field) return;
+  const id = FIELD_CONTROL[field] || (field.startsWith("model.hf_config") ? "config" : field.startsWith("sglang_args") ? "cmdline" : null);
+  if (id) $(id).setAttribute("aria-invalid", "true");
+}
+
+function clearPlan() {
+  for (const f of [...FIGURES, "mem_fraction_static", "context_length"]) {
+    const dd = $("fig-" + f);
+    dd.textContent = "–";
+    dd.removeAttribute("data-value");
+  }
+  $("status").hidden = true;
+  $("refusal").hidden = true;
+  $("notes").hidden = true;
+  $("bars").replaceChildren();
+}
+
+function renderPlan(plan, extra) {
+  const figures = { ...Object.fromEntries(FIGURES.map((f) => [f, plan[f]])), mem_fraction_static: plan.resolved.mem_fraction_static, context_length: plan.resolved.context_length };
+  for (const [f, v] of Object.entries(figures)) {
+    const dd = $("fig-" + f);
+    dd.dataset.value = v === null || v === undefined ? "" : String(v);
+    dd.textContent = typeof v === "number" && Number.isInteger(v) ? fmtInt(v) : v ?? "–";
+  }
+  if ($("args-mode").value === "cmdline") {
+    // The command line decides the layout: show what it resolved to (the controls are disabled).
+    $("tp").value = String(plan.resolved.tp_size);
+    $("pp").value = String(plan.resolved.pp_size);
+    $("dp").value = String(plan.resolved.attn_dp_size);
+    syncGpuCount();
+  }
+  const status = $("status");
+  status.hidden = false;
+  status.className = "status " + (plan.feasible ? "ok" : "refused");
+  const r = plan.resolved;
+  const gpu = state.gpus.find((g) => g.name === $("gpu").value);
+  let text = `${plan.feasible ? "SGLang 0.5.23 would start" : "SGLang 0.5.23 would NOT start"}: ${plan.model_name} (${plan.family}), TP ${r.tp_size} × PP ${r.pp_size}`;
+  if (r.attn_dp_size > 1) text += `, attention DP ${r.attn_dp_size}`;
+  if (plan.gpu_memory_mib) text += ` on ${gpu ? gpu.product : "GPUs"} of ${fmtInt(plan.gpu_memory_mib)} MiB`;
+  if (plan.free_gib_before_load !== null && plan.free_gib_before_load !== undefined)
+    text += `; budget ${plan.budget_source}: free ${plan.free_gib_before_load.toFixed(2)} GiB before load, ${plan.free_gib_after_load.toFixed(2)} GiB after`;
+  status.textContent = text + ".";
+
+  const refusal = $("refusal");
+  refusal.hidden = plan.feasible || !plan.error;
+  if (plan.error) {
+    $("error-exception").textContent = plan.error.exception;
+    $("error-message").textContent = plan.error.message;
+    $("remedies").replaceChildren(...(plan.error.remedies.length ? plan.error.remedies : ["(none computed)"]).map((t) => el("li", { text: t })));
+  }
+  const notes = [...plan.warnings, ...(plan.advice || []), ...((extra && extra.sglang_args_warnings) || [])];
+  if (extra && extra.ignored_sglang_args && extra.ignored_sglang_args.length) notes.push("ignored launch arguments (they do not change sizing): " + extra.ignored_sglang_args.join(" "));
+  $("notes").hidden = !notes.length;
+  $("warnings").replaceChildren(...notes.map((t) => el("li", { text: t })));
+  renderBars(plan);
+}
+
+function stageSegments(plan, st) {
+  const total = plan.gpu_memory_mib ? plan.gpu_memory_mib * MIB : null;
+  const seg = {
+    weights: st.weights_bytes ?? 0,
+    mamba: st.conv_state_bytes + st.ssm_state_bytes + st.intermediate_state_bytes + st.replayssm_ring_bytes,
+    kv: st.kv_pool_bytes,
+    r2t: st.req_to_token_bytes,
+    idle: st.idle_bytes,
+  };
+  const named = Object.values(seg).reduce((a, b) => a + b, 0);
+  seg.reserved = total === null ? 0 : Math.max(0, total - named);
+  return { seg, total: total === null ? named : Math.max(total, named) };
+}
+
+function renderBars(plan) {
+  const box = $("bars");
+  box.replaceChildren();
+  if (!plan.stages.length) return;
+  const rowH = 34, labelW = 150, width = 760, barW = width - labelW - 10;
+  const height = plan.stages.length * rowH + 6;
+  const svg = el("svg:svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-labelledby": "bars-title", class: "bars" });
+  svg.append(el("svg:title", { id: "bars-title", text: "Memory of one GPU per pipeline stage: weights, mamba pool, KV pool, req_to_token, reserved, unallocated" }));
+  plan.stages.forEach((st, i) => {
+    const { seg, total } = stageSegments(plan, st);
+    const y = 8 + i * rowH;
+    const g = el("svg:g", { class: "stage-bar", "data-pp-rank": st.pp_rank });
+    g.append(el("svg:text", { x: 0, y: y + 17, class: "bar-label", text: `PP ${st.pp_rank} · layers ${st.start_layer}-${st.end_layer - 1}` }));
+    let x = labelW;
+    for (const [key, label, cls] of SEGMENTS) {
+      const w = total > 0 ? (seg[key] / total) * barW : 0;
+      const rect = el("svg:rect", { x: x.toFixed(2), y, width: Math.max(0, w).toFixed(2), height: rowH - 10, class: "seg " + cls, "data-segment": key, "data-bytes": seg[key] });
+      rect.append(el("svg:title", { text: `${label}: ${fmtGiB(seg[key])} (${fmtInt(seg[key])} bytes)` }));
+      g.append(rect);
+      if (w > 48) g.append(el("svg:text", { x: (x + w / 2).toFixed(2), y: y + 17, class: key === "reserved" || key === "idle" ? "seg-text dark" : "seg-text", "text-anchor": "middle", text: (seg[key] / GIB).toFixed(1) }));
+      x += w;
+    }
+    const capacity = plan.gpu_memory_mib ? plan.gpu_memory_mib * MIB : null;
+    if (capacity !== null && capacity < total) {
+      // More is asked of the GPU than it holds: mark where its memory ends.
+      const cx = (labelW + (capacity / total) * barW).toFixed(2);
+      const mark = el("svg:line", { x1: cx, x2: cx, y1: y - 3, y2: y + rowH - 7, class: "capacity" });
+      mark.append(el("svg:title", { text: `GPU capacity: ${fmtGiB(capacity)}` }));
+      g.append(mark);
+    }
+    svg.append(g);
+  });
+  const legend = el("div", { class: "legend" });
+  for (const [key, label, cls] of SEGMENTS) {
+    if (key === "weights" && plan.stages.every((s) => s.weights_bytes === null)) continue;
+    legend.append(el("span", {}, el("i", { class: "swatch " + cls }), label));
+  }
+  // The same figures as a table, for reading and for screen readers.
+  const table = el("table", { class: "stage-table" });
+  table.append(el("thead", {}, el("tr", {}, el("th", { text: "PP stage" }), ...SEGMENTS.map(([, label]) => el("th", { text: label.split(" (")[0] + " (GiB)" })))));
+  const body = el("tbody");
+  for (const st of plan.stages) {
+    const { seg } = stageSegments(plan, st);
+    body.append(el("tr", {}, el("td", { text: String(st.pp_rank) }), ...SEGMENTS.map(([key]) => el("td", { text: (seg[key] / GIB).toFixed(2) }))));
+  }
+  table.append(body);
+  box.append(svg, legend, table);
+}
+
+/* ------------------------------------------------------------------ rendering: sweep */
+
+function defaultValues(axis) {
+  const plan = state.lastPlan;
+  switch (axis) {
+    case "server_args.context_length": {
+      const c = plan ? plan.resolved.context_length : 131072;
+      return [16, 8, 4, 2, 1].map((d) => Math.max(1, Math.floor(c / d))).join(", ");
+    }
+    case "server_args.tp_size":
+    case "server_args.pp_size":
+      return "1, 2, 4, 8";
+    case "server_args.mem_fraction_static":
+      return "0.7, 0.75, 0.8, 0.85, 0.9";
+    case "server_args.mamba_full_memory_ratio":
+      return "0.25, 0.5, 0.9, 1.5, 3";
+    case "server_args.max_mamba_cache_size":
+      return "64, 128, 256, 512, 1024";
+    case "budget.gpu":
+      return state.gpus.map((g) => g.name).join(", ");
+  }
+  return "";
+}
+
+function axisValues(axis) {
+  if (!state.valuesEdited) $("sweep-values").value = defaultValues(axis);
+  return $("sweep-values").value.split(",").map((s) => s.trim()).filter((s) => s !== "").map((s) => (axis === "budget.gpu" || Number.isNaN(Number(s)) ? s : Number(s)));
+}
+
+function niceMax(v) {
+  if (!(v > 0)) return 1;
+  const p = 10 ** Math.floor(Math.log10(v));
+  for (const m of [1, 1.2, 1.6, 2, 2.4, 3, 4, 5, 6, 8, 10]) if (m * p >= v) return m * p;  // quarters read well
+  return 10 * p;
+}
+
+const compact = (n) => (n >= 1e6 ? (n / 1e6).toFixed(n >= 1e7 ? 0 : 1) + "M" : n >= 1e3 ? (n / 1e3).toFixed(n >= 1e4 ? 0 : 1) + "k" : String(n));
+
+// Context lengths and cache sizes are mostly powers of two: 131072 reads best as 128K.
+const xLabel = (v) => (typeof v !== "number" ? String(v) : Number.isInteger(v) && v >= 8192 && v % 1024 === 0 ? v / 1024 + "K" : String(v));
+
+function renderSweep(result) {
+  const box = $("sweep");
+  box.replaceChildren();
+  const rows = result.rows;
+  const axis = result.axes[0];
+  const W = 760, H = 310, L = 64, R = 74, T = 30, B = 46;
+  const pw = W - L - R, ph = H - T - B;
+  const maxReq = niceMax(Math.max(0, ...rows.map((r) => r.max_running_requests || 0)));
+  const maxTok = niceMax(Math.max(0, ...rows.map((r) => r.max_total_num_tokens || 0)));
+  const xAt = (i) => L + (rows.length === 1 ? pw / 2 : (i * pw) / (rows.length - 1));
+  const yReq = (v) => T + ph - (v / maxReq) * ph;
+  const yTok = (v) => T + ph - (v / maxTok) * ph;
+  const svg = el("svg:svg", { viewBox: `0 0 ${W} ${H}`, role: "img", "aria-labelledby": "sweep-title", class: "sweep-chart" });
+  svg.append(el("svg:title", { id: "sweep-title", text: `max_running_requests and max_total_num_tokens against ${axis}` }));
+  const anyStarts = rows.some((r) => r.feasible);
+  for (let k = 0; k <= 4; k++) {
+    const y = T + ph - (k * ph) / 4;
+    svg.append(el("svg:line", { x1: L, x2: L + pw, y1: y, y2: y, class: "grid" }));
+    if (!anyStarts && k > 0) continue; // no figure to scale: no ticks
+    svg.append(el("svg:text", { x: L - 6, y: y + 4, "text-anchor": "end", class: "tick req", text: compact((maxReq * k) / 4) }));
+    svg.append(el("svg:text", { x: L + pw + 6, y: y + 4, class: "tick tok", text: compact((maxTok * k) / 4) }));
+  }
+  if (!anyStarts) svg.append(el("svg:text", { x: L + pw / 2, y: T + ph / 2, "text-anchor": "middle", class: "axis-title", text: "SGLang would start at none of these values" }));
+  svg.append(el("svg:text", { x: 4, y: 12, class: "axis-title req", text: "requests" }));
+  svg.append(el("svg:text", { x: W - 4, y: 12, "text-anchor": "end", class: "axis-title tok", text: "KV tokens" }));
+  svg.append(el("svg:text", { x: L + pw / 2, y: H - 6, "text-anchor": "middle", class: "axis-title", text: axis }));
+  for (const [key, cls, yOf] of [["max_running_requests", "line-req", yReq], ["max_total_num_tokens", "line-tok", yTok]]) {
+    // A refused point breaks the line.
+    let d = "", pen = "M";
+    rows.forEach((r, i) => {
+      if (r[key] === null) return void (pen = "M");
+      d += `${pen}${xAt(i).toFixed(1)},${yOf(r[key]).toFixed(1)}`;
+      pen = "L";
+    });
+    if (d) svg.append(el("svg:path", { d, class: cls }));
+  }
+  rows.forEach((r, i) => {
+    const x = xAt(i);
+    const value = r.point[axis];
+    const g = el("svg:g", { class: "sweep-point", "data-value": value, "data-feasible": String(r.feasible), "data-requests": r.max_running_requests ?? "", "data-tokens": r.max_total_num_tokens ?? "" });
+    const label = r.feasible
+      ? `${axis} = ${value}: ${fmtInt(r.max_running_requests)} requests, ${fmtInt(r.max_total_num_tokens)} KV tokens (binding: ${r.binding_limit})`
+      : `${axis} = ${value}: ${r.error_kind}: ${r.error_message}`;
+    g.append(el("svg:title", { text: label }));
+    if (r.feasible) {
+      g.append(el("svg:circle", { cx: x.toFixed(1), cy: yReq(r.max_running_requests).toFixed(1), r: 4.5, class: "pt-req" }));
+      g.append(el("svg:rect", { x: (x - 4).toFixed(1), y: (yTok(r.max_total_num_tokens) - 4).toFixed(1), width: 8, height: 8, class: "pt-tok" }));
+    } else {
+      g.append(el("svg:path", { d: `M${x - 5},${T + ph - 5}l10,10m0,-10l-10,10`, class: "pt-refused" }));
+    }
+    g.append(el("svg:text", { x: x.toFixed(1), y: T + ph + 16, "text-anchor": "middle", class: "tick", text: xLabel(value) }));
+    svg.append(g);
+  });
+  const legend = el("div", { class: "legend" }, el("span", {}, el("i", { class: "swatch line-req-sw" }), "max_running_requests (left)"), el("span", {}, el("i", { class: "swatch line-tok-sw" }), "max_total_num_tokens (right)"), el("span", {}, el("i", { class: "swatch refused-sw" }), "would not start (hover for SGLang's error)"));
+  box.append(svg, legend);
+
+  const table = el("table", { class: "sweep-rows" });
+  table.append(el("thead", {}, el("tr", {}, ...[axis, "starts", "max_running_requests", "max_total_num_tokens", "max_mamba_cache_size", "binding", "error"].map((h) => el("th", { text: h })))));
+  const tb = el("tbody");
+  for (const r of rows)
+    tb.append(el("tr", {}, ...[String(r.point[axis]), r.feasible ? "yes" : "no", fmtInt(r.max_running_requests), fmtInt(r.max_total_num_tokens), fmtInt(r.max_mamba_cache_size), r.binding_limit ?? "", r.error_kind ? `${r.error_kind}: ${r.error_message}` : ""].map((t) => el("td", { text: t }))));
+  table.append(tb);
+  $("sweep-table").replaceChildren(table);
+}
+
+/* ------------------------------------------------------------------ recommendations */
+
+function quoteArg(a) {
+  return /^[A-Za-z0-9_\-.,:/=@+]+$/.test(a) ? a : `'${a.replace(/'/g, "'\\''")}'`;
+}
+
+async function copyText(text, button) {
+  try {
+    await navigator.clipboard.writeText(text);
+  } catch (e) {
+    const ta = el("textarea", { class: "offscreen" });
+    ta.value = text;
+    document.body.append(ta);
+    ta.select();
+    document.execCommand("copy");
+    ta.remove();
+  }
+  button.textContent = "Copied";
+  setTimeout(() => (button.textContent = "Copy"), 1500);
+}
+
+async function runRecommend() {
+  const out = $("recommend-out");
+  const m = currentModel();
+  if (m.error) return showProblem("problem", m.error);
+  const body = { model: m.model, gpu: $("gpu").value, limit: 5, search: { tp_size: [1, 2, 4, 8], pp_size: [1, 2, 4, 8] } };
+  if ($("args-mode").value === "form") {
+    const sa = serverArgsFromForm();
+    delete sa.tp_size;
+    delete sa.pp_size;
+    if (sa.attn_dp_size === 1) delete sa.attn_dp_size;
+    body.server_args = sa;
+    if (sa.context_length) body.target = { context_length: sa.context_length };
+  }
+  out.replaceChildren(el("p", { class: "hint", text: "searching…" }));
+  $("recommend-run").disabled = true;
+  try {
+    const resp = await api("POST", "/v1/recommend", body);
+    if (resp.status === 404) {
+      $("recommend").hidden = true;
+      return;
+    }
+    if (!resp.ok) {
+      out.replaceChildren(el("p", { class: "problem", text: `${resp.data.field || ""}: ${resp.data.detail}` }));
+      return;
+    }
+    const cands = resp.data.candidates || [];
+    if (!cands.length) {
+      out.replaceChildren(el("p", { text: resp.data.why || "no setting of this search starts" }));
+      return;
+    }
+    const table = el("table", { class: "recs" });
+    table.append(el("thead", {}, el("tr", {}, ...["GPUs", "TP", "PP", "DP", "max_running_requests", "max_total_num_tokens", "binding", "launch flags", ""].map((h) => el("th", { text: h })))));
+    const tb = el("tbody");
+    cands.forEach((c, i) => {
+      const envText = Object.entries(c.env || {}).map(([k, v]) => `${k}=${quoteArg(v)}`).join(" ");
+      const flags = c.sglang_args.map(quoteArg).join(" ");
+      const btn = el("button", { type: "button", class: "copy", "aria-label": `Copy the launch flags of recommendation ${i + 1}`, text: "Copy" });
+      btn.addEventListener("click", () => copyText(flags, btn));
+      tb.append(el("tr", { class: "rec" }, el("td", { text: String(c.gpus) }), el("td", { text: String(c.tp_size) }), el("td", { text: String(c.pp_size) }), el("td", { text: String(c.attn_dp_size) }), el("td", { text: fmtInt(c.max_running_requests) }), el("td", { text: fmtInt(c.max_total_num_tokens) }), el("td", { text: c.binding_limit || "" }), el("td", {}, el("code", { class: "flags", text: flags }), envText ? el("div", { class: "env" }, "env: ", el("code", { text: envText })) : null), el("td", {}, btn)));
+    });
+    table.append(tb);
+    out.replaceChildren(table);
+  } finally {
+    $("recommend-run").disabled = false;
+  }
+}
+
+/* ------------------------------------------------------------------ the update loop */
+
+async function updatePlan() {
+  const seq = ++state.planSeq;
+  const built = planRequest();
+  if (built.error) {
+    clearPlan();
+    markInvalid(built.error.field);
+    return showProblem("problem", built.error);
+  }
+  const resp = await api("POST", "/v1/plan", built.request);
+  if (seq !== state.planSeq) return;
+  if (!resp.ok) {
+    clearPlan();
+    markInvalid(resp.data.field);
+    return showProblem("problem", resp.data);
+  }
+  showProblem("problem", null);
+  markInvalid(null);
+  state.lastPlan = resp.data;
+  renderPlan(resp.data, resp.data);
+}
+
+async function updateSweep() {
+  const seq = ++state.sweepSeq;
+  // The default context-length values follow the plan's context: wait for the first plan.
+  const built = planRequest();
+  if (built.error) return void $("sweep").replaceChildren();
+  const axis = $("sweep-axis").value;
+  const values = axisValues(axis);
+  if (!values.length) return void $("sweep").replaceChildren(el("p", { class: "hint", text: "give at least one value" }));
+  const resp = await api("POST", "/v1/sweep", { base: built.request, axes: [{ field: axis, values }] });
+  if (seq !== state.sweepSeq) return;
+  if (!resp.ok) {
+    $("sweep").replaceChildren(el("p", { class: "problem", role: "alert", text: `${resp.data.field || ""}: ${resp.data.detail}` }));
+    $("sweep-table").replaceChildren();
+  } else renderSweep(resp.data);
+}
+
+async function update() {
+  state.pending = false;
+  writeUrl();
+  try {
+    await updatePlan();
+    await updateSweep();
+  } finally {
+    if (!state.pending) $("results").setAttribute("aria-busy", "false");
+  }
+}
+
+const debouncedUpdate = debounce(update, 200);
+// aria-busy on the results says a new answer is on its way (screen readers wait; so do the tests).
+function scheduleUpdate() {
+  state.pending = true;
+  $("results").setAttribute("aria-busy", "true");
+  debouncedUpdate();
+}
+
+function populate(select, items) {
+  select.replaceChildren(...items.map(([value, label]) => el("option", { value, text: label })));
+}
+
+async function init() {
+  const [presets, gpus, doc] = await Promise.all([api("GET", "/v1/presets"), api("GET", "/v1/gpus"), api("GET", "/openapi.json")]);
+  state.presets = presets.data.presets.filter((p) => p.sizable);
+  state.gpus = gpus.data.gpus;
+  populate($("preset"), state.presets.map((p) => [p.name, `${p.name} (${p.model_id})`]));
+  populate($("gpu"), state.gpus.map((g) => [g.name, `${g.product} · ${fmtInt(g.memory_mib)} MiB`]));
+  const schemas = (doc.data.components || {}).schemas || {};
+  const sa = (schemas.ServerArgs || {}).properties || {};
+  // The choices of each select are the wire contract's (ServerArgs in the OpenAPI document).
+  const enumOf = (schema) => (schema ? schema.enum || (schema.anyOf || []).flatMap((s) => s.enum || []) : []);
+  for (const [id, field, unset] of [["kv", "kv_cache_dtype", "auto"], ["radix", "mamba_radix_cache_strategy", "auto"], ["ssm", "mamba_ssm_dtype", "default"], ["spec", "speculative_algorithm", "none"]]) {
+    populate($(id), [["", unset], ...enumOf(sa[field]).filter((v) => v !== "auto").map((v) => [v, v])]);
+  }
+  state.envFields = new Set(Object.keys((schemas.Env || {}).properties || {}));
+  state.hasRecommend = Boolean((doc.data.paths || {})["/v1/recommend"]);
+  $("recommend").hidden = !state.hasRecommend;
+  if (state.gpus.some((g) => g.name === "h200")) $("gpu").value = "h200";
+  if (state.presets.some((p) => p.name === "qwen3-next-80b-a3b-instruct")) $("preset").value = "qwen3-next-80b-a3b-instruct";
+  $("tp").value = "4";
+  readUrl();
+
+  $("inputs").addEventListener("submit", (e) => e.preventDefault());
+  $("inputs").addEventListener("input", (e) => {
+    if (e.target.id === "gpus") {
+      const pp = intOrNull($("pp").value) ?? 1;
+      const n = intOrNull($("gpus").value);
+      if (n && n % pp === 0) $("tp").value = String(n / pp);
+    } else if (e.target.id === "tp" || e.target.id === "pp") syncGpuCount();
+    if (e.target.id === "cmdline") selectPresetOfCommandLine();
+    syncVisibility();
+    scheduleUpdate();
+  });
+  $("inputs").addEventListener("change", scheduleUpdate);
+  $("sweep-axis").addEventListener("change", () => {
+    state.valuesEdited = false;
+    scheduleUpdate();
+  });
+  $("sweep-values").addEventListener("input", () => {
+    state.valuesEdited = true;
+    scheduleUpdate();
+  });
+  $("recommend-run").addEventListener("click", runRecommend);
+  $("results").setAttribute("aria-busy", "true");
+  await update();
+  document.body.dataset.ready = "1";
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  init().catch((e) => showProblem("problem", { detail: `the page could not load its data: ${e.message}` }));
+});

@@ -1,0 +1,616 @@
+"""recommend(request): the launch settings that reach a target, searched with the exact solver.
+
+A client of the solver: it builds PlanRequests and reads Plans (`service.solver.plan.replan`,
+the pipeline without remedies). For every parallel layout and dtype choice in the grid:
+
+1. the pipeline partition: the default one, plus every partition `partition.pareto_partitions`
+   returns that the default does not dominate (exact: see partition.py);
+2. the mamba/KV split: SGLang's default, plus `--max-mamba-cache-size` at the least value that
+   serves `running_requests` (every other byte to KV), or at the balance where neither the
+   mamba slots nor the KV tokens (per `tokens_per_request`) are idle (bisection: the slots grow
+   and the KV-side limits shrink with the cache size, so the crossing is found exactly);
+3. `--mem-fraction-static`, when asked, up to the largest value that keeps SGLang's pre-capture
+   activation reserve (`pre_capture_activation_reserve_mb`, the floor its post-capture sizing
+   keeps) out of the pre-load free memory.
+
+The best setting per grid point is ranked by the objective; every returned setting is then
+re-planned from its own launch flags through POST /v1/plan's parsing (wire.prepare + plan()).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from itertools import product
+from typing import Any, NamedTuple
+
+from pydantic import ValidationError
+
+from schemas.plan import Plan
+from schemas.recommend import (
+    Candidate,
+    RecommendRequest,
+    RecommendResponse,
+    TargetCheck,
+)
+from schemas.request import Budget, PlanRequest, ServerArgs
+from service.recommend import layers, partition
+from service.recommend.flags import launch_flags
+from service.solver import gpus
+from service.solver.errors import PlanInputError
+from service.solver.launch import _capacity_defaults
+from service.solver.plan import input_error_from_validation, model_layout, replan
+from service.solver.requests import ESTIMATE_MIN
+from service.solver.stages import pp_stages
+
+GIB = 1 << 30
+MAX_GRID = 512  # grid points (layouts x dtypes x algorithms) one search plans: a few seconds at most
+MAX_PARETO = 32
+# Plans one search may run (a few seconds on 2 cores): the grid, the partitions and the cache
+# size bisections together. Past it the search stops and says so.
+MAX_PLANS = 5_000
+
+
+class _PlanBudgetSpent(Exception):
+    pass
+# SGLang's `pre_capture_activation_reserve_mb` (runtime_context.py / overrides.py): what the
+# post-capture KV sizing keeps free for activations whatever mem_fraction_static says.
+RESERVE_BASE_MB, RESERVE_PER_TOKEN_MB, RESERVE_FLOOR_MB = 512, 1.5, 10 * 1024
+
+
+class Setting(NamedTuple):
+    """One evaluated setting: the server_args, the partition env value, and its plan."""
+
+    args: ServerArgs
+    partition: str | None
+    plan: Plan
+    grid: int  # index of its grid point
+    raised_mfs: bool
+
+
+# ----------------------------------------------------------------------------- request
+
+
+def parse(raw: RecommendRequest | dict | Any) -> RecommendRequest:
+    if isinstance(raw, RecommendRequest):
+        return raw
+    if not isinstance(raw, dict):
+        raise PlanInputError("request", "must be a JSON object (a RecommendRequest)")
+    raw = dict(raw)
+    if ("gpu" in raw and raw["gpu"] is not None) == ("budget" in raw and raw["budget"] is not None):
+        raise PlanInputError("gpu", 'give exactly one of gpu (a GET /v1/gpus name, e.g. "h200": planned from the GPU alone) or budget (a PlanRequest budget)')
+    if raw.get("sglang_args") is not None:
+        raw = _with_sglang_args(raw)
+    try:
+        req = RecommendRequest.model_validate(raw)
+    except ValidationError as exc:
+        err = input_error_from_validation(exc)
+        if err.message.startswith("unknown field"):
+            err = PlanInputError(err.field, "unknown field (not part of the RecommendRequest contract)", err.allowed)
+        raise err from None
+    if req.gpu is not None:
+        try:
+            gpus.lookup(req.gpu)  # an unknown or unmodelled GPU is the request's error, not a refusal
+        except PlanInputError as exc:
+            raise PlanInputError("gpu", exc.message, exc.allowed) from None
+    return req
+
+
+def _with_sglang_args(raw: dict) -> dict:
+    from service.sglang_args import parse_sglang_args
+
+    value = raw.pop("sglang_args")
+    if not isinstance(value, list) or not all(isinstance(a, str) for a in value) or len(value) > 1024:
+        raise PlanInputError("sglang_args", 'must be a list of at most 1024 strings, as a shell passes them (e.g. ["--tp-size", "8"])')
+    if "server_args" in raw:
+        raise PlanInputError("sglang_args", "give either server_args or sglang_args, not both")
+    parsed = parse_sglang_args(list(value))
+    env = dict(raw.get("env") or {})
+    for key, val in parsed.env.items():
+        if key in env and env[key] != val:
+            raise PlanInputError(f"env.{key}", f"is {env[key]!r} in env but sglang_args set it to {val!r}")
+        env[key] = val
+    raw["server_args"] = dict(parsed.server_args)
+    if env:
+        raw["env"] = env
+    return raw
+
+
+# Search knob -> the ServerArgs field it varies.
+_KNOBS = {
+    "tp_size": "tp_size", "pp_size": "pp_size", "attn_dp_size": "attn_dp_size",
+    "kv_cache_dtype": "kv_cache_dtype", "mamba_ssm_dtype": "mamba_ssm_dtype", "speculative": "speculative_algorithm",
+}
+_DEFAULT_TP = (1, 2, 4, 8)
+
+
+def _grid(req: RecommendRequest) -> list[dict]:
+    """Every grid point: the ServerArgs updates of one (tp, pp, dp, kv, ssm, spec) choice."""
+    fixed = req.server_args.model_fields_set
+    values: dict[str, list] = {}
+    for knob, field in _KNOBS.items():
+        searched = getattr(req.search, knob)
+        if searched is not None and field in fixed:
+            raise PlanInputError(f"search.{knob}", f"server_args fixes {field}={getattr(req.server_args, field)!r}; search it or fix it, not both")
+        values[field] = list(dict.fromkeys(searched)) if searched is not None else [getattr(req.server_args, field)]
+    gpus = set(req.gpus) if req.gpus is not None else None
+    # GPU counts given but no sizes to reach them: the usual TP sizes, and PP to fill the count.
+    if gpus is not None and req.search.tp_size is None and "tp_size" not in fixed:
+        values["tp_size"] = [t for t in _DEFAULT_TP if any(g % t == 0 for g in gpus)] or [1]
+    if gpus is not None and req.search.pp_size is None and "pp_size" not in fixed:
+        values["pp_size"] = sorted({g // t for g in gpus for t in values["tp_size"] if g % t == 0})
+    raw = math.prod(len(values[f]) for f in _KNOBS.values())
+    if raw > MAX_GRID * 8:
+        raise PlanInputError("search", f"{raw:,} combinations of the searched knobs; at most {MAX_GRID * 8:,} before the GPU-count filter: narrow a knob")
+    out = []
+    for tp, pp, dp, kv, ssm, spec in product(*(values[f] for f in _KNOBS.values())):
+        if gpus is not None and tp * pp not in gpus:
+            continue
+        if tp % dp:
+            continue  # attention DP must divide TP (SGLang asserts it): not a setting
+        out.append({"tp_size": tp, "pp_size": pp, "attn_dp_size": dp, "kv_cache_dtype": kv, "mamba_ssm_dtype": ssm, "speculative_algorithm": spec})
+    if not out:
+        raise PlanInputError("gpus", "no searched tp_size x pp_size gives one of these GPU counts (attention DP must divide tp_size)")
+    if len(out) > MAX_GRID:
+        raise PlanInputError("search", f"{len(out)} settings to search; at most {MAX_GRID}: narrow a knob")
+    return out
+
+
+# ----------------------------------------------------------------------------- figures
+
+
+def _known(v: int | None) -> int:
+    """A figure of a plan that started (SGLang computed it)."""
+    assert v is not None, "a started plan has every headline figure"
+    return v
+
+
+def _totals(p: Plan) -> tuple[int, int]:
+    dp = p.resolved.attn_dp_size
+    return _known(p.max_running_requests) * dp, _known(p.max_total_num_tokens) * dp
+
+
+def target_checks(req: RecommendRequest, p: Plan) -> dict[str, TargetCheck]:
+    t = req.target
+    n, tokens = _totals(p)
+    out = {}
+
+    def check(name: str, required: int, achieved: int) -> None:
+        out[name] = TargetCheck.trusted({"required": required, "achieved": achieved, "margin": achieved - required, "met": achieved >= required})
+
+    if t.running_requests is not None:
+        check("running_requests", t.running_requests, n)
+    if t.context_length is not None:
+        # One full request must fit in one worker's pool, at a context the server serves:
+        # the tokens when it does, the served context when that is shorter.
+        served = p.resolved.context_length
+        check("context_length", t.context_length, _known(p.max_total_num_tokens) if served >= t.context_length else served)
+    if t.tokens_per_request is not None:
+        check("tokens_per_request", t.tokens_per_request * (t.running_requests or 1), tokens)
+    return out
+
+
+def _meets(req: RecommendRequest, p: Plan) -> bool:
+    return all(c.met for c in target_checks(req, p).values())
+
+
+def _rank_key(req: RecommendRequest, s: Setting) -> tuple:
+    """Larger is better."""
+    n, tokens = _totals(s.plan)
+    gpus = s.plan.resolved.tp_size * s.plan.resolved.pp_size
+    checks = target_checks(req, s.plan).values()
+    meets = all(c.met for c in checks)
+    # Settings that miss a target rank by how close they come (the worst achieved/required).
+    close = 1.0 if meets else min(c.achieved / c.required for c in checks)
+    simple = -len(launch_flags(s.args)) - (s.partition is not None)
+    if req.objective == "fewest_gpus":
+        # Fewest GPUs, then the default mem_fraction_static, then the most KV tokens (with
+        # running_requests met, the least mamba memory that meets it leaves KV the most).
+        return (meets, close, -gpus, not s.raised_mfs, tokens, n, simple)
+    if req.objective == "most_requests":
+        return (meets, close, _requests_served(req, s.plan), n, tokens, -gpus, not s.raised_mfs, simple)
+    return (meets, close, tokens, n, -gpus, not s.raised_mfs, simple)
+
+
+# ----------------------------------------------------------------------------- the search
+
+
+class _Search:
+    def __init__(self, req: RecommendRequest, trace: list | None = None):
+        self.req = req
+        self.trace = trace  # bench/run.py: the PlanRequests searched, to loop plan() over them
+        budget = Budget(gpu=req.gpu) if req.gpu is not None else req.budget
+        assert budget is not None  # RecommendRequest requires exactly one of them
+        base_args = req.server_args
+        if req.target.context_length is not None and "context_length" not in base_args.model_fields_set:
+            base_args = base_args.model_copy(update={"context_length": req.target.context_length})
+        self.base = PlanRequest(model=req.model, server_args=base_args, env=req.env, budget=budget, draft_model=req.draft_model)
+        self.layout = model_layout(self.base)
+        # The base request itself must plan: a model or budget the solver cannot size is the
+        # request's error (422), while a searched setting it rejects is counted under refused.
+        replan(self.base, self.layout)
+        self.searched = 0
+        self.refused: Counter = Counter()
+        self.settings: list[Setting] = []
+        self.warnings: list[str] = []
+        self.partition_steps = [SEARCH_PARTITION_STEPS]
+
+    # One plan of the pipeline. None when the input itself is refused.
+    def run(self, args: ServerArgs, part: str | None) -> Plan | None:
+        if self.searched >= MAX_PLANS:
+            raise _PlanBudgetSpent
+        self.searched += 1
+        env = self.base.env if part is None else self.base.env.model_copy(update={"SGLANG_PP_LAYER_PARTITION": part})
+        req = self.base.model_copy(update={"server_args": args, "env": env})
+        if self.trace is not None:
+            self.trace.append(req)
+        try:
+            p = replan(req, self.layout)
+        except PlanInputError as exc:
+            self.refused[f"invalid {exc.field}"] += 1
+            return None
+        if not p.feasible:
+            assert p.error is not None
+            self.refused[p.error.kind] += 1
+        return p
+
+    def keep(self, args: ServerArgs, part: str | None, p: Plan | None, grid: int, raised: bool) -> None:
+        if p is not None and p.feasible:
+            self.settings.append(Setting(args, part, p, grid, raised))
+
+    def grid_point(self, i: int, upd: dict) -> None:
+        args = self.base.server_args.model_copy(update=upd)
+        base_plan = self.run(args, None)
+        if base_plan is None:
+            return
+        mfs_values: list[float | None] = [None]
+        ceiling = self._mfs_ceiling(args, base_plan)
+        if ceiling is not None:
+            mfs_values.append(ceiling)
+        for mfs in mfs_values:
+            a = args if mfs is None else args.model_copy(update={"mem_fraction_static": mfs})
+            p0 = base_plan if mfs is None else self.run(a, None)
+            if p0 is None:
+                continue
+            self.partition_point(i, a, p0, raised=mfs is not None)
+
+    def partition_point(self, i: int, args: ServerArgs, p0: Plan, raised: bool) -> None:
+        self.mamba_point(i, args, None, p0, raised)
+        if args.pp_size == 1 or not self.req.search.pp_partition or self.base.env.SGLANG_PP_LAYER_PARTITION is not None:
+            return
+        costs = self._costs(args)
+        if costs is None:
+            return
+        default = tuple(s.end - s.start for s in pp_stages(self.layout.num_hidden_layers, args.pp_size))
+        t0 = partition.triple_of(costs, default)
+        for parts in self._pareto(costs, args):
+            if parts == default:
+                continue
+            t = partition.triple_of(costs, parts)
+            if t.weights >= t0.weights and t.mamba >= t0.mamba and t.full >= t0.full:
+                continue  # the default partition is at least as good in every figure (monotonicity)
+            text = ",".join(map(str, parts))
+            self.mamba_point(i, args, text, self.run(args, text), raised)
+
+    def _costs(self, args: ServerArgs) -> partition.LayerCosts | None:
+        if not self.base.budget.estimated:
+            return layers.counts_only(self.layout)
+        spec = args.speculative_algorithm
+        draft = self.req.draft_model.num_layers if self.req.draft_model is not None else None
+        load_nextn = spec in ("EAGLE", "NEXTN") and draft is None and self.layout.num_nextn_predict_layers > 0
+        try:
+            costs = layers.layer_costs(self.layout, tp_size=args.tp_size, pp_size=args.pp_size, ep_size=args.ep_size, load_nextn=load_nextn, draft_num_layers=draft)
+        except PlanInputError:
+            return None  # the plan of this point already reported why (refused)
+        note = "mambasizer: this model's weights do not split into per-layer bytes; SGLang's default layer partition is kept"
+        if costs is None and note not in self.warnings:
+            self.warnings.append(note)
+        return costs
+
+    def _pareto(self, costs: partition.LayerCosts, args: ServerArgs) -> tuple[tuple[int, ...], ...]:
+        try:
+            return _pareto_partitions(costs, args.pp_size, self.partition_steps)
+        except partition.PartitionSearchTooLarge as exc:
+            note = ("mambasizer: the layer partition search passed its work bound for this layout; the partitions it had "
+                    "found are still tried, but the partition is not proven optimal")
+            if note not in self.warnings:
+                self.warnings.append(note)
+            return tuple(exc.found)
+
+    def _mfs_ceiling(self, args: ServerArgs, p: Plan) -> float | None:
+        """The largest mem_fraction_static whose slack F_pre x (1 - mfs) still holds SGLang's
+        pre-capture activation reserve, when above the automatic value."""
+        if not self.req.search.mem_fraction_static or "mem_fraction_static" in self.req.server_args.model_fields_set:
+            return None
+        if p.free_gib_before_load is None or p.gpu_memory_mib is None or p.resolved.mem_fraction_static is None or self.layout.is_multimodal:
+            note = ("mambasizer: --mem-fraction-static was not searched: "
+                    + ("SGLang adjusts it for the vision tower of a multimodal model, which the ceiling does not model"
+                       if self.layout.is_multimodal else "the budget gives no GPU capacity and pre-load free memory to bound it"))
+            if note not in self.warnings:
+                self.warnings.append(note)
+            return None
+        gpu = p.gpu_memory_mib
+        chunked = args.chunked_prefill_size if args.chunked_prefill_size is not None else _capacity_defaults(gpu, args.tp_size)[0]
+        tokens = max(chunked, 2048) if chunked > 0 else max(args.max_prefill_tokens, 2048)
+        reserve = RESERVE_BASE_MB + tokens * RESERVE_PER_TOKEN_MB + args.tp_size * args.pp_size / 8 * 1024
+        if gpu > 60 * 1024:
+            reserve = max(reserve, RESERVE_FLOOR_MB)
+        ceiling = math.floor((1 - reserve / 1024 / p.free_gib_before_load) * 1000) / 1000
+        return ceiling if ceiling > p.resolved.mem_fraction_static else None
+
+    def mamba_point(self, i: int, args: ServerArgs, part: str | None, p0: Plan | None, raised: bool) -> None:
+        if p0 is None:
+            return
+        self.keep(args, part, p0, i, raised)
+        fixed = self.req.server_args.model_fields_set
+        if not self.req.search.mamba_cache or fixed & {"max_mamba_cache_size", "mamba_full_memory_ratio"} or p0.mamba_ratio is None:
+            return
+        if p0.error is not None and p0.error.kind == "weights_do_not_fit":
+            return  # decided before the split: no cache size changes it
+        t, dp, ratio = self.req.target, args.attn_dp_size, p0.mamba_ratio
+        if t.running_requests is not None:
+            per_worker = -(-t.running_requests // dp)
+            upd: dict = {"max_mamba_cache_size": per_worker * ratio * dp}
+            # Above SGLang's estimate floor (or under speculative decoding's default of 48) the
+            # requests cap needs the flag too; a fixed one stays.
+            if "max_running_requests" not in fixed and (per_worker > ESTIMATE_MIN or p0.resolved.speculative_algorithm is not None):
+                upd["max_running_requests"] = per_worker * dp
+            a = args.model_copy(update=upd)
+            self.keep(a, part, self.run(a, part), i, raised)
+        if self.req.objective == "most_requests" or (t.tokens_per_request is not None and t.running_requests is None):
+            self.balance(i, args, part, p0, raised)
+
+    def balance(self, i: int, args: ServerArgs, part: str | None, p0: Plan, raised: bool) -> None:
+        """The cache size where the mamba slots stop binding: below it the slots limit the
+        requests, above it the KV side does (tokens // 2, SGLang's estimate, tokens_per_request).
+        The predicate is monotone in the size, so bisection finds the first size where the slots
+        no longer bind; the best is there or one request's worth of slots below."""
+        dp, ratio, tpr = args.attn_dp_size, _known(p0.mamba_ratio), self.req.target.tokens_per_request
+        cache: dict[int, Plan | None] = {}
+
+        def at(k: int) -> Plan | None:
+            if k not in cache:
+                cache[k] = self.run(args.model_copy(update={"max_mamba_cache_size": k * dp}), part)
+            return cache[k]
+
+        def slots_free(k: int) -> bool:
+            p = at(k)
+            if p is None or not p.feasible:
+                return True  # past the memory: the KV side (nothing left) is what limits
+            if p.binding_limit != "mamba_slots":
+                return True  # the slots reach what the KV side (or SGLang's caps) allows
+            return tpr is not None and _known(p.max_total_num_tokens) // tpr <= k // ratio
+
+        lo = ratio
+        hi = max(lo, (p0.max_mamba_cache_size or lo))
+        while not slots_free(hi) and hi < 1 << 40:
+            lo, hi = hi, hi * 2
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if slots_free(mid):
+                hi = mid
+            else:
+                lo = mid + 1
+        for k in {lo, max(ratio, lo - ratio)}:
+            p = at(k)
+            if p is not None:
+                self.keep(args.model_copy(update={"max_mamba_cache_size": k * dp}), part, p, i, raised)
+
+
+# Model structure, not an answer: the Pareto partitions of a (layer costs, pp) pair, shared by
+# every search (bounded; each entry is a few partitions of at most 4096 layers).
+_PARETO: dict[tuple[partition.LayerCosts, int], tuple[tuple[int, ...], ...]] = {}
+_PARETO_ENTRIES = 256
+# The partition enumerations one search may run (cache hits are free): a request listing many
+# PP x TP sizes of a huge layout cannot buy more than this, in greedy layer-steps.
+SEARCH_PARTITION_STEPS = 3 * partition.MAX_STEPS
+
+
+def _pareto_partitions(costs: partition.LayerCosts, pp: int, budget: list[int]) -> tuple[tuple[int, ...], ...]:
+    """`budget` is the search's one-element step allowance, charged with the work done.
+    Raises PartitionSearchTooLarge (with what was found) when the allowance runs out."""
+    key = (costs, pp)
+    got = _PARETO.get(key)
+    if got is not None:
+        return got
+    if budget[0] <= 0:
+        raise partition.PartitionSearchTooLarge([])
+    steps: list[int] = []
+    try:
+        got = tuple(partition.pareto_partitions(costs, pp, max_steps=min(partition.MAX_STEPS, budget[0]), steps=steps))
+    finally:
+        budget[0] -= sum(steps)
+    if len(_PARETO) >= _PARETO_ENTRIES:
+        _PARETO.pop(next(iter(_PARETO)))
+    _PARETO[key] = got
+    return got
+
+
+def _requests_served(req: RecommendRequest, p: Plan) -> int:
+    n, tokens = _totals(p)
+    tpr = req.target.tokens_per_request
+    return min(n, tokens // tpr) if tpr else n
+
+
+# ----------------------------------------------------------------------------- answer
+
+
+def recommend(raw: RecommendRequest | dict | Any, trace: list | None = None) -> RecommendResponse:
+    """The answer to a RecommendRequest. `trace`, when given, receives every PlanRequest the
+    search planned (the benchmark loops plan() over them)."""
+    req = parse(raw)
+    grid = _grid(req)
+    search = _Search(req, trace)
+    for i, upd in enumerate(grid):
+        try:
+            search.grid_point(i, upd)
+        except _PlanBudgetSpent:
+            search.warnings.append(
+                f"mambasizer: the search stopped at its bound of {MAX_PLANS:,} plans after {i} of {len(grid)} settings "
+                "(the rest were not searched): narrow the searched knobs or the GPU counts"
+            )
+            break
+    return _answer(req, search)
+
+
+def _pick(req: RecommendRequest, settings: list[Setting]) -> list[Setting]:
+    """The best setting of each grid point, best first."""
+    best: dict[int, Setting] = {}
+    for s in settings:
+        b = best.get(s.grid)
+        if b is None or _rank_key(req, s) > _rank_key(req, b):
+            best[s.grid] = s
+    return sorted(best.values(), key=lambda s: _rank_key(req, s), reverse=True)
+
+
+def _front(req: RecommendRequest, settings: list[Setting]) -> list[Setting]:
+    """Pareto front over (fewest GPUs, most requests, most tokens): one setting per point."""
+    by_point: dict[tuple, Setting] = {}
+    for s in settings:
+        n, tokens = _totals(s.plan)
+        point = (s.plan.resolved.tp_size * s.plan.resolved.pp_size, n, tokens)
+        b = by_point.get(point)
+        if b is None or _rank_key(req, s) > _rank_key(req, b):
+            by_point[point] = s
+    points = sorted(by_point, key=lambda p: (p[0], -p[1], -p[2]))
+    front: list[tuple[tuple[int, int, int], Setting]] = []
+    for pt in points:
+        if any(q[0] <= pt[0] and q[1] >= pt[1] and q[2] >= pt[2] for q, _ in front):
+            continue
+        front.append((pt, by_point[pt]))
+    return [s for _, s in front][:MAX_PARETO]
+
+
+def _budget_body(req: RecommendRequest) -> dict:
+    """The request's budget as a PlanRequest body states it."""
+    if req.gpu is not None:
+        return {"gpu": req.gpu}
+    assert req.budget is not None
+    return req.budget.model_dump(exclude_none=True)
+
+
+def _candidate(req: RecommendRequest, s: Setting) -> Candidate | None:
+    """Re-plan the setting from its own launch flags, as POST /v1/plan would."""
+    from service.api import wire
+    from service.solver import plan
+
+    flags = launch_flags(s.args)
+    env = {k: str(int(v)) if isinstance(v, bool) else str(v) for k, v in req.env.model_dump(exclude_defaults=True).items()}
+    if s.partition is not None:
+        env["SGLANG_PP_LAYER_PARTITION"] = s.partition
+    body: dict = {
+        "model": req.model.model_dump(exclude_defaults=True),
+        "sglang_args": flags,
+        "budget": _budget_body(req),
+    }
+    if env:
+        body["env"] = env
+    if req.draft_model is not None:
+        body["draft_model"] = req.draft_model.model_dump()
+    p = plan(wire.prepare(body).request)
+    if not p.feasible or (p.max_running_requests, p.max_total_num_tokens, p.max_mamba_cache_size) != (
+        s.plan.max_running_requests, s.plan.max_total_num_tokens, s.plan.max_mamba_cache_size
+    ):
+        return None  # a recommendation the re-plan does not confirm is never returned
+    n, tokens = _totals(p)
+    checks = target_checks(req, p)
+    return Candidate.trusted({
+        "gpus": p.resolved.tp_size * p.resolved.pp_size, "tp_size": p.resolved.tp_size, "pp_size": p.resolved.pp_size,
+        "attn_dp_size": p.resolved.attn_dp_size, "sglang_args": flags, "env": env,
+        "meets_target": all(c.met for c in checks.values()), "targets": checks,
+        "max_running_requests": n, "max_total_num_tokens": tokens, "max_mamba_cache_size": p.max_mamba_cache_size,
+        "binding_limit": p.binding_limit, "plan": p,
+    })
+
+
+def _answer(req: RecommendRequest, search: _Search) -> RecommendResponse:
+    warnings = list(search.warnings)
+    out: list[Candidate] = []
+    for s in _pick(req, search.settings):
+        if len(out) == req.limit:
+            break
+        c = _candidate(req, s)
+        if c is None:
+            warnings.append(f"mambasizer: a setting ({' '.join(launch_flags(s.args))}) did not re-plan to the searched figures and was dropped")
+            continue
+        out.append(c)
+    pareto = [c for c in (_candidate(req, s) for s in _front(req, search.settings)) if c is not None]
+    if req.budget is not None and not req.budget.estimated and any(c.pp_size > 1 or c.tp_size != req.server_args.tp_size for c in out):
+        warnings.append(
+            "mambasizer: the measured budget is taken as holding for every parallel layout searched; the free memory "
+            'after load changes with the weights per rank, so re-measure the chosen layout (or plan with "gpu").'
+        )
+    return RecommendResponse.trusted({
+        "objective": req.objective, "candidates": out, "pareto": pareto, "searched": search.searched,
+        "refused": dict(sorted(search.refused.items())), "why": _why(req, out, search), "warnings": warnings,
+    })
+
+
+def _why(req: RecommendRequest, out: list[Candidate], search: _Search) -> str:
+    if not out:
+        reasons = ", ".join(f"{k} ({v})" for k, v in search.refused.most_common(3)) or "none"
+        return f"No searched setting starts: {search.searched} plans run, SGLang would refuse them all (most often: {reasons})."
+    c = out[0]
+    p = c.plan
+    parts = [f"{c.gpus} GPUs per replica (tp {c.tp_size} x pp {c.pp_size}"
+             + (f", attention DP {c.attn_dp_size}" if c.attn_dp_size > 1 else "") + ")"]
+    goal = {"fewest_gpus": "the fewest GPUs", "most_requests": "the most running requests", "most_tokens": "the most KV tokens"}[req.objective]
+    if c.meets_target:
+        lead = f"{parts[0]} is the setting with {goal} that meets every target"
+    elif c.targets:
+        missed = ", ".join(f"{k} by {-v.margin:,}" for k, v in c.targets.items() if not v.met)
+        lead = f"No searched setting meets every target; {parts[0]} comes closest for {goal} (misses {missed})"
+    else:
+        lead = f"{parts[0]} gives {goal}"
+    detail = [f"SGLang 0.5.23 would start with max_running_requests {c.max_running_requests:,}, {c.max_total_num_tokens:,} KV tokens and {c.max_mamba_cache_size:,} mamba slots per worker; {_binding(p.binding_limit)}"]
+    if "SGLANG_PP_LAYER_PARTITION" in c.env:
+        w = [s.weights_bytes for s in p.stages if s.weights_bytes is not None]
+        mm = max(s.mamba_layers for s in p.stages)
+        ff = max(s.full_attention_layers for s in p.stages)
+        detail.append(
+            f"the layer partition {c.env['SGLANG_PP_LAYER_PARTITION']} (exact optimum over contiguous partitions) sets the largest stage to "
+            + (f"{max(w) / GIB:.2f} GiB of weights, " if w else "")
+            + f"{mm} mamba and {ff} full-attention layers" + _against_default(req, c)
+        )
+    if "--max-mamba-cache-size" in c.sglang_args and "max_mamba_cache_size" not in req.server_args.model_fields_set:
+        K, R, dp = p.resolved.max_mamba_cache_size, req.target.running_requests, p.resolved.attn_dp_size
+        if R is not None and K == -(-R // dp) * _known(p.mamba_ratio) * dp:
+            detail.append(f"--max-mamba-cache-size {K} is the least that serves {R:,} requests ({p.mamba_ratio} slots each): every other byte goes to KV")
+        else:
+            detail.append(f"--max-mamba-cache-size {K} is where neither pool idles: the slots and the KV tokens serve the same number of requests")
+    if "--mem-fraction-static" in c.sglang_args and "mem_fraction_static" not in req.server_args.model_fields_set:
+        detail.append(f"--mem-fraction-static {p.resolved.mem_fraction_static} keeps SGLang's pre-capture activation reserve")
+    refused = sum(search.refused.values())
+    tail = f"{search.searched} plans searched, {refused} refused by SGLang's own checks."
+    if p.budget_source == "estimated":
+        tail += " Memory is estimated from the GPU (weights exact, CUDA/NCCL residents calibrated): measure one boot before relying on a thin margin."
+    return f"{lead}: " + "; ".join(detail) + ". " + tail
+
+
+def _against_default(req: RecommendRequest, c: Candidate) -> str:
+    """What SGLang's default (even) partition gives with the same flags."""
+    from service.api import wire
+    from service.solver import plan
+
+    env = {k: v for k, v in c.env.items() if k != "SGLANG_PP_LAYER_PARTITION"}
+    body: dict = {"model": req.model.model_dump(exclude_defaults=True), "sglang_args": c.sglang_args,
+                  "budget": _budget_body(req)}
+    if env:
+        body["env"] = env
+    if req.draft_model is not None:
+        body["draft_model"] = req.draft_model.model_dump()
+    p = plan(wire.prepare(body).request)
+    if not p.feasible:
+        return f" (SGLang's default partition would not start: {p.error.kind if p.error else 'refused'})"
+    n, tokens = _totals(p)
+    return f" (SGLang's default partition: {n:,} requests, {tokens:,} KV tokens)"
+
+
+def _binding(limit: str | None) -> str:
+    return {
+        "mamba_slots": "the mamba slots bind the requests",
+        "kv_tokens": "the KV tokens bind the requests",
+        "user_max_running_requests": "--max-running-requests caps the requests",
+        "speculative_default": "speculative decoding's default of 48 caps the requests",
+        "estimate": "SGLang's own context-length estimate caps the requests",
+    }.get(limit or "", "nothing binds")
