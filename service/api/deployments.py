@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import yaml
-
 from pydantic import ValidationError
 
 from schemas import Plan, PlanRequest
@@ -88,8 +87,8 @@ class Deployment:
     # SGLang's model_name label (--served-model-name, else --model-path, from sglang_args),
     # so planned gauges join sglang:max_total_num_tokens; the plan's model name otherwise.
     metrics_model_name: Optional[str] = None
-    request: Optional[PlanRequest] = None
-    trial: Optional[TrialOptions] = None  # the entry asks for a trial (`trial: true` or options)
+    request: PlanRequest | None = None
+    trial: TrialOptions | None = None  # the entry asks for a trial (`trial: true` or options)
 
     @property
     def model_name(self) -> Optional[str]:
@@ -242,7 +241,7 @@ def _plan_entry(name: str, entry: object) -> Deployment:
         return Deployment(name, None, {"field": "request", "message": "could not be planned (an internal error; see the server log)"})
 
 
-def _trial_options(raw: Any) -> Optional[TrialOptions]:
+def _trial_options(raw: Any) -> TrialOptions | None:
     """`trial: true` runs the default trial, a mapping gives its options, false/absent none."""
     if raw is None or raw is False:
         return None

@@ -113,7 +113,7 @@ class TrialsCollector(Collector):
     """The deployments file's trials, read at scrape time from the current states: a reload
     that drops a deployment (or its trial) drops its series with it."""
 
-    def __init__(self, trials: "DeploymentTrials") -> None:
+    def __init__(self, trials: DeploymentTrials) -> None:
         self.trials = trials
 
     def describe(self) -> list:
@@ -155,7 +155,7 @@ class TrialsCollector(Collector):
 class Metrics:
     """Every collector of one app, in the app's own registry."""
 
-    def __init__(self, store: "DeploymentStore", trials: "DeploymentTrials") -> None:
+    def __init__(self, store: "DeploymentStore", trials: DeploymentTrials) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.requests = Counter(
