@@ -237,6 +237,14 @@ def test_bad_concurrency_is_a_named_error(raw):
         deployment_trials.concurrency_from_env({deployment_trials.CONCURRENCY_ENV: raw})
 
 
+def test_serve_refuses_a_bad_concurrency_in_one_line(tmp_path):
+    out = subprocess.run(_console_script() + ["serve", "--port", "1"], capture_output=True, text=True, timeout=60,
+                         cwd=tmp_path, env={**os.environ, deployment_trials.CONCURRENCY_ENV: "0"})
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines()[-1].startswith(f"mambasizer: error: {deployment_trials.CONCURRENCY_ENV} must be")
+    assert "Traceback" not in out.stderr
+
+
 # --------------------------------------------------------------------------- end to end
 
 
