@@ -10,6 +10,12 @@ PYTHON="${PYTHON:-python3}"
 .venv/bin/python -m pip install -q -e '.[test]'
 .venv/bin/python -m pip install -q --no-deps 'sglang==0.5.23'
 
+# --- prometheus + promtool (tests/deploy/test_deploy_alerts.py, test_deploy_prometheus.py):
+# Debian's package; the tests run their own prometheus process, never its system service.
+command -v prometheus >/dev/null || (apt-get update && apt-get install -y --no-install-recommends prometheus) \
+  || echo "scripts/test.sh: prometheus not installed (needs apt-get as root); its tests will skip" >&2
+# --- end prometheus
+
 # --- lint and type gates (configured in pyproject.toml) ---------------------------------
 # Any finding fails the run before the tests; pytest stays last so CI ends on its summary.
 .venv/bin/python -m ruff check .

@@ -22,6 +22,7 @@ from fastapi import FastAPI
 from service import __version__
 from service.api import checklog, compare, gpus, health, metrics, openapi, plan, presets, problems, recommend
 from service.api import explorer, sweep
+from service.api.deployment_trials import DeploymentTrials, concurrency_from_env
 from service.api.deployments import DeploymentsFileError, DeploymentStore
 from service.api.metrics import Metrics
 from service.api.middleware import ObservabilityMiddleware
@@ -114,8 +115,10 @@ def create_app(deployments_path: Optional[str] = None, worker: Any = None,
         trials = TrialSettings.from_env()
     _warm_up()
     store = DeploymentStore(deployments_path)
+    deployment_trials = DeploymentTrials(trials, _trial_hook(worker), concurrency_from_env())
+    store.listeners.append(deployment_trials.on_load)
     store.load()
-    app_metrics = Metrics(store)
+    app_metrics = Metrics(store, deployment_trials)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -128,6 +131,7 @@ def create_app(deployments_path: Optional[str] = None, worker: Any = None,
             except (NotImplementedError, RuntimeError, ValueError):
                 # Not the main thread (e.g. an in-process test client): reload() still works.
                 log.info("SIGHUP reload not installed (not on the main thread)", extra={"fields": {"event": "sighup_unavailable"}})
+        deployment_trials.start(loop)
         app.state.ready = True
         log.info("mambasizer API ready", extra={"fields": {"event": "ready", "version": __version__, "deployments": len(store.snapshot.deployments)}})
         try:
@@ -136,6 +140,7 @@ def create_app(deployments_path: Optional[str] = None, worker: Any = None,
             app.state.ready = False
             if hup:
                 loop.remove_signal_handler(signal.SIGHUP)
+            await deployment_trials.stop()
             closer = getattr(worker, "aclose", None) or getattr(worker, "close", None)
             if closer is not None:
                 try:
@@ -162,6 +167,7 @@ def create_app(deployments_path: Optional[str] = None, worker: Any = None,
     app.state.ready = False
     app.state.deployments = store
     app.state.metrics = app_metrics
+    app.state.deployment_trials = deployment_trials
     app.state.worker = worker
     app.state.trial_hook = _trial_hook(worker)
     app.state.trials = trials

@@ -9,7 +9,8 @@
       sglang_args: ["--tp-size", "2", "--pp-size", "4"]
       budget: {free_gib_before_load: 139.6, free_gib_after_load: 100.0, gpu_memory_mib: 143771}
 
-Each entry is what `POST /v1/plan` takes (without `trial`). Every deployment is planned
+Each entry is what `POST /v1/plan` takes; its `trial` is `true` or the trial options
+(service.api.deployment_trials runs those trials after each load). Every deployment is planned
 when the file is loaded, never at scrape time, and exported as `mambasizer_plan_*`
 gauges (see service.api.metrics); an infeasible one is logged at warning with SGLang's
 error. The file is re-read on SIGHUP, off the event loop (PyYAML's C loader where it was
@@ -31,8 +32,10 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import yaml
+from pydantic import ValidationError
 
-from schemas import Plan
+from schemas import Plan, PlanRequest
+from schemas.trial import TrialOptions
 from service.api import wire
 from service.solver import PlanInputError, plan
 
@@ -84,6 +87,8 @@ class Deployment:
     # SGLang's model_name label (--served-model-name, else --model-path, from sglang_args),
     # so planned gauges join sglang:max_total_num_tokens; the plan's model name otherwise.
     metrics_model_name: Optional[str] = None
+    request: PlanRequest | None = None
+    trial: TrialOptions | None = None  # the entry asks for a trial (`trial: true` or options)
 
     @property
     def model_name(self) -> Optional[str]:
@@ -111,6 +116,9 @@ class DeploymentStore:
     reloads_ok: int = 0
     reloads_failed: int = 0
     last_error: Optional[str] = None
+    # Called with each snapshot swapped in (start-up and every successful reload), from the
+    # thread that loaded it: service.api.deployment_trials schedules the file's trials.
+    listeners: list = field(default_factory=list, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     @property
@@ -145,6 +153,11 @@ class DeploymentStore:
                         "exception": err.exception if err else None, "error": err.message if err else None,
                     }},
                 )
+        for listener in self.listeners:
+            try:
+                listener(snap)
+            except Exception:  # a listener never undoes a load
+                log.exception("deployments listener failed", extra={"fields": {"event": "deployments_listener_failed"}})
         if self.path is None:
             return snap
         log.info(
@@ -211,8 +224,11 @@ def _plan_entry(name: str, entry: object) -> Deployment:
     try:
         if not isinstance(entry, dict):
             raise PlanInputError("request", "must be a mapping (a PlanRequest)")
+        entry = dict(entry)
+        trial = _trial_options(entry.pop("trial", None))
         prepared = wire.prepare(entry, allow_trial=False)
-        return Deployment(name, plan(prepared.request), None, prepared.ignored_sglang_args, prepared.metrics_model_name)
+        return Deployment(name, plan(prepared.request), None, prepared.ignored_sglang_args, prepared.metrics_model_name,
+                          prepared.request, trial)
     except PlanInputError as exc:
         error: dict[str, Any] = {"field": exc.field, "message": exc.message}
         if exc.allowed:
@@ -223,3 +239,20 @@ def _plan_entry(name: str, entry: object) -> Deployment:
     except Exception:  # one entry the solver trips on never takes the others (or start-up) down
         log.exception("deployment could not be planned", extra={"fields": {"event": "deployment_plan_failed", "deployment": name}})
         return Deployment(name, None, {"field": "request", "message": "could not be planned (an internal error; see the server log)"})
+
+
+def _trial_options(raw: Any) -> TrialOptions | None:
+    """`trial: true` runs the default trial, a mapping gives its options, false/absent none."""
+    if raw is None or raw is False:
+        return None
+    if raw is True:
+        return TrialOptions()
+    if not isinstance(raw, dict):
+        raise PlanInputError("trial", "must be true, false or a mapping of trial options (device, stages, budget, "
+                             "hold_weights_gib, timeout_s)")
+    try:
+        return TrialOptions.model_validate(raw)
+    except ValidationError as exc:
+        err = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise PlanInputError(f"trial.{where}" if where else "trial", err["msg"]) from None

@@ -11,8 +11,9 @@ Names follow Prometheus conventions (base units, `_total` counters, bounded labe
   `mambasizer_plan_{max_running_requests,max_total_num_tokens,max_mamba_cache_size,
   mamba_pool_bytes,kv_pool_bytes,feasible}{deployment,model_name,pp_rank}`, so they
   join SGLang's own `sglang:max_total_num_tokens{model_name,pp_rank}`.
-* `mambasizer_trial_{measured,predicted}_bytes{deployment,pp_rank,pool}`: declared here,
-  set by the trial worker integration.
+* For each deployment whose entry asks for a trial (service.api.deployment_trials):
+  `mambasizer_trial_{measured,predicted}_bytes{deployment,model_name,pp_rank,pool}` and
+  `mambasizer_trial_status{deployment,model_name,status}` (1 for the current status).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from schemas.plan import REFERENCE
 from service import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
+    from service.api.deployment_trials import DeploymentTrials
     from service.api.deployments import DeploymentStore
 
 SGLANG_VERSION = REFERENCE.split("==", 1)[1]
@@ -104,10 +106,56 @@ class DeploymentsCollector(Collector):
         )
 
 
+TRIAL_LABELS = ("deployment", "model_name", "pp_rank", "pool")
+
+
+class TrialsCollector(Collector):
+    """The deployments file's trials, read at scrape time from the current states: a reload
+    that drops a deployment (or its trial) drops its series with it."""
+
+    def __init__(self, trials: DeploymentTrials) -> None:
+        self.trials = trials
+
+    def describe(self) -> list:
+        return []
+
+    def collect(self) -> Iterator:
+        from service.api.deployment_trials import STATUSES
+
+        states = self.trials.states
+        measured = GaugeMetricFamily(
+            "mambasizer_trial_measured_bytes",
+            "Bytes the deployment's trial allocated for a pool (CUDA: allocator growth; CPU: tensor storage), by PP stage.",
+            labels=TRIAL_LABELS,
+        )
+        predicted = GaugeMetricFamily(
+            "mambasizer_trial_predicted_bytes",
+            "Bytes the plan predicts for the same pool and PP stage of the deployment's trial.",
+            labels=TRIAL_LABELS,
+        )
+        status = GaugeMetricFamily(
+            "mambasizer_trial_status",
+            "1 for the current status of the deployment's trial (pending, running, ok, oom, rejected, unavailable, "
+            "failed, disabled, skipped), 0 for the others.",
+            labels=("deployment", "model_name", "status"),
+        )
+        for st in states.values():
+            for word in STATUSES:
+                status.add_metric((st.deployment, st.model_name, word), 1.0 if st.status == word else 0.0)
+            for f in st.pools:
+                labels = (st.deployment, st.model_name, str(f.pp_rank), f.pool)
+                predicted.add_metric(labels, float(f.predicted_bytes))
+                if f.measured_bytes is not None:
+                    measured.add_metric(labels, float(f.measured_bytes))
+        yield measured
+        yield predicted
+        yield status
+
+
 class Metrics:
     """Every collector of one app, in the app's own registry."""
 
-    def __init__(self, store: "DeploymentStore") -> None:
+    def __init__(self, store: "DeploymentStore", trials: DeploymentTrials) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.requests = Counter(
@@ -130,19 +178,8 @@ class Metrics:
             registry=r,
         )
         self.build_info.labels(__version__, SGLANG_VERSION).set(1)
-        self.trial_measured = Gauge(
-            "mambasizer_trial_measured_bytes",
-            "Bytes a trial allocation measured, by deployment, PP stage and pool.",
-            ("deployment", "pp_rank", "pool"),
-            registry=r,
-        )
-        self.trial_predicted = Gauge(
-            "mambasizer_trial_predicted_bytes",
-            "Bytes the plan predicted for the same trial allocation, by deployment, PP stage and pool.",
-            ("deployment", "pp_rank", "pool"),
-            registry=r,
-        )
         r.register(DeploymentsCollector(store))
+        r.register(TrialsCollector(trials))
         self._children: dict = {}
 
     def observe(self, route: str, method: str, status: int, seconds: float) -> None:

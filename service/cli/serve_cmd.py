@@ -120,8 +120,11 @@ def run(args: argparse.Namespace) -> int:
     from service.api.trials import TrialSettings
 
     logs.configure(args.log_level)
+    from service.api.deployment_trials import concurrency_from_env
+
     try:
         trials = TrialSettings.from_env(enabled=args.enable_trials, token_file=args.trial_token_file, memory_gib=args.trial_memory_gib)
+        concurrency_from_env()  # checked here so a bad value is one line, not a traceback from create_app
         protocol = http_protocol(args)
     except (TrialSettingsError, TimeoutSettingError) as exc:
         print(f"mambasizer: error: {exc}", file=sys.stderr)

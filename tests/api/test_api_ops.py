@@ -127,8 +127,8 @@ def test_metrics_text_format_and_http_series(client):
     info = samples(fams, "mambasizer_build_info")
     assert info == {(("sglang_version", "0.5.23"), ("version", __version__)): 1.0}
 
-    # Declared for the trial worker, empty until it reports.
-    for name in ("mambasizer_trial_measured_bytes", "mambasizer_trial_predicted_bytes"):
+    # Empty until a deployments-file entry asks for a trial.
+    for name in ("mambasizer_trial_measured_bytes", "mambasizer_trial_predicted_bytes", "mambasizer_trial_status"):
         assert fams[name].type == "gauge" and fams[name].samples == []
     for name in PLAN_GAUGES:
         assert fams[name].type == "gauge" and fams[name].samples == []
@@ -146,13 +146,18 @@ def test_each_app_has_its_own_registry():
     assert ra[key] == 2.0 and rb[key] == 1.0
 
 
-def test_trial_gauges_are_settable(app):
-    app.state.metrics.trial_measured.labels("d", "0", "kv_pool").set(123)
-    app.state.metrics.trial_predicted.labels("d", "0", "kv_pool").set(124)
+def test_trial_gauges_follow_the_deployment_trials(app):
+    from service.api.deployment_trials import PoolFigure, TrialState
+
     with TestClient(app) as c:
+        app.state.deployment_trials.states = {"d": TrialState("d", "m", "ok", (PoolFigure(0, "kv_pool", 124, 123),))}
         fams = scrape(c)
-    assert samples(fams, "mambasizer_trial_measured_bytes") == {(("deployment", "d"), ("pool", "kv_pool"), ("pp_rank", "0")): 123.0}
-    assert samples(fams, "mambasizer_trial_predicted_bytes") == {(("deployment", "d"), ("pool", "kv_pool"), ("pp_rank", "0")): 124.0}
+    key = (("deployment", "d"), ("model_name", "m"), ("pool", "kv_pool"), ("pp_rank", "0"))
+    assert samples(fams, "mambasizer_trial_measured_bytes") == {key: 123.0}
+    assert samples(fams, "mambasizer_trial_predicted_bytes") == {key: 124.0}
+    status = samples(fams, "mambasizer_trial_status")
+    assert status[(("deployment", "d"), ("model_name", "m"), ("status", "ok"))] == 1.0
+    assert sum(status.values()) == 1.0 and len(status) == 9
 
 
 def test_deployment_gauges(deployments_file):

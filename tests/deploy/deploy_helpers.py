@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import copy
 import shutil
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 
@@ -48,6 +49,10 @@ FULL_VALUES: dict[str, Any] = {
         "require": {"maxRunningRequests": 64, "contextLength": 32768},
     },
 }
+
+# Prometheus Operator resources: kubernetes-validate has no schema for these CRDs (the
+# ServiceMonitor is checked structurally, the PrometheusRule's groups by promtool).
+CRD_KINDS = frozenset({"ServiceMonitor", "PrometheusRule"})
 
 HOOK_ANNOTATIONS = {
     "helm.sh/hook": "pre-install,pre-upgrade",

@@ -2,7 +2,8 @@
 
 * `$defs.PlanRequest` in helm/mambasizer/values.schema.json is the pydantic wire contract
   (schemas.PlanRequest), so `helm install` rejects a bad `deployments` entry or preflight
-  request by the same rules the API applies.
+  request by the same rules the API applies; `$defs.DeploymentEntry` (a `deployments`
+  entry) is the same plus `trial`.
 * helm/preflight-hook/mambasizer-preflight-job.yaml (copy-paste template) carries the
   library chart's helm/mambasizer-preflight/templates/_preflight.tpl verbatim.
 * helm/mambasizer/charts/mambasizer-preflight-<version>.tgz, the library chart vendored as
@@ -87,9 +88,26 @@ def plan_request_schema() -> dict:
     return schema
 
 
+def deployment_entry_schema() -> dict:
+    """A `deployments` entry: a PlanRequest plus `trial` (true, false or the trial options),
+    which service.api.deployments takes and POST /v1/plan's own schema does not."""
+    from schemas.trial import TrialOptions
+
+    schema = plan_request_schema()
+    del schema["$defs"]  # its references point into $defs.PlanRequest's
+    schema["properties"]["trial"] = {
+        "anyOf": [{"type": "boolean"}, TrialOptions.model_json_schema(mode="validation")],
+        "description": "Run a trial of this deployment after each load (true: the default options).",
+    }
+    schema["title"] = "DeploymentEntry"
+    return schema
+
+
 def wanted_files() -> dict[Path, str]:
     schema = json.loads(VALUES_SCHEMA.read_text())
     schema.setdefault("$defs", {})["PlanRequest"] = plan_request_schema()
+    schema["$defs"]["DeploymentEntry"] = deployment_entry_schema()
+    schema["properties"]["deployments"]["additionalProperties"] = {"$ref": "#/$defs/DeploymentEntry"}
     return {
         VALUES_SCHEMA: json.dumps(schema, indent=2) + "\n",
         STANDALONE: STANDALONE_HEAD + LIBRARY_TPL.read_text(),

@@ -13,6 +13,7 @@ import yaml
 
 from deploy_helpers import (
     CHART,
+    CRD_KINDS,
     DASHBOARD,
     FULL_VALUES,
     HOOK_ANNOTATIONS,
@@ -51,10 +52,11 @@ def test_full_values_render_every_part_and_validate(full_docs):
         "Service", "Service",
         "ServiceAccount",
         "ServiceMonitor",
+        "PrometheusRule",  # alerts, on with the ServiceMonitor
     ])
     for doc in full_docs:
-        if doc["kind"] == "ServiceMonitor":
-            continue  # a CRD: checked structurally below
+        if doc["kind"] in CRD_KINDS:
+            continue  # CRDs: the ServiceMonitor is checked structurally below, the rule by promtool
         k8s_validate(doc)
 
 
@@ -69,7 +71,7 @@ def test_every_resource_is_namespaced_and_labelled(full_docs):
 def test_long_release_names_stay_valid():
     docs = documents(render(CHART, FULL_VALUES, name="a" * 53))
     for doc in docs:
-        if doc["kind"] != "ServiceMonitor":
+        if doc["kind"] not in CRD_KINDS:
             k8s_validate(doc)
 
 

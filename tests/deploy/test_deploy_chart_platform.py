@@ -16,6 +16,7 @@ import yaml
 
 from deploy_helpers import (
     CHART,
+    CRD_KINDS,
     FULL_VALUES,
     LIBRARY_CHART,
     ROOT,
@@ -215,7 +216,7 @@ def test_inconsistent_values_fail_with_a_readable_message(values, message):
 )
 def test_consistent_edge_values_render(values):
     for doc in documents(render(CHART, values)):
-        if doc["kind"] != "ServiceMonitor":
+        if doc["kind"] not in CRD_KINDS:
             k8s_validate(doc)
 
 
@@ -555,9 +556,9 @@ def test_docs_production_values_file_installs():
     kinds = sorted(d["kind"] for d in docs)
     assert kinds == sorted(["ConfigMap", "ConfigMap", "Deployment", "Deployment", "HorizontalPodAutoscaler",
                             "NetworkPolicy", "PodDisruptionBudget", "Secret", "Secret", "Service", "Service",
-                            "ServiceAccount", "ServiceMonitor"])
+                            "ServiceAccount", "ServiceMonitor", "PrometheusRule"])
     for doc in docs:
-        if doc["kind"] != "ServiceMonitor":
+        if doc["kind"] not in CRD_KINDS:
             k8s_validate(doc)
     report = helm().lint(str(CHART), values, strict=True)
     assert report["errors"] == [] and [m for m in report["messages"] if m["severity"] >= 2] == []

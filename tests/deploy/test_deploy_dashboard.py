@@ -131,7 +131,7 @@ def test_dashboard_covers_planned_live_trial_and_service():
         "mambasizer_plan_max_mamba_cache_size", "mambasizer_plan_mamba_pool_bytes", "mambasizer_plan_kv_pool_bytes",
         "mambasizer_plan_feasible", "mambasizer_build_info", "mambasizer_http_requests_total",
         "mambasizer_http_request_duration_seconds_bucket", "mambasizer_trial_measured_bytes",
-        "mambasizer_trial_predicted_bytes", "sglang:max_total_num_tokens",
+        "mambasizer_trial_predicted_bytes", "mambasizer_trial_status", "sglang:max_total_num_tokens",
     ]:
         assert needed in names, needed
     joined = [e for e in exprs(dash) if "sglang:max_total_num_tokens" in e and "mambasizer_plan" in e]
