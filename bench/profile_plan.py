@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:

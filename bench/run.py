@@ -55,8 +55,9 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable, Optional
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
@@ -100,7 +101,7 @@ def fmt_stat(s: dict, scale: float = 1.0, digits: int = 0) -> str:
     return f"{f.format(s['median'] * scale)} [{f.format(s['min'] * scale)}..{f.format(s['max'] * scale)}]"
 
 
-def load_requests(names: Optional[list[str]] = None) -> dict[str, dict]:
+def load_requests(names: list[str] | None = None) -> dict[str, dict]:
     out = {}
     for name, fname in REQUEST_FILES.items():
         if names and name not in names and fname not in names:
@@ -294,7 +295,7 @@ class SGLangFunctionTimer:
 
         return timed
 
-    def __enter__(self) -> "SGLangFunctionTimer":
+    def __enter__(self) -> SGLangFunctionTimer:
         sg = sys.modules["sglang_ref"]._load()
         targets = [(sg.kvcm.KVCacheConfigurator, n) for n in self.NAMES]
         targets += [(sg.kvdt, "configure_kv_cache_dtype"), (sg.kvcm, "get_pp_indices"), (sg, "resolve_layer_indices")]
@@ -614,9 +615,9 @@ class Server:
     def __init__(self, cmd: list[str], port: int, workdir: Path):
         self.cmd, self.port = cmd, port
         self.log_path = workdir / "server.log"
-        self.proc: Optional[subprocess.Popen] = None
+        self.proc: subprocess.Popen | None = None
 
-    def __enter__(self) -> "Server":
+    def __enter__(self) -> Server:
         env = dict(os.environ)
         env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
         self._log = open(self.log_path, "wb")
@@ -793,7 +794,7 @@ class AsyncLoad:
         return {"requests": len(lat), "rps": len(lat) / elapsed, "p50_ms": q(50) * 1e3, "p99_ms": q(99) * 1e3, "errors": errs[0]}
 
 
-def srv_proc_cpu(srv: "Server") -> tuple:
+def srv_proc_cpu(srv: Server) -> tuple:
     """User and system CPU seconds of the server process and its worker children."""
     import psutil
 
@@ -851,7 +852,7 @@ def bench_http(
     rss_requests: int,
     loadgen: str,
     serve_args: list[str],
-    server_cmd: Optional[str],
+    server_cmd: str | None,
     log: Callable[[str], None] = print,
 ) -> dict:
     from service.solver import plan
@@ -1047,7 +1048,7 @@ def verdicts(head: dict, out: dict) -> list[str]:
     return lines
 
 
-def main(argv: Optional[list[str]] = None) -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0], formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="shorter runs and fewer RSS requests (under 2 minutes)")
     ap.add_argument("--runs", type=int, default=5, help="runs per figure (median, min, max); default 5")

@@ -6,7 +6,7 @@ The answer's shape is fixed so other tools can rely on it:
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Optional, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -34,10 +34,10 @@ class CheckLogRequest(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     log: str = Field(max_length=MAX_LOG_CHARS, description="The SGLang start-up log, as printed.")
-    hf_config: Optional[dict[str, Any]] = Field(
+    hf_config: dict[str, Any] | None = Field(
         None, description="The model's config.json, when the log's model_path matches no shipped preset."
     )
-    sglang_args: Optional[Annotated[list[Annotated[str, Field(max_length=4096)]], Field(max_length=512)]] = Field(
+    sglang_args: Annotated[list[Annotated[str, Field(max_length=4096)]], Field(max_length=512)] | None = Field(
         None,
         description="The SGLang launch arguments, for a log cut without its server_args record; they win over the record.",
     )
@@ -46,9 +46,9 @@ class CheckLogRequest(BaseModel):
 class FigureCheck(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    logged: Union[int, float] = Field(description="The value exactly as the log prints it (GB figures: SGLang's 2-decimal GB, bytes / 2**30).")
-    predicted: Optional[Union[int, float]] = Field(description="What SGLang 0.5.23 prints for the plan (formatted the same way); null when the plan cannot predict it.")
-    cause: Optional[str] = Field(description="Why the figure differs or is not predicted; null when it matches.")
+    logged: int | float = Field(description="The value exactly as the log prints it (GB figures: SGLang's 2-decimal GB, bytes / 2**30).")
+    predicted: int | float | None = Field(description="What SGLang 0.5.23 prints for the plan (formatted the same way); null when the plan cannot predict it.")
+    cause: str | None = Field(description="Why the figure differs or is not predicted; null when it matches.")
 
 
 class RankCheck(BaseModel):
@@ -61,6 +61,6 @@ class RankCheck(BaseModel):
 class CheckLogResponse(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    sglang_version: Optional[str] = Field(description="The SGLang version where the log prints it.")
-    gpu: Optional[str] = Field(description="The GPU where the log prints it.")
+    sglang_version: str | None = Field(description="The SGLang version where the log prints it.")
+    gpu: str | None = Field(description="The GPU where the log prints it.")
     ranks: list[RankCheck]

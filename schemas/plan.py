@@ -6,7 +6,7 @@ field says so), so a Plan can be diffed against a boot log line by line.
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -68,25 +68,25 @@ class ResolvedArgs(Out):
     attn_tp_size: int
     page_size: int
     kv_cache_dtype: str
-    mem_fraction_static: Optional[float]
+    mem_fraction_static: float | None
     mamba_full_memory_ratio: float
     mamba_radix_cache_strategy: str
     enable_mamba_extra_buffer: bool
     enable_mamba_extra_buffer_lazy: bool
     disable_radix_cache: bool
     disable_overlap_schedule: bool
-    max_running_requests: Optional[int]
-    max_mamba_cache_size: Optional[int]
-    max_total_tokens: Optional[int]
-    speculative_algorithm: Optional[str]
-    speculative_num_draft_tokens: Optional[int]
+    max_running_requests: int | None
+    max_mamba_cache_size: int | None
+    max_total_tokens: int | None
+    speculative_algorithm: str | None
+    speculative_num_draft_tokens: int | None
     enable_linear_replayssm_spec: bool
     context_length: int
     conv_dtype: str
     ssm_dtype: str
     draft_kv_layers: int
-    speculative_num_steps: Optional[int] = Field(None, description="Draft steps after SGLang's speculative defaults (NGRAM: num_draft_tokens // topk).")
-    speculative_eagle_topk: Optional[int] = Field(None, description="Draft tree width after SGLang's speculative defaults (NGRAM: --speculative-ngram-max-bfs-breadth, 10).")
+    speculative_num_steps: int | None = Field(None, description="Draft steps after SGLang's speculative defaults (NGRAM: num_draft_tokens // topk).")
+    speculative_eagle_topk: int | None = Field(None, description="Draft tree width after SGLang's speculative defaults (NGRAM: --speculative-ngram-max-bfs-breadth, 10).")
 
 
 class Stage(Out):
@@ -105,20 +105,20 @@ class Stage(Out):
     charged_mamba_bytes: int = Field(description="What the budget charged for the mamba pool (state + ring + intermediate).")
     kv_budget_bytes: int = Field(description="Bytes left for the KV pool after the mamba split.")
     kv_cell_bytes: int = Field(description="KV bytes per token on this stage (draft layers included when priced).")
-    kv_tokens: Optional[int] = Field(description="This stage's own page-floored capacity, before max_total_tokens and the MIN across stages; null when the stage holds no full-attention layer.")
+    kv_tokens: int | None = Field(description="This stage's own page-floored capacity, before max_total_tokens and the MIN across stages; null when the stage holds no full-attention layer.")
     kv_pool_bytes: int = Field(description="Bytes the target KV pool allocates: (max_total_num_tokens + page_size) x cell of the stage's own full-attention layers.")
     req_to_token_bytes: int = Field(description="The req-to-token table: (max_running_requests + 1) x (context_len + extra) int32; not budgeted by SGLang.")
     idle_bytes: int = Field(description="Budgeted but not allocated on this stage: KV capacity above the MIN, and the charge above this stage's own mamba layers.")
-    weights_bytes: Optional[int] = Field(None, description="Estimated budget only: parameter bytes SGLang 0.5.23 loads on this stage's largest TP rank (target, MTP and draft); null when measured.")
-    free_gib_before_load: Optional[float] = Field(None, description="Estimated budget only: free GiB on this stage's ranks before the weights load (GPU capacity minus CUDA/NCCL residents); null when measured.")
-    free_gib_after_load: Optional[float] = Field(None, description="Estimated budget only: free GiB this stage's largest rank would measure after its weights load, before SGLang's world MIN; null when measured.")
+    weights_bytes: int | None = Field(None, description="Estimated budget only: parameter bytes SGLang 0.5.23 loads on this stage's largest TP rank (target, MTP and draft); null when measured.")
+    free_gib_before_load: float | None = Field(None, description="Estimated budget only: free GiB on this stage's ranks before the weights load (GPU capacity minus CUDA/NCCL residents); null when measured.")
+    free_gib_after_load: float | None = Field(None, description="Estimated budget only: free GiB this stage's largest rank would measure after its weights load, before SGLang's world MIN; null when measured.")
 
 
 class Plan(Out):
     reference: str = REFERENCE
     accounting: Accounting
     feasible: bool
-    error: Optional[PlanError] = None
+    error: PlanError | None = None
     warnings: list[str] = Field(default_factory=list)
     advice: list[str] = Field(
         default_factory=list,
@@ -128,21 +128,21 @@ class Plan(Out):
     model_name: str
     family: str
     resolved: ResolvedArgs
-    rest_gib: Optional[float] = Field(description="R0: GiB handed to the mamba split.")
-    mamba_ratio: Optional[int] = Field(description="Mamba slots per running request (null when SGLang would fail before computing it).")
-    max_mamba_cache_size: Optional[int]
+    rest_gib: float | None = Field(description="R0: GiB handed to the mamba split.")
+    mamba_ratio: int | None = Field(description="Mamba slots per running request (null when SGLang would fail before computing it).")
+    max_mamba_cache_size: int | None
     mamba_cache_per_req_bytes: int = Field(description="Per-request state bytes over all of the model's mamba layers.")
-    kv_budget_bytes: Optional[int]
-    max_total_num_tokens: Optional[int]
-    max_running_requests: Optional[int]
-    pp_max_micro_batch_size: Optional[int]
-    binding_limit: Optional[BindingLimit]
+    kv_budget_bytes: int | None
+    max_total_num_tokens: int | None
+    max_running_requests: int | None
+    pp_max_micro_batch_size: int | None
+    binding_limit: BindingLimit | None
     budget_source: Literal["measured", "estimated"] = Field(
         "measured", description="measured: the budget came from figures SGLang printed (rest_gib or free GiB); "
         "estimated: from the GPU alone (budget.gpu / gpu_memory_mib): weights exact, residents calibrated.",
     )
-    gpu_memory_mib: Optional[int] = Field(None, description="The GPU capacity the plan used (nvidia-smi memory.total), when known.")
-    free_gib_before_load: Optional[float] = Field(None, description="F_pre the pipeline ran with (the world MIN SGLang's probe returns); null for rest_gib.")
-    free_gib_after_load: Optional[float] = Field(None, description="F_post the pipeline ran with (the world MIN after the weights load); null for rest_gib.")
-    min_free_stage: Optional[int] = Field(None, description="Estimated budget only: the PP stage whose largest rank set the world MIN of free memory after load.")
+    gpu_memory_mib: int | None = Field(None, description="The GPU capacity the plan used (nvidia-smi memory.total), when known.")
+    free_gib_before_load: float | None = Field(None, description="F_pre the pipeline ran with (the world MIN SGLang's probe returns); null for rest_gib.")
+    free_gib_after_load: float | None = Field(None, description="F_post the pipeline ran with (the world MIN after the weights load); null for rest_gib.")
+    min_free_stage: int | None = Field(None, description="Estimated budget only: the PP stage whose largest rank set the world MIN of free memory after load.")
     stages: list[Stage]

@@ -9,11 +9,11 @@ so a request can never make the solver loop or allocate without limit.
 from __future__ import annotations
 
 import math
-from typing import Annotated, Any, Literal, Optional, Union, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import (
-    BeforeValidator,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Discriminator,
     Field,
@@ -94,7 +94,7 @@ class StateShapes(Strict):
         Annotated[StrictInt, Field(ge=0, le=MAX_DIM)],
         Annotated[StrictInt, Field(ge=0, le=MAX_DIM)],
     ]
-    num_k_heads_per_tp: Optional[Annotated[StrictInt, Field(ge=1, le=MAX_DIM)]] = Field(
+    num_k_heads_per_tp: Annotated[StrictInt, Field(ge=1, le=MAX_DIM)] | None = Field(
         None, description="K heads per rank (ReplaySSM ring only); defaults to 1 as in SGLang."
     )
 
@@ -103,7 +103,7 @@ class MHAKV(Strict):
     type: Literal["mha"]
     num_kv_heads: PosInt = Field(description="Total KV heads, as in a model config; SGLang shards them over attention TP.")
     head_dim: PosInt
-    v_head_dim: Optional[PosInt] = None
+    v_head_dim: PosInt | None = None
 
 
 class MLAKV(Strict):
@@ -150,24 +150,24 @@ class Layout(Strict):
     mamba_layer_ids: Annotated[list[LayerId], Field(max_length=MAX_LAYERS)]
     full_attention_layer_ids: Annotated[list[LayerId], Field(max_length=MAX_LAYERS)]
     state: StateShapes
-    kv: Annotated[Union[MHAKV, MLAKV], Field(discriminator="type")]
+    kv: Annotated[MHAKV | MLAKV, Field(discriminator="type")]
     context_length: Annotated[StrictInt, Field(ge=1, le=MAX_CONTEXT)]
     dtype: Literal["bfloat16", "float16", "float32"] = "bfloat16"
     linear_kind: Literal["mamba2", "gdn", "kda"] = Field(
         "mamba2", description="Which linear mixer: decides ReplaySSM support and ring layout."
     )
-    architecture: Optional[LayoutArchitecture] = Field(
+    architecture: LayoutArchitecture | None = Field(
         None,
         description="The SGLang model class to resolve the launch flags as (radix-cache strategy, "
         "PP support, mamba chunk size), one whose mixer is `linear_kind`. Default by `linear_kind`: "
         "mamba2 -> NemotronHForCausalLM, gdn -> Qwen3NextForCausalLM, kda -> KimiLinearForCausalLM.",
     )
-    mamba_ssm_dtype: Optional[Literal["float32", "bfloat16", "float16"]] = Field(
+    mamba_ssm_dtype: Literal["float32", "bfloat16", "float16"] | None = Field(
         None,
         description="The config's own mamba_ssm_dtype (lowest priority). Refused for the architectures "
         "whose config SGLang does not read it from (KimiLinear, GraniteMoeHybrid, Lfm2Moe).",
     )
-    mamba_chunk_size: Optional[Annotated[StrictInt, Field(ge=1, le=MAX_DIM)]] = Field(
+    mamba_chunk_size: Annotated[StrictInt, Field(ge=1, le=MAX_DIM)] | None = Field(
         None,
         description="The config's mamba_chunk_size (SGLang checks it against the page size with the "
         "extra_buffer strategy); default: the architecture's (256 for NemotronH, FalconH1, GraniteMoeHybrid; else 64).",
@@ -177,7 +177,7 @@ class Layout(Strict):
 
     @field_validator("architecture")
     @classmethod
-    def _architecture_has_this_mixer(cls, v: Optional[str], info: ValidationInfo) -> Optional[str]:
+    def _architecture_has_this_mixer(cls, v: str | None, info: ValidationInfo) -> str | None:
         kind = info.data.get("linear_kind")
         if v is not None and kind is not None and LAYOUT_ARCHITECTURES[v] != kind:
             fits = [a for a, k in LAYOUT_ARCHITECTURES.items() if k == kind]
@@ -186,7 +186,7 @@ class Layout(Strict):
 
     @field_validator("mamba_ssm_dtype")
     @classmethod
-    def _ssm_dtype_read_by_the_architecture(cls, v: Optional[str], info: ValidationInfo) -> Optional[str]:
+    def _ssm_dtype_read_by_the_architecture(cls, v: str | None, info: ValidationInfo) -> str | None:
         arch = info.data.get("architecture") or DEFAULT_LAYOUT_ARCHITECTURE.get(info.data.get("linear_kind", ""))
         if v is not None and arch is not None and arch not in CONFIG_SSM_DTYPE_ARCHITECTURES:
             raise ValueError(
@@ -200,7 +200,7 @@ class Layout(Strict):
         return self.architecture or DEFAULT_LAYOUT_ARCHITECTURE[self.linear_kind]
 
     @model_validator(mode="after")
-    def _layers_in_range(self) -> "Layout":
+    def _layers_in_range(self) -> Layout:
         for name in ("mamba_layer_ids", "full_attention_layer_ids"):
             ids = getattr(self, name)
             bad = [i for i in ids if i >= self.num_hidden_layers]
@@ -219,7 +219,7 @@ class LayoutModel(Strict):
     layout: Layout
 
 
-def _model_form(v: Any) -> Optional[str]:
+def _model_form(v: Any) -> str | None:
     if isinstance(v, BaseModel):
         return {HFConfigModel: "hf_config", PresetModel: "preset", LayoutModel: "layout"}.get(type(v))
     if isinstance(v, dict):
@@ -229,11 +229,7 @@ def _model_form(v: Any) -> Optional[str]:
 
 
 ModelSpec = Annotated[
-    Union[
-        Annotated[HFConfigModel, Tag("hf_config")],
-        Annotated[PresetModel, Tag("preset")],
-        Annotated[LayoutModel, Tag("layout")],
-    ],
+    Annotated[HFConfigModel, Tag("hf_config")] | Annotated[PresetModel, Tag("preset")] | Annotated[LayoutModel, Tag("layout")],
     Discriminator(
         _model_form,
         custom_error_type="model_form",
@@ -261,33 +257,33 @@ class ServerArgs(Strict):
     ep_size: Annotated[StrictInt, Field(ge=1, le=MAX_PARALLEL)] = Field(
         1, description="Expert-parallel size (`--ep-size`): how MoE experts shard; only the estimated budget's weights read it."
     )
-    page_size: Optional[Annotated[StrictInt, Field(ge=1, le=1 << 16)]] = None
+    page_size: Annotated[StrictInt, Field(ge=1, le=1 << 16)] | None = None
     kv_cache_dtype: KVCacheDType = "auto"
-    mamba_ssm_dtype: Optional[Literal["float32", "bfloat16", "float16"]] = None
-    mamba_full_memory_ratio: Optional[Annotated[StrictFloat, Field(gt=0, le=1e6)]] = None
-    max_mamba_cache_size: Optional[Annotated[StrictInt, Field(ge=0, le=MAX_TOKENS)]] = None
-    max_running_requests: Optional[Annotated[StrictInt, Field(ge=1, le=MAX_TOKENS)]] = None
-    max_total_tokens: Optional[Annotated[StrictInt, Field(ge=1, le=MAX_TOKENS)]] = None
+    mamba_ssm_dtype: Literal["float32", "bfloat16", "float16"] | None = None
+    mamba_full_memory_ratio: Annotated[StrictFloat, Field(gt=0, le=1000000.0)] | None = None
+    max_mamba_cache_size: Annotated[StrictInt, Field(ge=0, le=MAX_TOKENS)] | None = None
+    max_running_requests: Annotated[StrictInt, Field(ge=1, le=MAX_TOKENS)] | None = None
+    max_total_tokens: Annotated[StrictInt, Field(ge=1, le=MAX_TOKENS)] | None = None
     disable_radix_cache: StrictBool = False
     mamba_radix_cache_strategy: Literal["auto", "no_buffer", "extra_buffer", "extra_buffer_lazy"] = "auto"
     disable_overlap_schedule: StrictBool = False
-    speculative_algorithm: Optional[SpecAlgorithm] = None
-    speculative_num_draft_tokens: Optional[Annotated[StrictInt, Field(ge=1, le=1024)]] = None
-    speculative_num_steps: Optional[Annotated[StrictInt, Field(ge=1, le=1024)]] = None
-    speculative_eagle_topk: Optional[Annotated[StrictInt, Field(ge=1, le=1024)]] = None
+    speculative_algorithm: SpecAlgorithm | None = None
+    speculative_num_draft_tokens: Annotated[StrictInt, Field(ge=1, le=1024)] | None = None
+    speculative_num_steps: Annotated[StrictInt, Field(ge=1, le=1024)] | None = None
+    speculative_eagle_topk: Annotated[StrictInt, Field(ge=1, le=1024)] | None = None
     enable_linear_replayssm_spec: StrictBool = False
     linear_replayssm_cache_len: Annotated[StrictInt, Field(ge=1, le=1 << 16)] = 16
-    context_length: Optional[Annotated[StrictInt, Field(ge=1, le=MAX_CONTEXT)]] = None
-    mem_fraction_static: Optional[Annotated[StrictFloat, Field(gt=0, lt=1)]] = None
-    pp_max_micro_batch_size: Optional[Annotated[StrictInt, Field(ge=1, le=MAX_TOKENS)]] = None
-    chunked_prefill_size: Optional[StrictInt] = Field(None, ge=-1, le=MAX_TOKENS)
+    context_length: Annotated[StrictInt, Field(ge=1, le=MAX_CONTEXT)] | None = None
+    mem_fraction_static: Annotated[StrictFloat, Field(gt=0, lt=1)] | None = None
+    pp_max_micro_batch_size: Annotated[StrictInt, Field(ge=1, le=MAX_TOKENS)] | None = None
+    chunked_prefill_size: StrictInt | None = Field(None, ge=-1, le=MAX_TOKENS)
     max_prefill_tokens: Annotated[StrictInt, Field(ge=1, le=MAX_TOKENS)] = 16384
-    cuda_graph_max_bs_decode: Optional[Annotated[StrictInt, Field(ge=1, le=1 << 16)]] = None
-    cuda_graph_max_bs_prefill: Optional[Annotated[StrictInt, Field(ge=1, le=MAX_TOKENS)]] = None
+    cuda_graph_max_bs_decode: Annotated[StrictInt, Field(ge=1, le=1 << 16)] | None = None
+    cuda_graph_max_bs_prefill: Annotated[StrictInt, Field(ge=1, le=MAX_TOKENS)] | None = None
     disable_cuda_graph: StrictBool = False
     disable_prefill_cuda_graph: StrictBool = False
     disable_decode_cuda_graph: StrictBool = False
-    attention_backend: Optional[Literal["fa3", "flashinfer", "triton"]] = Field(
+    attention_backend: Literal["fa3", "flashinfer", "triton"] | None = Field(
         None, description="Only the Hopper backends that leave the page size alone are modelled; unset means SGLang's default (fa3)."
     )
     mamba_track_interval: Annotated[StrictInt, Field(ge=1, le=1 << 20)] = 256
@@ -297,7 +293,7 @@ class ServerArgs(Strict):
 
     @field_validator("mem_fraction_static", "mamba_full_memory_ratio")
     @classmethod
-    def _finite(cls, v: Optional[float]) -> Optional[float]:
+    def _finite(cls, v: float | None) -> float | None:
         if v is not None and not math.isfinite(v):
             raise ValueError("must be a finite number")
         return v
@@ -312,10 +308,10 @@ class DraftModel(Strict):
 
 
 class Env(Strict):
-    SGLANG_PP_LAYER_PARTITION: Optional[Annotated[str, Field(max_length=8192)]] = None
+    SGLANG_PP_LAYER_PARTITION: Annotated[str, Field(max_length=8192)] | None = None
     SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK: StrictBool = False
-    SGLANG_MAMBA_SSM_DTYPE: Optional[Literal["float32", "bfloat16", "float16"]] = None
-    SGLANG_MAMBA_CONV_DTYPE: Optional[Literal["float32", "bfloat16", "float16"]] = None
+    SGLANG_MAMBA_SSM_DTYPE: Literal["float32", "bfloat16", "float16"] | None = None
+    SGLANG_MAMBA_CONV_DTYPE: Literal["float32", "bfloat16", "float16"] | None = None
     SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN: StrictBool = False
 
 
@@ -338,14 +334,14 @@ class Budget(Strict):
       automatic rule.
     """
 
-    gpu: Optional[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
+    gpu: Annotated[str, Field(min_length=1, max_length=64)] | None = Field(
         None, description="A modelled GPU by name (`GET /v1/gpus`): its capacity and Hopper's resolution rules."
     )
-    rest_gib: Optional[Annotated[StrictFloat, Field(ge=-MAX_GIB, le=MAX_GIB, allow_inf_nan=False)]] = None
-    free_gib_before_load: Optional[Gib] = None
-    free_gib_after_load: Optional[Gib] = None
-    gpu_memory_mib: Optional[Annotated[StrictInt, Field(ge=1, le=1 << 30)]] = None
-    reserved_gib: Optional[Gib] = Field(
+    rest_gib: Annotated[StrictFloat, Field(ge=-MAX_GIB, le=MAX_GIB, allow_inf_nan=False)] | None = None
+    free_gib_before_load: Gib | None = None
+    free_gib_after_load: Gib | None = None
+    gpu_memory_mib: Annotated[StrictInt, Field(ge=1, le=1 << 30)] | None = None
+    reserved_gib: Gib | None = Field(
         None, description="With `gpu` / `gpu_memory_mib` alone: GiB resident before the weights load "
         "(CUDA context, cuBLAS, NCCL, custom all-reduce), replacing the calibrated estimate.",
     )
@@ -357,7 +353,7 @@ class Budget(Strict):
 
     @field_validator("free_gib_after_load")
     @classmethod
-    def _after_not_above_before(cls, v: Optional[float], info: ValidationInfo) -> Optional[float]:
+    def _after_not_above_before(cls, v: float | None, info: ValidationInfo) -> float | None:
         # Loading weights cannot free memory: a larger "after" is two swapped figures, and
         # SGLang's profiler would size the KV cache from memory that never existed.
         before = info.data.get("free_gib_before_load")
@@ -369,7 +365,7 @@ class Budget(Strict):
         return v
 
     @model_validator(mode="after")
-    def _one_form(self) -> "Budget":
+    def _one_form(self) -> Budget:
         profiled = self.free_gib_before_load is not None or self.free_gib_after_load is not None
         if self.gpu is not None and self.gpu_memory_mib is not None:
             raise ValueError("give gpu or gpu_memory_mib, not both (gpu implies its capacity)")
@@ -407,5 +403,5 @@ class PlanRequest(Strict):
     server_args: ServerArgs = ServerArgs()
     env: Env = Env()
     budget: Budget
-    draft_model: Optional[DraftModel] = None
+    draft_model: DraftModel | None = None
     accounting: Accounting = "sglang-0.5.23"

@@ -20,7 +20,7 @@ TrialRefusal: `{"status": "rejected", "detail": ...}`; the plan beside it is una
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Optional
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -49,7 +49,7 @@ class TrialOptions(_Strict):
     device: Literal["auto", "cpu", "cuda"] = Field(
         "auto", description="`auto`: the worker's device (CUDA when it has one, else CPU)."
     )
-    stages: Optional[Annotated[list[Annotated[StrictInt, Field(ge=0, lt=MAX_PARALLEL)]], Field(min_length=1, max_length=MAX_PARALLEL)]] = Field(
+    stages: Annotated[list[Annotated[StrictInt, Field(ge=0, lt=MAX_PARALLEL)]], Field(min_length=1, max_length=MAX_PARALLEL)] | None = Field(
         None,
         description="PP ranks to allocate, one after the other (freed in between: a real deployment "
         "has one stage per GPU). null: every stage.",
@@ -60,7 +60,7 @@ class TrialOptions(_Strict):
         "free memory before and after holding `hold_weights_gib`, and size with those figures the way "
         "SGLang's profiler does (`free_gib_before_load`, `free_gib_after_load`, `gpu_memory_mib`).",
     )
-    hold_weights_gib: Optional[Annotated[float, Field(ge=0, le=MAX_GIB, allow_inf_nan=False)]] = Field(
+    hold_weights_gib: Annotated[float, Field(ge=0, le=MAX_GIB, allow_inf_nan=False)] | None = Field(
         None, description="Hold a placeholder of this many GiB (the rank's weights) while the pools are allocated."
     )
     timeout_s: Annotated[float, Field(gt=0, le=MAX_TIMEOUT_S, allow_inf_nan=False)] = Field(
@@ -68,7 +68,7 @@ class TrialOptions(_Strict):
     )
 
     @model_validator(mode="after")
-    def _unique_stages(self) -> "TrialOptions":
+    def _unique_stages(self) -> TrialOptions:
         if self.stages is not None and len(set(self.stages)) != len(self.stages):
             raise ValueError("stages lists a pp rank more than once")
         return self
@@ -97,25 +97,25 @@ class PoolBytes(_Strict):
 class MeasuredPoolBytes(_Strict):
     """Like PoolBytes; null for a pool the trial did not get to (after an OOM)."""
 
-    conv_state_bytes: Optional[int] = None
-    ssm_state_bytes: Optional[int] = None
-    intermediate_state_bytes: Optional[int] = None
-    replayssm_ring_bytes: Optional[int] = None
-    kv_pool_bytes: Optional[int] = None
-    req_to_token_bytes: Optional[int] = None
-    side_tables_bytes: Optional[int] = None
+    conv_state_bytes: int | None = None
+    ssm_state_bytes: int | None = None
+    intermediate_state_bytes: int | None = None
+    replayssm_ring_bytes: int | None = None
+    kv_pool_bytes: int | None = None
+    req_to_token_bytes: int | None = None
+    side_tables_bytes: int | None = None
 
 
 class PoolLine(_Strict):
     pool: Pool
     tensors: int
     predicted_bytes: int
-    measured_bytes: Optional[int] = Field(description="CUDA: torch.cuda.memory_allocated() growth; CPU: the tensors' storage bytes.")
-    difference_bytes: Optional[int] = Field(description="measured - predicted.")
+    measured_bytes: int | None = Field(description="CUDA: torch.cuda.memory_allocated() growth; CPU: the tensors' storage bytes.")
+    difference_bytes: int | None = Field(description="measured - predicted.")
     budgeted_bytes: int = Field(description="The part of predicted that SGLang's sizing charges.")
-    reserved_delta_bytes: Optional[int] = Field(None, description="CUDA: torch.cuda.memory_reserved() growth (allocator segments).")
-    device_free_drop_bytes: Optional[int] = Field(None, description="CUDA: drop of torch.cuda.mem_get_info() free bytes.")
-    rss_delta_bytes: Optional[int] = Field(None, description="CPU: process resident-set growth with every page touched.")
+    reserved_delta_bytes: int | None = Field(None, description="CUDA: torch.cuda.memory_reserved() growth (allocator segments).")
+    device_free_drop_bytes: int | None = Field(None, description="CUDA: drop of torch.cuda.mem_get_info() free bytes.")
+    rss_delta_bytes: int | None = Field(None, description="CPU: process resident-set growth with every page touched.")
 
 
 class UnbudgetedLine(_Strict):
@@ -123,10 +123,10 @@ class UnbudgetedLine(_Strict):
 
     pool: Pool
     name: str
-    shape: Optional[list[int]] = Field(None, description="The tensor's shape; null for a part of a tensor (the KV padding page).")
-    dtype: Optional[str] = None
+    shape: list[int] | None = Field(None, description="The tensor's shape; null for a part of a tensor (the KV padding page).")
+    dtype: str | None = None
     predicted_bytes: int
-    measured_bytes: Optional[int]
+    measured_bytes: int | None
     why: str
 
 
@@ -135,8 +135,8 @@ class OOMInfo(_Strict):
     tensor: str
     requested_bytes: int = Field(description="The allocation that failed.")
     remaining_bytes: int = Field(description="That allocation plus everything the stage still had to allocate.")
-    free_bytes: Optional[int] = Field(description="What the device reported free when it failed.")
-    shortfall_bytes: Optional[int] = Field(description="remaining - free: how much more memory the stage needed.")
+    free_bytes: int | None = Field(description="What the device reported free when it failed.")
+    shortfall_bytes: int | None = Field(description="remaining - free: how much more memory the stage needed.")
     message: str
 
 
@@ -150,22 +150,22 @@ class StageTrial(_Strict):
     difference: MeasuredPoolBytes
     pools: list[PoolLine]
     unbudgeted: list[UnbudgetedLine]
-    oom: Optional[OOMInfo] = None
+    oom: OOMInfo | None = None
     peak_bytes: int = Field(description="Bytes held at the stage's peak (allocator view).")
     leaked_bytes: int = Field(description="Bytes still held after the stage was released (0 when clean).")
-    free_after_pools_bytes: Optional[int] = Field(None, description="CUDA: free device memory with every pool allocated: what is left for activations and CUDA graphs.")
+    free_after_pools_bytes: int | None = Field(None, description="CUDA: free device memory with every pool allocated: what is left for activations and CUDA graphs.")
     elapsed_s: float
 
 
 class TrialBudget(_Strict):
     source: Literal["request", "device"]
-    device_total_bytes: Optional[int] = None
-    free_before_load_bytes: Optional[int] = None
-    free_after_load_bytes: Optional[int] = None
+    device_total_bytes: int | None = None
+    free_before_load_bytes: int | None = None
+    free_after_load_bytes: int | None = None
     held_weights_bytes: int = 0
-    free_gib_before_load: Optional[float] = None
-    free_gib_after_load: Optional[float] = None
-    gpu_memory_mib: Optional[int] = None
+    free_gib_before_load: float | None = None
+    free_gib_after_load: float | None = None
+    gpu_memory_mib: int | None = None
 
 
 class TrialRefusal(_Strict):
@@ -192,16 +192,16 @@ class TrialRefusal(_Strict):
         description="`rejected`: this server refused the trial (trials disabled, credential missing or wrong); "
         "`unavailable`: it could not complete one (a failure on its side, or the client went away)."
     )
-    detail: Optional[str] = Field(None, description="Why, in the client's terms.")
+    detail: str | None = Field(None, description="Why, in the client's terms.")
 
 
 class TrialResult(_Strict):
     status: TrialStatus
-    reason: Optional[str] = None
-    device: Optional[str] = None
-    would_start: Optional[bool] = Field(None, description="Every selected stage would start (null when nothing was allocated).")
+    reason: str | None = None
+    device: str | None = None
+    would_start: bool | None = Field(None, description="Every selected stage would start (null when nothing was allocated).")
     stages: list[StageTrial] = Field(default_factory=list)
-    budget: Optional[TrialBudget] = None
-    plan: Optional[Plan] = Field(None, description="The plan re-derived from the device's own budget (budget=device only).")
-    baseline_restored: Optional[bool] = Field(None, description="The device's allocated bytes are back at their pre-trial value.")
+    budget: TrialBudget | None = None
+    plan: Plan | None = Field(None, description="The plan re-derived from the device's own budget (budget=device only).")
+    baseline_restored: bool | None = Field(None, description="The device's allocated bytes are back at their pre-trial value.")
     elapsed_s: float = 0.0

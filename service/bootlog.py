@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Optional, Union
+from typing import Any
 
 MAX_LOG_BYTES = 1 << 20  # 1 MiB
 
@@ -64,7 +64,7 @@ EXTRAS = (
     "post_capture_kv",
 )
 
-Number = Union[int, float]
+Number = int | float
 
 
 class BootLogError(ValueError):
@@ -75,8 +75,8 @@ class BootLogError(ValueError):
 class BootLog:
     ranks: dict[str, dict[str, Any]] = field(default_factory=dict)  # rank -> figure -> value as printed
     server_args: dict[str, Any] = field(default_factory=dict)
-    sglang_version: Optional[str] = None
-    gpu: Optional[str] = None
+    sglang_version: str | None = None
+    gpu: str | None = None
     lines_read: int = 0
 
     def rank(self, label: str) -> dict[str, Any]:
@@ -92,7 +92,7 @@ _TIME = re.compile(r"\d\d:\d\d:\d\d(?:[.,]\d+)?")
 _MAX_PREFIX = 80  # a rank prefix is short; looking further would only cost time
 
 
-def _rank_prefix(line: str) -> tuple[Optional[str], str]:
+def _rank_prefix(line: str) -> tuple[str | None, str]:
     """(rank label or None, the text after the prefix). The prefix is the first
     `[...]` near the start whose words are a timestamp and/or rank words."""
     open_at = line.find("[", 0, 16)
@@ -110,10 +110,10 @@ def _rank_prefix(line: str) -> tuple[Optional[str], str]:
     return (" ".join(ranks) or None), line[close_at + 1 :]
 
 
-def _records(text: str) -> list[tuple[Optional[str], str]]:
+def _records(text: str) -> list[tuple[str | None, str]]:
     """Log records: a line, plus the indented lines that continue it (logs re-wrapped
     by hand). Each record is (rank label or None, text)."""
-    out: list[tuple[Optional[str], list[str]]] = []
+    out: list[tuple[str | None, list[str]]] = []
     for raw in text.splitlines():
         stripped = raw.strip()
         if not stripped:
@@ -133,7 +133,7 @@ _INT = re.compile(r"[ \t]*(-?\d{1,20})(?![\d.])")
 _GB = re.compile(r"[ \t]*(-?\d{1,15}(?:\.\d{1,6})?)[ \t]*GB")
 
 
-def _after(text: str, key: str, pattern: re.Pattern, start: int = 0) -> Optional[str]:
+def _after(text: str, key: str, pattern: re.Pattern, start: int = 0) -> str | None:
     at = text.find(key, start)
     if at < 0:
         return None
@@ -141,12 +141,12 @@ def _after(text: str, key: str, pattern: re.Pattern, start: int = 0) -> Optional
     return m.group(1) if m else None
 
 
-def _gb(text: str, key: str, start: int = 0) -> Optional[float]:
+def _gb(text: str, key: str, start: int = 0) -> float | None:
     value = _after(text, key, _GB, start)
     return float(value) if value is not None else None
 
 
-def _int(text: str, key: str, start: int = 0) -> Optional[int]:
+def _int(text: str, key: str, start: int = 0) -> int | None:
     value = _after(text, key, _INT, start)
     return int(value) if value is not None else None
 
@@ -231,7 +231,7 @@ _GPU = re.compile(r"(?:NVIDIA |AMD |Intel )?(?:[HBAL]\d{2,3}|GB\d{2,3}|RTX \d{4}
 _GPU_KEYS = ("device_name=", "device_name:", "GPU:", "gpu_name=", "Device name:")
 
 
-def _version(body: str) -> Optional[str]:
+def _version(body: str) -> str | None:
     for hit in _SGLANG_WORD.finditer(body):
         m = _VERSION.match(body, hit.start())
         if m:
@@ -239,7 +239,7 @@ def _version(body: str) -> Optional[str]:
     return None
 
 
-def _gpu(body: str) -> Optional[str]:
+def _gpu(body: str) -> str | None:
     for key in _GPU_KEYS:
         at = body.find(key)
         if at >= 0:
@@ -326,7 +326,7 @@ class _ReprReader:
         self._skip_opaque()
         return None
 
-    def _string(self) -> Optional[str]:
+    def _string(self) -> str | None:
         s, quote = self.s, self.s[self.i]
         i = self.i + 1
         parts: list[str] = []
@@ -416,7 +416,7 @@ class _ReprReader:
             self.i += 1
 
 
-def parse_server_args(body: str) -> Optional[dict[str, Any]]:
+def parse_server_args(body: str) -> dict[str, Any] | None:
     at = body.find("server_args=")
     if at < 0:
         return None
@@ -427,7 +427,7 @@ def parse_server_args(body: str) -> Optional[dict[str, Any]]:
 # --------------------------------------------------------------------------- entry point
 
 
-def parse_boot_log(text: Union[str, bytes]) -> BootLog:
+def parse_boot_log(text: str | bytes) -> BootLog:
     """Read `text` (at most MAX_LOG_BYTES). BootLogError when it is too large, not text,
     or holds none of the start-up lines."""
     if isinstance(text, (bytes, bytearray)):

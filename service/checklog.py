@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -51,14 +51,14 @@ class CheckResult:
 class _Context:
     """What is known about the run, and why a figure may differ."""
 
-    request: Optional[dict] = None
+    request: dict | None = None
     plan: Any = None
-    no_plan: Optional[str] = None  # why nothing is predicted
+    no_plan: str | None = None  # why nothing is predicted
     unmodelled: list[str] = field(default_factory=list)  # server_args the plan could not take
     approximations: list[str] = field(default_factory=list)
-    version_cause: Optional[str] = None
-    platform_cause: Optional[str] = None
-    stage_tensors: Optional[list] = None
+    version_cause: str | None = None
+    platform_cause: str | None = None
+    stage_tensors: list | None = None
 
 
 # --------------------------------------------------------------------------- model
@@ -68,11 +68,11 @@ def _norm(text: str) -> str:
     return text.strip().rstrip("/").rsplit("/", 1)[-1].lower()
 
 
-def preset_for_model_path(model_path: str) -> Optional[str]:
+def preset_for_model_path(model_path: str) -> str | None:
     """The shipped preset `model_path` names: its model id or preset name, exactly or
     followed by a quantisation suffix (`Qwen3.5-397B-A17B-FP8`); the longest match wins."""
     base = _norm(model_path)
-    best: Optional[tuple[int, str]] = None
+    best: tuple[int, str] | None = None
     for name, preset in PRESETS.items():
         if not preset.sizable:
             continue
@@ -113,8 +113,8 @@ def _server_args(record: dict, ctx: _Context) -> dict:
     return out
 
 
-def _budget(log: BootLog, ctx: _Context) -> Optional[dict]:
-    def low(name: str) -> Optional[float]:
+def _budget(log: BootLog, ctx: _Context) -> dict | None:
+    def low(name: str) -> float | None:
         values = [f[name] for f in log.ranks.values() if name in f]
         return min(values) if values else None
 
@@ -132,7 +132,7 @@ def _budget(log: BootLog, ctx: _Context) -> Optional[dict]:
     return {"free_gib_before_load": before, "free_gib_after_load": after}
 
 
-def rebuild_request(log: BootLog, hf_config: Optional[dict], ctx: _Context, sglang_args: Optional[list[str]] = None) -> Optional[dict]:
+def rebuild_request(log: BootLog, hf_config: dict | None, ctx: _Context, sglang_args: list[str] | None = None) -> dict | None:
     record = log.server_args
     launch = None
     if sglang_args:
@@ -177,7 +177,7 @@ def rebuild_request(log: BootLog, hf_config: Optional[dict], ctx: _Context, sgla
     return None
 
 
-def _server_arg_in_error(exc: ValidationError) -> Optional[str]:
+def _server_arg_in_error(exc: ValidationError) -> str | None:
     for err in exc.errors():
         loc = err.get("loc", ())
         if len(loc) >= 2 and loc[0] == "server_args":
@@ -193,10 +193,10 @@ def _first_error(exc: ValidationError) -> str:
 # --------------------------------------------------------------------------- causes
 
 
-def _version_cause(version: Optional[str]) -> Optional[str]:
+def _version_cause(version: str | None) -> str | None:
     if version is None:
         return "the log does not print its SGLang version; it may account differently from 0.5.23"
-    if version == REFERENCE_VERSION or version.startswith(REFERENCE_VERSION + "+") or version.startswith(REFERENCE_VERSION + ".post"):
+    if version == REFERENCE_VERSION or version.startswith((REFERENCE_VERSION + "+", REFERENCE_VERSION + ".post")):
         return None
     return (
         f"logged by SGLang {version}, whose accounting differs from 0.5.23 "
@@ -204,7 +204,7 @@ def _version_cause(version: Optional[str]) -> Optional[str]:
     )
 
 
-def _platform_cause(gpu: Optional[str]) -> Optional[str]:
+def _platform_cause(gpu: str | None) -> str | None:
     if gpu is None:
         return None
     if any(h in gpu.upper() for h in _HOPPER):
@@ -233,11 +233,11 @@ def _stage_index(rank: str) -> int:
     return 0
 
 
-def _gb(nbytes: Optional[int]) -> Optional[float]:
+def _gb(nbytes: int | None) -> float | None:
     return None if nbytes is None else float(f"{nbytes / GB:.2f}")
 
 
-def _predict(name: str, stage_index: int, ctx: _Context) -> tuple[Any, Optional[str]]:
+def _predict(name: str, stage_index: int, ctx: _Context) -> tuple[Any, str | None]:
     """(predicted value, why there is none)."""
     if name in NOT_PREDICTED:
         return None, NOT_PREDICTED[name]
@@ -285,7 +285,7 @@ def difference(name: str, logged: Any, predicted: Any) -> Any:
 # --------------------------------------------------------------------------- entry point
 
 
-def check_log(text: str | bytes, hf_config: Optional[dict] = None, sglang_args: Optional[list[str]] = None) -> CheckResult:
+def check_log(text: str | bytes, hf_config: dict | None = None, sglang_args: list[str] | None = None) -> CheckResult:
     """Compare the log with the plan. BootLogError (a ValueError) when the log is unreadable;
     PlanInputError when the given config.json or launch arguments cannot be used."""
     log = parse_boot_log(text)

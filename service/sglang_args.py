@@ -30,11 +30,12 @@ from __future__ import annotations
 import difflib
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Callable, Optional, Union
+from typing import Any
 
 from service.solver.errors import PlanInputError
 
@@ -49,12 +50,12 @@ class ParsedArgs:
     ignored: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     # --speculative-draft-model-path: its layer count cannot be read without the files.
-    draft_model_path: Optional[str] = None
-    model_path: Optional[str] = None
-    served_model_name: Optional[str] = None
+    draft_model_path: str | None = None
+    model_path: str | None = None
+    served_model_name: str | None = None
 
     @property
-    def metrics_model_name(self) -> Optional[str]:
+    def metrics_model_name(self) -> str | None:
         """SGLang's `model_name` metric label: --served-model-name, else --model-path."""
         return self.served_model_name or self.model_path
 
@@ -121,7 +122,7 @@ def _choice(*allowed: str, transform: Callable[[str], str] = lambda s: s) -> Cal
 
 # Modelled flags: SGLang dest -> value parser (None: a store_true flag). The dest is also
 # our ServerArgs field name.
-MODELLED: dict[str, Optional[Callable[[str], Any]]] = {
+MODELLED: dict[str, Callable[[str], Any] | None] = {
     "tp_size": _int,
     "pp_size": _int,
     "attn_dp_size": _int,
@@ -325,7 +326,7 @@ def _env_bool(text: str) -> bool:
     raise ValueError("must be a boolean (1/0, true/false)")
 
 
-def _tokens(argv: list[str], out: ParsedArgs) -> list[tuple[str, Optional[str], list[str]]]:
+def _tokens(argv: list[str], out: ParsedArgs) -> list[tuple[str, str | None, list[str]]]:
     """Split argv into (option as written, `=value` or None, following value words)."""
     i = 0
     # Leading env assignments and launcher words.
@@ -337,7 +338,7 @@ def _tokens(argv: list[str], out: ParsedArgs) -> list[tuple[str, Optional[str], 
         elif word not in _LAUNCHERS and not word.endswith(("/python", "/python3")):
             raise PlanInputError(FIELD, f"unexpected word {word!r}: SGLang takes no positional arguments (flags start with --)")
         i += 1
-    items: list[tuple[str, Optional[str], list[str]]] = []
+    items: list[tuple[str, str | None, list[str]]] = []
     while i < len(argv):
         word = argv[i]
         if not word.startswith("-") or word in ("-", "--"):
@@ -497,7 +498,7 @@ def _resolve_dp(values: dict, out: ParsedArgs) -> None:
         out.warnings.append(f"--dp-size {dp}: {dp} independent replicas; each is sized like this one")
 
 
-def request_from_launch_args(preset: str, budget_gib: Union[float, dict], argv: list[str]) -> dict:
+def request_from_launch_args(preset: str, budget_gib: float | dict, argv: list[str]) -> dict:
     """A PlanRequest dict for a shipped preset, a budget and an SGLang command line. The
     budget is a rest budget in GiB, or a budget object (e.g. `{"gpu": "h200"}`)."""
     parsed = parse_sglang_args(argv)

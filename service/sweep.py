@@ -22,8 +22,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from schemas import PlanRequest
-from schemas.request import PresetModel
 from schemas.plan import REFERENCE, Plan
+from schemas.request import PresetModel
 from schemas.sweep import (
     AXIS_MODEL_FIELDS,
     AXIS_SECTIONS,

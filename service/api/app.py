@@ -14,20 +14,33 @@ import asyncio
 import inspect
 import logging
 import signal
+from collections.abc import Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Any, Awaitable, Callable, Optional
+from typing import Any
 
 from fastapi import FastAPI
 
 from service import __version__
-from service.api import checklog, compare, gpus, health, metrics, openapi, plan, presets, problems, recommend
-from service.api import explorer, sweep
+from service.api import (
+    checklog,
+    compare,
+    explorer,
+    gpus,
+    health,
+    metrics,
+    openapi,
+    plan,
+    presets,
+    problems,
+    recommend,
+    sweep,
+    wire,
+)
 from service.api.deployment_trials import DeploymentTrials, concurrency_from_env
 from service.api.deployments import DeploymentsFileError, DeploymentStore
 from service.api.metrics import Metrics
 from service.api.middleware import ObservabilityMiddleware
 from service.api.trials import TrialSettings, TrialSettingsError
-from service.api import wire
 from service.api.wire import MAX_BODY_BYTES
 from service.presets import PRESETS
 from service.solver import PlanInputError
@@ -35,7 +48,7 @@ from service.solver import plan as solve
 
 log = logging.getLogger("mambasizer.api")
 
-TrialHook = Callable[[Any, Any, dict], Awaitable[Optional[dict]]]
+TrialHook = Callable[[Any, Any, dict], Awaitable[dict | None]]
 
 DESCRIPTION = """\
 How SGLang 0.5.23 splits GPU memory between the mamba-state pool and the KV pool for a
@@ -46,10 +59,10 @@ own error and the remedies. Input that cannot be sized is a 422 `application/pro
 naming the failing `field` and, when known, the `allowed` values.
 """
 
-__all__ = ["create_app", "DeploymentsFileError", "TrialSettings", "TrialSettingsError"]
+__all__ = ["DeploymentsFileError", "TrialSettings", "TrialSettingsError", "create_app"]
 
 
-def _trial_hook(worker: Any) -> Optional[TrialHook]:
+def _trial_hook(worker: Any) -> TrialHook | None:
     if worker is None:
         return None
     hook = getattr(worker, "run_trial", worker)
@@ -105,8 +118,8 @@ def _coalescing_reload(loop: asyncio.AbstractEventLoop, store: DeploymentStore) 
     return start
 
 
-def create_app(deployments_path: Optional[str] = None, worker: Any = None,
-               trials: Optional[TrialSettings] = None) -> FastAPI:
+def create_app(deployments_path: str | None = None, worker: Any = None,
+               trials: TrialSettings | None = None) -> FastAPI:
     """Build the app. Raises DeploymentsFileError when the deployments file cannot be
     used at start-up (a later SIGHUP reload with a broken file keeps the old one), and
     TrialSettingsError when `trials` is None and the trial environment variables cannot

@@ -17,8 +17,8 @@ from fastapi.responses import Response
 from pydantic import TypeAdapter, ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from schemas.checklog import MAX_LOG_CHARS, CheckLogRequest, CheckLogResponse
 from schemas.json_schema import standard_bounds
-from schemas.checklog import CheckLogRequest, CheckLogResponse, MAX_LOG_CHARS
 from service.api import wire
 from service.api.plan import read_body
 from service.api.problems import TYPE_PREFIX, problem_doc, problem_response
@@ -110,4 +110,4 @@ router.add_api_route(
     openapi_extra={"requestBody": _BODY},
 )
 
-__all__ = ["router", "post_check_log", "EXAMPLE_LOG"]
+__all__ = ["EXAMPLE_LOG", "post_check_log", "router"]

@@ -15,7 +15,7 @@ by planning them under SGLang 0.5.23's accounting.
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
@@ -74,15 +74,15 @@ Number = int | float
 class CompareRequest(PlanRequest):
     """A PlanRequest (or one with `sglang_args`); `accounting` is ignored, both are computed."""
 
-    sglang_args: Optional[list[str]] = Field(None, description="SGLang launch arguments in place of `server_args`, as for POST /v1/plan.")
+    sglang_args: list[str] | None = Field(None, description="SGLang launch arguments in place of `server_args`, as for POST /v1/plan.")
 
 
 class FieldDelta(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    whole_model: Optional[Number] = Field(alias="whole-model")
-    sglang_0_5_23: Optional[Number] = Field(alias="sglang-0.5.23")
-    delta: Optional[Number] = Field(description="sglang-0.5.23 minus whole-model; null when either is unknown.")
-    relative: Optional[float] = Field(description="delta / whole-model; null when whole-model is 0 or unknown.")
+    whole_model: Number | None = Field(alias="whole-model")
+    sglang_0_5_23: Number | None = Field(alias="sglang-0.5.23")
+    delta: Number | None = Field(description="sglang-0.5.23 minus whole-model; null when either is unknown.")
+    relative: float | None = Field(description="delta / whole-model; null when whole-model is 0 or unknown.")
 
 
 class StageDelta(BaseModel):
@@ -107,9 +107,9 @@ class CompareResponse(BaseModel):
     changed: bool
     material: bool = Field(description="The upgrade changes the sizing enough to matter at an unchanged --mem-fraction-static.")
     warnings: list[str]
-    pin: Optional[Pin]
-    ignored_sglang_args: Optional[list[str]] = None
-    sglang_args_warnings: Optional[list[str]] = None
+    pin: Pin | None
+    ignored_sglang_args: list[str] | None = None
+    sglang_args_warnings: list[str] | None = None
 
 
 def _delta(a: Any, b: Any) -> dict:
@@ -184,7 +184,7 @@ def compare(request: PlanRequest) -> dict:
     }
 
 
-def _pin(request: PlanRequest, base: Plan) -> Optional[dict]:
+def _pin(request: PlanRequest, base: Plan) -> dict | None:
     pins: dict[str, int] = {}
     for field in ("max_mamba_cache_size", "max_total_num_tokens"):
         value = getattr(base, field)
@@ -210,7 +210,7 @@ def _pin(request: PlanRequest, base: Plan) -> Optional[dict]:
     return {"sglang_args": flags, "server_args": pins, "reproduces_whole_model": reproduces}
 
 
-def _warning(base: Plan, cand: Plan, headline_moved: list, pool_moved: list, pin: Optional[dict]) -> str:
+def _warning(base: Plan, cand: Plan, headline_moved: list, pool_moved: list, pin: dict | None) -> str:
     parts = []
     # error is set exactly when a plan is infeasible (the solver's invariant)
     if base.feasible and cand.error is not None:

@@ -29,7 +29,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import Any
 
 import yaml
 from pydantic import ValidationError
@@ -81,17 +81,17 @@ class DeploymentsFileError(Exception):
 @dataclass(frozen=True)
 class Deployment:
     name: str
-    plan: Optional[Plan]
-    error: Optional[dict] = None  # {"field", "message", "allowed"} when the entry cannot be sized
-    ignored_sglang_args: Optional[list[str]] = None
+    plan: Plan | None
+    error: dict | None = None  # {"field", "message", "allowed"} when the entry cannot be sized
+    ignored_sglang_args: list[str] | None = None
     # SGLang's model_name label (--served-model-name, else --model-path, from sglang_args),
     # so planned gauges join sglang:max_total_num_tokens; the plan's model name otherwise.
-    metrics_model_name: Optional[str] = None
+    metrics_model_name: str | None = None
     request: PlanRequest | None = None
     trial: TrialOptions | None = None  # the entry asks for a trial (`trial: true` or options)
 
     @property
-    def model_name(self) -> Optional[str]:
+    def model_name(self) -> str | None:
         return self.metrics_model_name or (self.plan.model_name if self.plan else None)
 
 
@@ -99,7 +99,7 @@ class Deployment:
 class Snapshot:
     deployments: tuple[Deployment, ...] = ()
     loaded_at: float = 0.0
-    path: Optional[str] = None
+    path: str | None = None
 
     def summary(self) -> dict:
         return {
@@ -111,11 +111,11 @@ class Snapshot:
 
 @dataclass
 class DeploymentStore:
-    path: Optional[str] = None
+    path: str | None = None
     snapshot: Snapshot = field(default_factory=Snapshot)
     reloads_ok: int = 0
     reloads_failed: int = 0
-    last_error: Optional[str] = None
+    last_error: str | None = None
     # Called with each snapshot swapped in (start-up and every successful reload), from the
     # thread that loaded it: service.api.deployment_trials schedules the file's trials.
     listeners: list = field(default_factory=list, repr=False)
@@ -194,7 +194,7 @@ def build_snapshot(path: str) -> Snapshot:
     if len(data) > MAX_FILE_BYTES:
         raise DeploymentsFileError(f"the deployments file is larger than {MAX_FILE_BYTES} bytes")
     try:
-        doc = yaml.load(data, Loader=YAML_LOADER)  # noqa: S506 - a safe loader (C or Python)
+        doc = yaml.load(data, Loader=YAML_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""

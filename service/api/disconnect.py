@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any, Awaitable
+from collections.abc import Awaitable
+from typing import Any
 
 from starlette.requests import Request
 
@@ -46,7 +47,7 @@ async def run_watched(request: Request, trial: Awaitable[Any]) -> tuple[bool, An
         await task
     except asyncio.CancelledError:
         pass
-    except Exception:  # noqa: BLE001 - the client is gone; only the log sees it
+    except Exception:
         log.exception("failed while being cancelled")
     log.info("cancelled: the client went away", extra={"fields": {"event": "cancelled_on_disconnect", "path": request.url.path[:200]}})
     return True, None

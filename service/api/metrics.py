@@ -18,11 +18,19 @@ Names follow Prometheus conventions (base units, `_total` counters, bounded labe
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -54,7 +62,7 @@ class DeploymentsCollector(Collector):
     """Reads the store's current snapshot at scrape time: a reload swaps the whole
     label set at once, and a removed deployment leaves no stale series behind."""
 
-    def __init__(self, store: "DeploymentStore") -> None:
+    def __init__(self, store: DeploymentStore) -> None:
         self.store = store
 
     def describe(self) -> list:
@@ -155,7 +163,7 @@ class TrialsCollector(Collector):
 class Metrics:
     """Every collector of one app, in the app's own registry."""
 
-    def __init__(self, store: "DeploymentStore", trials: DeploymentTrials) -> None:
+    def __init__(self, store: DeploymentStore, trials: DeploymentTrials) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.requests = Counter(

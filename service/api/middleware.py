@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
+
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.api.metrics import METHODS, UNMATCHED, Metrics

@@ -16,7 +16,6 @@ from fastapi.openapi.utils import get_openapi
 from pydantic import TypeAdapter
 
 from schemas.json_schema import standard_bounds
-
 from service.presets import PRESETS
 
 H200_MIB = 143771  # what torch reports as an H200's total memory

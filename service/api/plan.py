@@ -107,4 +107,4 @@ router.add_api_route(
     **_COMMON,
 )
 
-__all__ = ["router", "post_plan", "read_body"]
+__all__ = ["post_plan", "read_body", "router"]

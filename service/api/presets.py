@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Optional
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
@@ -25,7 +25,7 @@ class PresetSummary(BaseModel):
     verified: bool = Field(description="Every value checked against the published config.json.")
     supported_by_sglang: bool = Field(description="SGLang 0.5.23 sizes this family through its mamba path.")
     sizable: bool = Field(description="Sized: SGLang 0.5.23 can load it (verified or not); the others are listed with the reason, never sized.")
-    reason: Optional[str] = Field(description="Why the preset is not sized by default; null when it is.")
+    reason: str | None = Field(description="Why the preset is not sized by default; null when it is.")
     source: str = Field(description="Where the config values come from (see service/presets/models/SOURCES.md).")
 
 
@@ -37,10 +37,10 @@ class PresetDetail(PresetSummary):
     sglang_support: str = Field(description="How SGLang 0.5.23 handles this family.")
     notes: str
     hf_config: dict[str, Any] = Field(description="The config.json subset the solver reads; usable as model.hf_config.")
-    example_request: Optional[dict[str, Any]] = Field(
+    example_request: dict[str, Any] | None = Field(
         description="A PlanRequest for this preset, ready to POST to /v1/plan; null when the preset cannot be sized."
     )
-    sizing_error: Optional[dict[str, Any]] = Field(
+    sizing_error: dict[str, Any] | None = Field(
         description="Why the preset cannot be sized (`field`, `message`); null when it can."
     )
 
@@ -49,7 +49,7 @@ def _detail(p) -> dict:
     """Built once per preset when the app is imported (the example is planned here, to
     offer it only when it plans)."""
     model: dict[str, Any] = {"preset": p.name}
-    example: Optional[dict] = {"model": model, "budget": {"rest_gib": 40.0}}
+    example: dict | None = {"model": model, "budget": {"rest_gib": 40.0}}
     error = None
     try:
         plan(example)

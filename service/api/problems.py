@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -50,10 +50,10 @@ class Problem(BaseModel):
     title: str
     status: int
     detail: str
-    instance: Optional[str] = Field(None, description="The request path.")
-    field: Optional[str] = Field(None, description="Path of the failing field, e.g. `server_args.pp_size`.")
-    allowed: Optional[list[str]] = Field(None, description="The accepted values, when known.")
-    errors: Optional[list[dict[str, str]]] = Field(None, description="Every failing field (schema errors only).")
+    instance: str | None = Field(None, description="The request path.")
+    field: str | None = Field(None, description="Path of the failing field, e.g. `server_args.pp_size`.")
+    allowed: list[str] | None = Field(None, description="The accepted values, when known.")
+    errors: list[dict[str, str]] | None = Field(None, description="Every failing field (schema errors only).")
 
 
 class BodyTooLarge(Exception):
@@ -65,11 +65,11 @@ def problem_bytes(
     detail: str,
     *,
     type_: str = "about:blank",
-    title: Optional[str] = None,
-    instance: Optional[str] = None,
-    field: Optional[str] = None,
-    allowed: Optional[list] = None,
-    errors: Optional[list] = None,
+    title: str | None = None,
+    instance: str | None = None,
+    field: str | None = None,
+    allowed: list | None = None,
+    errors: list | None = None,
 ) -> bytes:
     body: dict[str, Any] = {
         "type": type_,
@@ -87,11 +87,11 @@ def problem_bytes(
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
 
-def problem_response(status: int, detail: str, headers: Optional[Mapping[str, str]] = None, **kw: Any) -> Response:
+def problem_response(status: int, detail: str, headers: Mapping[str, str] | None = None, **kw: Any) -> Response:
     return Response(problem_bytes(status, detail, **kw), status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
 
-def input_problem(exc: PlanInputError, instance: Optional[str] = None) -> Response:
+def input_problem(exc: PlanInputError, instance: str | None = None) -> Response:
     if isinstance(exc, MalformedRequest):
         return problem_response(
             422, exc.message, type_=MALFORMED_JSON, title="Malformed request body", instance=instance, field=exc.field
@@ -108,7 +108,7 @@ def input_problem(exc: PlanInputError, instance: Optional[str] = None) -> Respon
     )
 
 
-def too_large_bytes(instance: Optional[str] = None) -> bytes:
+def too_large_bytes(instance: str | None = None) -> bytes:
     return problem_bytes(
         413,
         f"request bodies are limited to {MAX_BODY_BYTES} bytes (1 MiB)",

@@ -21,7 +21,6 @@ and `mambasizer worker`.
 from __future__ import annotations
 
 import os
-from typing import Optional
 
 DEFAULT_HEADER_TIMEOUT_S = 10.0
 DEFAULT_BODY_TIMEOUT_S = 30.0
@@ -44,7 +43,7 @@ def parse_timeout(text: str, name: str) -> float:
     return value
 
 
-def resolve(flag: Optional[float], env_name: str, default: float, environ: Optional[dict] = None) -> float:
+def resolve(flag: float | None, env_name: str, default: float, environ: dict | None = None) -> float:
     """The flag when given, else the environment variable, else the default."""
     if flag is not None:
         return flag
@@ -52,5 +51,13 @@ def resolve(flag: Optional[float], env_name: str, default: float, environ: Optio
     return parse_timeout(raw, env_name) if raw else default
 
 
-__all__ = ["parse_timeout", "resolve", "TimeoutSettingError", "DEFAULT_HEADER_TIMEOUT_S", "DEFAULT_BODY_TIMEOUT_S",
-           "HEADER_TIMEOUT_ENV", "BODY_TIMEOUT_ENV", "MAX_TIMEOUT_S"]
+__all__ = [
+    "BODY_TIMEOUT_ENV",
+    "DEFAULT_BODY_TIMEOUT_S",
+    "DEFAULT_HEADER_TIMEOUT_S",
+    "HEADER_TIMEOUT_ENV",
+    "MAX_TIMEOUT_S",
+    "TimeoutSettingError",
+    "parse_timeout",
+    "resolve",
+]

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Optional
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -29,8 +28,8 @@ class TimedH11Protocol(H11Protocol):
     header_timeout: float = DEFAULT_HEADER_TIMEOUT_S
     body_timeout: float = DEFAULT_BODY_TIMEOUT_S
 
-    _phase: Optional[str] = None
-    _read_timer: Optional[asyncio.TimerHandle] = None
+    _phase: str | None = None
+    _read_timer: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport) -> None:
         super().connection_made(transport)
@@ -46,7 +45,7 @@ class TimedH11Protocol(H11Protocol):
         # idle wait before it is uvicorn's keep-alive timeout).
         self._disarm()
 
-    def connection_lost(self, exc: Optional[Exception]) -> None:
+    def connection_lost(self, exc: Exception | None) -> None:
         self._disarm()
         super().connection_lost(exc)
 

@@ -26,13 +26,11 @@ CPU). torch is imported only when an embedded trial actually runs.
 
 from __future__ import annotations
 
-from typing import Optional
-
 from schemas import Plan, PlanRequest
 
 
 async def run_trial(plan: Plan, request: PlanRequest, trial_options: dict, *,
-                    memory_budget_bytes: Optional[int] = None) -> Optional[dict]:
+                    memory_budget_bytes: int | None = None) -> dict | None:
     from service.worker import client
 
     return await client.run_trial(plan, request, trial_options, memory_budget_bytes=memory_budget_bytes)

@@ -28,7 +28,7 @@ import hmac
 import logging
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # this module stays importable without Starlette (the CLI parser uses it)
     from starlette.requests import Request
@@ -62,7 +62,7 @@ class TrialSettingsError(ValueError):
 @dataclass(frozen=True)
 class TrialSettings:
     enabled: bool = False
-    token: Optional[str] = None  # None: any client may ask for a trial (when enabled)
+    token: str | None = None  # None: any client may ask for a trial (when enabled)
     memory_gib: float = DEFAULT_MEMORY_GIB
 
     @property
@@ -70,8 +70,8 @@ class TrialSettings:
         return int(self.memory_gib * GIB)
 
     @classmethod
-    def from_env(cls, environ: Optional[dict] = None, *, enabled: Optional[bool] = None,
-                 token_file: Optional[str] = None, memory_gib: Optional[float] = None) -> "TrialSettings":
+    def from_env(cls, environ: dict | None = None, *, enabled: bool | None = None,
+                 token_file: str | None = None, memory_gib: float | None = None) -> TrialSettings:
         """The settings from the environment, each overridden by its flag when given.
         Raises TrialSettingsError naming the setting."""
         env = os.environ if environ is None else environ
@@ -81,7 +81,7 @@ class TrialSettings:
             raw = env.get(MEMORY_ENV, "").strip()
             memory_gib = parse_memory_gib(raw, MEMORY_ENV) if raw else DEFAULT_MEMORY_GIB
         token_file = token_file or env.get(TOKEN_FILE_ENV, "").strip() or None
-        token: Optional[str]
+        token: str | None
         if token_file:
             token = read_token_file(token_file)
         else:
@@ -123,7 +123,7 @@ def refused(detail: str) -> dict:
     return {"status": "rejected", "detail": detail}
 
 
-def credential_refusal(request: "Request", settings: TrialSettings) -> Optional[str]:
+def credential_refusal(request: Request, settings: TrialSettings) -> str | None:
     """None when the request may run a trial; else the detail to answer."""
     if settings.token is None:
         return None
@@ -139,6 +139,13 @@ def credential_refusal(request: "Request", settings: TrialSettings) -> Optional[
 
 
 __all__ = [
-    "TrialSettings", "TrialSettingsError", "credential_refusal", "refused",
-    "ENABLED_ENV", "TOKEN_ENV", "TOKEN_FILE_ENV", "MEMORY_ENV", "DEFAULT_MEMORY_GIB",
+    "DEFAULT_MEMORY_GIB",
+    "ENABLED_ENV",
+    "MEMORY_ENV",
+    "TOKEN_ENV",
+    "TOKEN_FILE_ENV",
+    "TrialSettings",
+    "TrialSettingsError",
+    "credential_refusal",
+    "refused",
 ]

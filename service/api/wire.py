@@ -10,15 +10,15 @@ from __future__ import annotations
 import importlib
 import json
 from dataclasses import dataclass
-from typing import Annotated, Any, Optional, Union
+from typing import Annotated, Any
 
 from pydantic import Field, ValidationError
 
-from service.solver import PlanInputError
-from service.solver.plan import input_error_from_validation
 from schemas import Plan, PlanRequest
 from schemas.trial import TrialRefusal, TrialResult
 from service.sglang_args import parse_sglang_args
+from service.solver import PlanInputError
+from service.solver.plan import input_error_from_validation
 
 MAX_BODY_BYTES = 1 << 20  # 1 MiB: far above any config.json, far below anything harmful
 # The largest list the schema allows stays under MAX_BODY_BYTES (256 x 2 KiB = 512 KiB), so
@@ -32,19 +32,14 @@ class ApiPlanRequest(PlanRequest):
     """The body of `POST /v1/plan`: a PlanRequest, optionally with SGLang launch arguments
     in place of `server_args`, and optionally a trial allocation on the GPU worker."""
 
-    sglang_args: Optional[
-        Annotated[
-            list[Annotated[str, Field(max_length=MAX_SGLANG_ARG_CHARS)]],
-            Field(max_length=MAX_SGLANG_ARGS),
-        ]
-    ] = Field(
+    sglang_args: Annotated[list[Annotated[str, Field(max_length=MAX_SGLANG_ARG_CHARS)]], Field(max_length=MAX_SGLANG_ARGS)] | None = Field(
         None,
         description="SGLang 0.5.23 launch arguments exactly as passed to `sglang.launch_server` "
         "(flag names and aliases as SGLang spells them), in place of `server_args`. Flags that do "
         "not change sizing are ignored and listed in the response's `ignored_sglang_args`; a flag "
         "that changes sizing but is not modelled is refused (422) by name.",
     )
-    trial: Optional[dict[str, Any]] = Field(
+    trial: dict[str, Any] | None = Field(
         None,
         description="Run a trial allocation of this plan (TrialOptions; `{}` for the defaults) and return it "
         "under `trial` in the response. The server runs trials only when its operator enabled them "
@@ -57,13 +52,13 @@ class PlanResponse(Plan):
     """The Plan, exactly as `mambasizer plan --json` prints it; `ignored_sglang_args` is
     present only when the request used `sglang_args`, `trial` only when it asked for one."""
 
-    ignored_sglang_args: Optional[list[str]] = Field(
+    ignored_sglang_args: list[str] | None = Field(
         None, description="Launch arguments that do not change sizing and were ignored (only with `sglang_args`)."
     )
-    sglang_args_warnings: Optional[list[str]] = Field(
+    sglang_args_warnings: list[str] | None = Field(
         None, description="What the launch arguments imply beyond the plan (only with `sglang_args`, when there is any)."
     )
-    trial: Optional[Union[TrialResult, TrialRefusal]] = Field(
+    trial: TrialResult | TrialRefusal | None = Field(
         None,
         description="Only with `trial`: the TrialResult, or a TrialRefusal "
         '(`{"status": "rejected", "detail": ...}`) when this server ran none: trials disabled, '
@@ -78,7 +73,7 @@ class MalformedRequest(PlanInputError):
 class InvalidRequest(PlanInputError):
     """A PlanRequest that fails validation; `errors` lists every failing field."""
 
-    def __init__(self, field: str, message: str, allowed=None, errors: Optional[list[dict]] = None):
+    def __init__(self, field: str, message: str, allowed=None, errors: list[dict] | None = None):
         super().__init__(field, message, allowed)
         self.errors = errors or []
 
@@ -86,11 +81,11 @@ class InvalidRequest(PlanInputError):
 @dataclass(frozen=True)
 class Prepared:
     request: PlanRequest
-    ignored_sglang_args: Optional[list[str]]  # None when the request did not use sglang_args
-    trial: Optional[dict]  # None when no trial was asked for
+    ignored_sglang_args: list[str] | None  # None when the request did not use sglang_args
+    trial: dict | None  # None when no trial was asked for
     sglang_args_warnings: tuple[str, ...] = ()
     # The model_name SGLang's own metrics carry (from sglang_args), so gauges can join them.
-    metrics_model_name: Optional[str] = None
+    metrics_model_name: str | None = None
 
     def extra_fields(self) -> dict:
         """The fields a response adds to the Plan for this request's sglang_args."""

@@ -18,7 +18,7 @@ import argparse
 import json
 import os
 import sys
-from typing import Any, Optional
+from typing import Any
 
 from service.cli import EXIT_INVALID, EXIT_OK, EXIT_WOULD_NOT_START
 
@@ -282,7 +282,7 @@ def _read_request(source: str) -> dict:
     return data
 
 
-def _gpu_budget(args: argparse.Namespace) -> Optional[dict]:
+def _gpu_budget(args: argparse.Namespace) -> dict | None:
     """The estimated-budget object the GPU flags ask for, or None."""
     gpu, mib, reserved = getattr(args, "gpu", None), getattr(args, "gpu_memory_mib", None), getattr(args, "reserved_gib", None)
     if gpu is not None and mib is not None:
@@ -495,10 +495,10 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-__all__ = ["add_parser", "run", "verdict", "write_termination_log", "CheckFailure"]
+__all__ = ["CheckFailure", "add_parser", "run", "verdict", "write_termination_log"]
 
 
-def main(argv: Optional[list] = None) -> int:  # pragma: no cover - convenience for `python -m`
+def main(argv: list | None = None) -> int:  # pragma: no cover - convenience for `python -m`
     from service.cli import main as cli_main
 
     return cli_main(["check", *(argv if argv is not None else sys.argv[1:])])

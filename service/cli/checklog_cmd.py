@@ -18,7 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Optional
+from typing import Any
 
 from service.cli import EXIT_INVALID, EXIT_OK, EXIT_WOULD_NOT_START
 
@@ -75,7 +75,7 @@ def render_table(data: dict) -> str:
             diff_text = "0" if diff == 0 else ("-" if diff is None else (f"{diff:+.2f}" if isinstance(diff, float) else f"{diff:+d}"))
             rows.append((rank["rank"], name, _cell(fig["logged"]), _cell(fig["predicted"]), diff_text, fig["cause"] or ""))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r[:5], widths)) + "  " + r[5] for r in rows]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r[:5], widths, strict=True)) + "  " + r[5] for r in rows]
     head = f"SGLang {data['sglang_version'] or '(version not printed)'}, GPU {data['gpu'] or '(not printed)'}"
     return head + "\n" + "\n".join(line.rstrip() for line in lines) + "\n"
 
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         raw = _read_bounded(args.log, MAX_LOG_BYTES)
     except OSError as exc:
         return _error(f"cannot read {args.log}: {exc.strerror or exc}")
-    hf_config: Optional[dict] = None
+    hf_config: dict | None = None
     if args.config is not None:
         try:
             with open(args.config, "rb") as fh:

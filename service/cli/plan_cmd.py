@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from service.cli import EXIT_INVALID, EXIT_OK, EXIT_WOULD_NOT_START
 
@@ -45,7 +46,7 @@ def _read(source: str) -> bytes:
         return fh.read()
 
 
-def _gib(n: Optional[int]) -> str:
+def _gib(n: int | None) -> str:
     return "-" if n is None else f"{n / GIB:.2f} GiB"
 
 
@@ -55,7 +56,7 @@ def _num(n: Any) -> str:
     return f"{n:,}" if isinstance(n, int) else str(n)
 
 
-def render(plan: Any, ignored: Optional[list[str]] = None, arg_warnings: Sequence[str] = ()) -> str:
+def render(plan: Any, ignored: list[str] | None = None, arg_warnings: Sequence[str] = ()) -> str:
     """The readable table for a Plan."""
     r = plan.resolved
     out = []

@@ -14,7 +14,6 @@ import argparse
 import sys
 from typing import Any
 
-from service.api.trials import DEFAULT_MEMORY_GIB, TrialSettingsError, parse_memory_gib
 from service.api.read_timeouts import (
     BODY_TIMEOUT_ENV,
     DEFAULT_BODY_TIMEOUT_S,
@@ -24,6 +23,7 @@ from service.api.read_timeouts import (
     parse_timeout,
     resolve,
 )
+from service.api.trials import DEFAULT_MEMORY_GIB, TrialSettingsError, parse_memory_gib
 from service.cli import EXIT_INVALID, EXIT_OK, port_number
 
 

@@ -15,7 +15,7 @@ slot maps), then `HybridLinearKVPool` (one K/V or MLA buffer per local full laye
 from __future__ import annotations
 
 from math import prod
-from typing import Literal, NamedTuple, Optional
+from typing import Literal, NamedTuple
 
 from service.solver.specs import DTYPE_BYTES, KVSpec, StateSpec
 
@@ -64,7 +64,7 @@ class StageAllocationInputs(NamedTuple):
     context_len: int
     speculative: bool
     num_draft_tokens: int  # Dm (0 without spec)
-    eagle_topk: Optional[int]
+    eagle_topk: int | None
     replayssm_spec: bool
     replayssm_cache_len: int
     req_to_token_extra: int
@@ -169,7 +169,7 @@ def _spec_scratch(x: StageAllocationInputs) -> list[TensorSpec]:
     return out
 
 
-def _kv_layer_tensor(x: StageAllocationInputs) -> Optional[TensorSpec]:
+def _kv_layer_tensor(x: StageAllocationInputs) -> TensorSpec | None:
     """The KV buffer of one local full-attention layer (named "kv"), or None without any."""
     if x.local_full_layers <= 0:
         return None
@@ -192,7 +192,7 @@ def _kv_itemsize(dtype: str) -> int:
     return DTYPE_BYTES[dtype]
 
 
-def _conv_window_axis(s: StateSpec) -> Optional[int]:
+def _conv_window_axis(s: StateSpec) -> int | None:
     """`MambaPool._detect_conv_window_axis`: the axis of length conv_kernel - 1, the trailing
     one preferred. SGLang raises ValueError when no axis (or no common axis) fits; the
     manifest then keeps the dense layout, and the plan's spec figure is a lower bound."""

@@ -4,7 +4,6 @@ non-positive-rest error SGLang raises after it."""
 from __future__ import annotations
 
 import math
-from typing import Optional
 
 from service.solver.errors import SGLangStartupError
 
@@ -22,7 +21,7 @@ def rest_gib(free_before: float, free_after: float, mem_fraction_static: float, 
     return free_after - slack - multimodal_reservation_gib(is_multimodal)
 
 
-def no_memory_for_kv(free_before: Optional[float], free_after: Optional[float], mem_fraction_static: Optional[float], rest_after: float) -> SGLangStartupError:
+def no_memory_for_kv(free_before: float | None, free_after: float | None, mem_fraction_static: float | None, rest_after: float) -> SGLangStartupError:
     if free_before is None or free_after is None or mem_fraction_static is None:
         message = (
             "Loaded weights leave no GPU memory for the KV cache: "

@@ -9,11 +9,11 @@
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 
 class PlanInputError(ValueError):
-    def __init__(self, field: str, message: str, allowed: Optional[Sequence[str]] = None):
+    def __init__(self, field: str, message: str, allowed: Sequence[str] | None = None):
         self.field = field
         self.message = message
         self.allowed = list(allowed) if allowed is not None else None

@@ -13,9 +13,10 @@ Family detection follows the config class SGLang instantiates, i.e. the top-leve
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any
 
 from schemas.request import MAX_CONTEXT, MAX_DIM, MAX_LAYERS
 from service.solver.errors import PlanInputError
@@ -127,7 +128,7 @@ class _Cfg:
             return self.defaults[key]
         return self.raw.get(key)
 
-    def opt_int(self, key: str, minimum: int = 0, maximum: Optional[int] = None) -> Optional[int]:
+    def opt_int(self, key: str, minimum: int = 0, maximum: int | None = None) -> int | None:
         value = self.get(key)
         if value is None:
             return None
@@ -200,7 +201,7 @@ def _context_length(cfg: _Cfg) -> int:
     return 2048
 
 
-def _config_ssm_dtype(cfg: _Cfg, wrapper: Optional[dict]) -> Optional[str]:
+def _config_ssm_dtype(cfg: _Cfg, wrapper: dict | None) -> str | None:
     """`mamba2_state_dtype(config)`: text_config's mamba_ssm_dtype wins over the top level.
     An invalid value is ignored (SGLang logs a warning and keeps float32)."""
     value = None
@@ -211,7 +212,7 @@ def _config_ssm_dtype(cfg: _Cfg, wrapper: Optional[dict]) -> Optional[str]:
     return value if isinstance(value, str) and value in DTYPES else None
 
 
-def _model_dtype(raw: dict, wrapper: Optional[dict]) -> str:
+def _model_dtype(raw: dict, wrapper: dict | None) -> str:
     value = raw.get("dtype") or raw.get("torch_dtype")
     if value is None and wrapper is not None:
         value = wrapper.get("dtype") or wrapper.get("torch_dtype")
@@ -221,7 +222,7 @@ def _model_dtype(raw: dict, wrapper: Optional[dict]) -> str:
     return value if value in ("bfloat16", "float16") else "float16"
 
 
-def _mha(cfg: _Cfg, *, kv_default: Optional[int] = None) -> KVSpec:
+def _mha(cfg: _Cfg, *, kv_default: int | None = None) -> KVSpec:
     heads = None
     for key in ("n_head_kv", "num_kv_heads", "num_key_value_heads", "multi_query_group_num", "num_attention_groups"):
         heads = cfg.opt_int(key, minimum=1)
@@ -247,7 +248,7 @@ class Family:
     label: str
     # (text config, wrapper config or None, field path, architecture) -> ModelLayout fields but
     # name and is_multimodal, which layout_from_hf_config decides.
-    build: Callable[[dict, Optional[dict], str, str], dict]
+    build: Callable[[dict, dict | None, str, str], dict]
 
 
 # --------------------------------------------------------------------------- Qwen3-Next / Qwen3.5 (GDN)
@@ -259,7 +260,7 @@ _QWEN3_NEXT_DEFAULTS = dict(
 )
 
 
-def _qwen_gdn(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> dict:
+def _qwen_gdn(raw: dict, wrapper: dict | None, path: str, arch: str) -> dict:
     cfg = _Cfg(raw, _QWEN3_NEXT_DEFAULTS, path)
     is_qwen3_5 = wrapper is not None or str(raw.get("model_type", "")).startswith("qwen3_5")
     if is_qwen3_5 and raw.get("rope_scaling") is None and raw.get("rope_parameters") is not None:
@@ -293,7 +294,7 @@ def _qwen_gdn(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> dict:
 _KIMI_DEFAULTS = dict(hidden_size=4096, num_hidden_layers=32, num_attention_heads=32, max_position_embeddings=4096)
 
 
-def _kimi(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> dict:
+def _kimi(raw: dict, wrapper: dict | None, path: str, arch: str) -> dict:
     cfg = _Cfg(raw, _KIMI_DEFAULTS, path)
     lac = raw.get("linear_attn_config")
     if not isinstance(lac, dict):
@@ -338,7 +339,7 @@ _NEMOTRON_DEFAULTS = dict(
 _NEMOTRON_BLOCK = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 
 
-def _nemotron_h(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> dict:
+def _nemotron_h(raw: dict, wrapper: dict | None, path: str, arch: str) -> dict:
     cfg = _Cfg(raw, _NEMOTRON_DEFAULTS, path)
     blocks = raw.get("layers_block_type")
     if blocks is None:
@@ -376,7 +377,7 @@ _FALCON_DEFAULTS = dict(
 )
 
 
-def _falcon_h1(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> dict:
+def _falcon_h1(raw: dict, wrapper: dict | None, path: str, arch: str) -> dict:
     cfg = _Cfg(raw, _FALCON_DEFAULTS, path)
     n = cfg.pos("num_hidden_layers")
     # mamba_d_ssm defaults to 1024 in the config class; only an explicit null uses expand*hidden.
@@ -421,7 +422,7 @@ _GRANITE_DEFAULTS = dict(
 _GRANITE_ALIASES = {"linear_attention": "mamba", "full_attention": "attention"}
 
 
-def _granite(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> dict:
+def _granite(raw: dict, wrapper: dict | None, path: str, arch: str) -> dict:
     cfg = _Cfg(raw, _GRANITE_DEFAULTS, path)
     n = cfg.pos("num_hidden_layers")
     types = raw.get("layer_types")
@@ -463,7 +464,7 @@ _LFM2_DEFAULTS = dict(
 )
 
 
-def _lfm2(raw: dict, wrapper: Optional[dict], path: str, arch: str) -> dict:
+def _lfm2(raw: dict, wrapper: dict | None, path: str, arch: str) -> dict:
     cfg = _Cfg(raw, _LFM2_DEFAULTS, path)
     n = cfg.pos("num_hidden_layers")
     types = raw.get("layer_types")
@@ -562,7 +563,7 @@ def layout_from_hf_config(hf_config: dict, name: str = "", path: str = "model.hf
     return ModelLayout(name=name or arch, is_multimodal=multimodal, **fields)
 
 
-def layout_from_explicit(lay: "Layout") -> ModelLayout:
+def layout_from_explicit(lay: Layout) -> ModelLayout:
     """An explicit layout (schemas.Layout): shapes are already per TP rank."""
     shapes = lay.state
 

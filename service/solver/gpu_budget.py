@@ -16,7 +16,8 @@ automatic mem_fraction_static, the mamba split, the KV tokens) is the unchanged 
 from __future__ import annotations
 
 import struct
-from typing import TYPE_CHECKING, NamedTuple, Optional, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
 from schemas.request import LayoutModel, PlanRequest, PresetModel
 from service.solver import gpus
@@ -90,7 +91,7 @@ def estimate(
     *,
     tp_size: int,
     pp_size: int,
-    reserved_gib: Optional[float] = None,
+    reserved_gib: float | None = None,
     weights_scale: float = 1.0,
 ) -> EstimatedBudget:
     """F_pre and F_post on a GPU of `capacity_mib`, for stages holding these weights.
@@ -123,13 +124,13 @@ def estimate(
 # ------------------------------------------------------------------ per request (plan.py)
 
 
-def capacity_mib(req: PlanRequest) -> Optional[int]:
+def capacity_mib(req: PlanRequest) -> int | None:
     """The GPU capacity (MiB) the request gives: `gpu_memory_mib`, or its catalog GPU's."""
     b = req.budget
     return gpus.lookup(b.gpu).memory_mib if b.gpu is not None else b.gpu_memory_mib
 
 
-def for_request(req: PlanRequest, launch: "Launch", weights: Sequence[int], scale: float = 1.0) -> EstimatedBudget:
+def for_request(req: PlanRequest, launch: Launch, weights: Sequence[int], scale: float = 1.0) -> EstimatedBudget:
     capacity = capacity_mib(req)
     assert capacity is not None  # only the GPU-only budget form is estimated, and it names a capacity
     return estimate(
@@ -141,11 +142,11 @@ def for_request(req: PlanRequest, launch: "Launch", weights: Sequence[int], scal
 def request_warnings(req: PlanRequest) -> list[str]:
     b = req.budget
     if b.gpu is None and b.gpu_memory_mib is not None and gpus.by_capacity(b.gpu_memory_mib) is None:
-        return [
+        return [(
             f"mambasizer: budget.gpu_memory_mib={b.gpu_memory_mib} is not a catalog GPU: the plan applies "
             "Hopper's resolution (page size, attention backend, automatic mem_fraction_static) and Hopper-calibrated "
             "CUDA/NCCL residents to it; SGLang on another architecture may decide differently."
-        ]
+        )]
     return []
 
 
@@ -157,7 +158,7 @@ def request_warnings(req: PlanRequest) -> list[str]:
 _WEIGHTS_CACHE: dict[int, tuple[ModelLayout, bool, dict]] = {}
 
 
-def request_weights(req: PlanRequest, layout: ModelLayout, launch: "Launch", stage_ranges: Sequence[StageRange]) -> tuple[int, ...]:
+def request_weights(req: PlanRequest, layout: ModelLayout, launch: Launch, stage_ranges: Sequence[StageRange]) -> tuple[int, ...]:
     """Per stage, the parameter bytes on its largest TP rank (weights.py), with the MTP
     layers when speculative decoding loads them from the target checkpoint and the draft
     model when one is given."""

@@ -9,7 +9,7 @@ A part is listed only with such a source. H20, H800 and GH200 are left out: no p
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 from service.solver.errors import PlanInputError
 
@@ -85,7 +85,7 @@ def lookup(name: str) -> Gpu:
     raise PlanInputError(GPU_FIELD, f"unknown GPU {name!r}; GET /v1/gpus lists the modelled ones", names)
 
 
-def by_capacity(memory_mib: int) -> Optional[Gpu]:
+def by_capacity(memory_mib: int) -> Gpu | None:
     """The catalog part with exactly this capacity, if any."""
     for gpu in CATALOG.values():
         if gpu.memory_mib == memory_mib:

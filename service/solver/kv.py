@@ -5,8 +5,6 @@ stages, and the second page floor.
 
 from __future__ import annotations
 
-from typing import Optional
-
 from service.solver.errors import SGLangStartupError
 from service.solver.specs import KVSpec
 
@@ -44,7 +42,7 @@ def stage_tokens(
     *,
     page_size: int,
     kv_on_another_stage: bool,
-    max_total_tokens: Optional[int],
+    max_total_tokens: int | None,
     context_len: int,
 ) -> int:
     """T_s, page-floored. Raises SGLang's "Not enough memory" when it floors to 0."""
@@ -60,7 +58,7 @@ def stage_tokens(
     return tokens
 
 
-def synced_tokens(stage_tokens_: list[int], *, max_total_tokens: Optional[int], page_size: int) -> tuple[int, list[str]]:
+def synced_tokens(stage_tokens_: list[int], *, max_total_tokens: int | None, page_size: int) -> tuple[int, list[str]]:
     """max_total_num_tokens after the user cap and the PP MIN (identical on every rank)."""
     warnings: list[str] = []
     capped = []

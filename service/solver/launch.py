@@ -35,7 +35,7 @@ generated flag sets and compares every value below. Pure: no torch, no sglang.
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 from schemas.request import Env, ServerArgs
 from service.solver.errors import PlanInputError
@@ -110,19 +110,19 @@ class Launch(NamedTuple):
     page_size: int
     kv_cache_dtype: str
     kv_itemsize: int
-    mem_fraction_static: Optional[float]
+    mem_fraction_static: float | None
     mamba_full_memory_ratio: float
     strategy: str
     extra_buffer: bool
     extra_buffer_lazy: bool
     disable_radix_cache: bool
     disable_overlap_schedule: bool
-    max_running_requests: Optional[int]
+    max_running_requests: int | None
     user_set_max_running_requests: bool
-    max_mamba_cache_size: Optional[int]
-    max_total_tokens: Optional[int]
-    speculative_algorithm: Optional[str]
-    num_draft_tokens: Optional[int]
+    max_mamba_cache_size: int | None
+    max_total_tokens: int | None
+    speculative_algorithm: str | None
+    num_draft_tokens: int | None
     replayssm_spec: bool
     replayssm_cache_len: int
     context_len: int
@@ -131,17 +131,17 @@ class Launch(NamedTuple):
     draft_kv_layers: int
     prices_draft_kv: bool
     skip_decode_lock: bool
-    pp_max_micro_batch_size: Optional[int]
+    pp_max_micro_batch_size: int | None
     rejections: tuple[Rejection, ...] = ()
     warnings: tuple[str, ...] = ()
     # Resolved values that do not feed the sizing directly (reported, and conformance-tested).
-    speculative_num_steps: Optional[int] = None
-    speculative_eagle_topk: Optional[int] = None
-    chunked_prefill_size: Optional[int] = None
-    decode_cuda_graph_max_bs: Optional[int] = None
+    speculative_num_steps: int | None = None
+    speculative_eagle_topk: int | None = None
+    chunked_prefill_size: int | None = None
+    decode_cuda_graph_max_bs: int | None = None
     prefill_cuda_graph: bool = True
     # SGLANG_MAMBA_SSM_DTYPE as SGLang leaves it after resolution (None: unset).
-    env_mamba_ssm_dtype: Optional[str] = None
+    env_mamba_ssm_dtype: str | None = None
 
     @property
     def rejected(self) -> bool:
@@ -172,7 +172,7 @@ def prefill_graph_size_count(limit: int) -> int:
     return count
 
 
-def _capacity_defaults(gpu_mib: Optional[float], tp: int) -> tuple[int, int]:
+def _capacity_defaults(gpu_mib: float | None, tp: int) -> tuple[int, int]:
     """(chunked_prefill_size, decode CUDA-graph max batch size) by GPU capacity."""
     if gpu_mib is None:
         return 4096, 160
@@ -191,7 +191,7 @@ def uses_kda(layout: ModelLayout) -> bool:
     return layout.linear_kind == "kda"
 
 
-def _vision_tower(layout: ModelLayout) -> Optional[tuple[int, int]]:
+def _vision_tower(layout: ModelLayout) -> tuple[int, int] | None:
     """(layers, hidden) of the vision tower as SGLang's config classes expose them, or None
     when the model carries no vision config."""
     wrapper = layout.hf_config or {}
@@ -226,7 +226,7 @@ class _Graphs(NamedTuple):
     prefill_sizes: int
 
 
-def _cuda_graphs(layout: ModelLayout, args: ServerArgs, gpu_mib: Optional[float]) -> _Graphs:
+def _cuda_graphs(layout: ModelLayout, args: ServerArgs, gpu_mib: float | None) -> _Graphs:
     """`handle_cuda_graph_config` + the graph half of `handle_gpu_memory_settings`."""
     decode_on = not (args.disable_cuda_graph or args.disable_decode_cuda_graph)
     prefill_locked = args.disable_cuda_graph or args.disable_prefill_cuda_graph
@@ -255,7 +255,7 @@ def _cuda_graphs(layout: ModelLayout, args: ServerArgs, gpu_mib: Optional[float]
     return _Graphs(decode_on, prefill_on, chunked, max_bs, prefill_graph_size_count(prefill_max))
 
 
-def auto_mem_fraction_static(layout: ModelLayout, args: ServerArgs, gpu_mib: Optional[float], graphs: Optional[_Graphs] = None) -> float:
+def auto_mem_fraction_static(layout: ModelLayout, args: ServerArgs, gpu_mib: float | None, graphs: _Graphs | None = None) -> float:
     """`memory_hook.handle_gpu_memory_settings` for a CUDA Hopper GPU (SIZING_SPEC §2.1.1, §8.1)."""
     g = graphs or _cuda_graphs(layout, args, gpu_mib)
     tp, pp, dp = args.tp_size, args.pp_size, args.attn_dp_size
@@ -320,7 +320,7 @@ def mamba_chunk_size(layout: ModelLayout) -> int:
     return FLA_CHUNK_SIZE
 
 
-def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: Optional[int], draft_layers: Optional[int], needs_mfs: bool) -> Launch:
+def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int | None, draft_layers: int | None, needs_mfs: bool) -> Launch:
     rejections: list[Rejection] = []
     warnings: list[str] = []
 

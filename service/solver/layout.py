@@ -3,8 +3,9 @@ came in (HF config.json, preset, explicit layout). Produced by `families.py`."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from types import MappingProxyType
-from typing import Any, Callable, Literal, Mapping, NamedTuple, Optional
+from typing import Any, Literal, NamedTuple
 
 from service.solver.specs import KVSpec, StateSpec
 
@@ -32,7 +33,7 @@ class ModelLayout(NamedTuple):
     # state_at(tp, conv_dtype, ssm_dtype) -> per-rank StateSpec (asserts divisibility like SGLang)
     state_at: Callable[[int, str, str], StateSpec]
     state_tp: StateTP = "attn_tp"
-    config_ssm_dtype: Optional[str] = None  # honoured only where the family passes its config
+    config_ssm_dtype: str | None = None  # honoured only where the family passes its config
     num_nextn_predict_layers: int = 0
     is_multimodal: bool = False
     pp_supported: bool = True

@@ -8,7 +8,8 @@ write to, so every charge counts K + 1 slots (the "+1" below).
 
 from __future__ import annotations
 
-from typing import Callable, NamedTuple, Optional
+from collections.abc import Callable
+from typing import NamedTuple
 
 from service.solver.errors import SGLangStartupError
 
@@ -62,11 +63,11 @@ class MambaSplitInputs(NamedTuple):
     ratio: Callable[[], int]
     mamba_full_memory_ratio: float
     attn_dp: int
-    max_mamba_cache_size: Optional[int]  # --max-mamba-cache-size (global)
-    max_running_requests: Optional[int]  # resolved (user value or the spec default)
+    max_mamba_cache_size: int | None  # --max-mamba-cache-size (global)
+    max_running_requests: int | None  # resolved (user value or the spec default)
     disable_radix_cache: bool
     has_spec: bool
-    num_draft_tokens: Optional[int]
+    num_draft_tokens: int | None
     reserves_spec_state: bool  # spec on, not ReplaySSM, not PD prefill
     ring_per_slot: int = 0  # KDA ReplaySSM ring, rides on every slot
     replay_fixed_bytes: int = 0  # GDN ReplaySSM ring, request-lifetime scratch

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Literal, NamedTuple, Optional, Union
+from typing import Any, Literal, NamedTuple
 
 from pydantic import ValidationError
 
@@ -35,18 +35,18 @@ GIB = 1 << 30
 class _Partial:
     """What the pipeline knew when SGLang would have raised."""
 
-    rest_gib: Optional[float] = None
-    ratio: Optional[int] = None
+    rest_gib: float | None = None
+    ratio: int | None = None
     per_req_full: int = 0
     stage_per_req: int = 0
-    split: Optional[mamba.MambaSplit] = None
-    budget_bytes: Optional[int] = None
-    cells: Optional[list[int]] = None
-    stage_tokens: Optional[list[Optional[int]]] = None
-    tokens: Optional[int] = None
-    limit: Optional[requests.RequestLimit] = None
-    micro: Optional[int] = None
-    estimate: Optional[gpu_budget.EstimatedBudget] = None
+    split: mamba.MambaSplit | None = None
+    budget_bytes: int | None = None
+    cells: list[int] | None = None
+    stage_tokens: list[int | None] | None = None
+    tokens: int | None = None
+    limit: requests.RequestLimit | None = None
+    micro: int | None = None
+    estimate: gpu_budget.EstimatedBudget | None = None
 
 
 # Preset layouts are built once: the request path re-validates nothing it has seen.
@@ -75,7 +75,7 @@ def model_layout(request: PlanRequest) -> ModelLayout:
     return layout_from_explicit(m.layout)
 
 
-def parse_request(request: Union[PlanRequest, dict, Any]) -> PlanRequest:
+def parse_request(request: PlanRequest | dict | Any) -> PlanRequest:
     if isinstance(request, PlanRequest):
         return request
     try:
@@ -111,7 +111,7 @@ def input_error_from_validation(exc: ValidationError) -> PlanInputError:
     return PlanInputError(loc, msg, allowed)
 
 
-def plan(request: Union[PlanRequest, dict, Any]) -> Plan:
+def plan(request: PlanRequest | dict | Any) -> Plan:
     """Size one deployment. Raises PlanInputError for input that cannot be sized;
     returns a Plan (feasible or not) for everything else."""
     req = parse_request(request)
@@ -166,7 +166,7 @@ class Sized(NamedTuple):
     binding_limit: str
 
 
-def sized(req: PlanRequest, layout: ModelLayout, stage_ranges: Optional[tuple[stages.StageRange, ...]] = None) -> Optional[Sized]:
+def sized(req: PlanRequest, layout: ModelLayout, stage_ranges: tuple[stages.StageRange, ...] | None = None) -> Sized | None:
     """`replan(req, layout)`'s headline figures when it is feasible, else None, without
     assembling the Plan: what the remedy and advice searches ask up to ~40 times per plan,
     so a candidate costs one pass over the stages even at 1,024 stages. `stage_ranges`:
@@ -187,7 +187,7 @@ def sized(req: PlanRequest, layout: ModelLayout, stage_ranges: Optional[tuple[st
     return Sized(p.limit.max_running_requests, p.tokens, p.limit.binding_limit)
 
 
-def starts(req: PlanRequest, layout: ModelLayout, stage_ranges: Optional[tuple[stages.StageRange, ...]] = None) -> bool:
+def starts(req: PlanRequest, layout: ModelLayout, stage_ranges: tuple[stages.StageRange, ...] | None = None) -> bool:
     """Whether SGLang would start `req` (see `sized`)."""
     return sized(req, layout, stage_ranges) is not None
 
@@ -201,11 +201,11 @@ def _run(req: PlanRequest, layout: ModelLayout, launch: Launch, sensitivity: boo
     state = _state(layout, launch)
     warnings = list(launch.warnings)
     p = _Partial()
-    error: Optional[SGLangStartupError] = None
+    error: SGLangStartupError | None = None
     if launch.rejections:
         first = launch.rejections[0]
         error = SGLangStartupError("launch_rejected", first.exception, first.message)
-    weights: Optional[tuple[int, ...]] = None
+    weights: tuple[int, ...] | None = None
     if req.budget.estimated:
         weights = gpu_budget.request_weights(req, layout, launch, stage_ranges)
         p.estimate = gpu_budget.for_request(req, launch, weights)
@@ -224,7 +224,7 @@ def _run(req: PlanRequest, layout: ModelLayout, launch: Launch, sensitivity: boo
 # ------------------------------------------------------------------ the estimated budget
 
 
-def _sensitivity(req, layout, launch, stage_ranges, state, whole_model, weights, started: bool) -> Optional[str]:
+def _sensitivity(req, layout, launch, stage_ranges, state, whole_model, weights, started: bool) -> str | None:
     """Does the estimate decide feasibility? Re-run the pipeline with 2% more weights (when
     the plan starts) or 2% fewer (when it does not)."""
     scale = 1 + gpu_budget.WEIGHTS_SENSITIVITY if started else 1 - gpu_budget.WEIGHTS_SENSITIVITY
@@ -386,7 +386,7 @@ def _stage_inputs(req, layout: ModelLayout, launch: Launch, stage_ranges, state:
     return out
 
 
-def stage_allocation_inputs(request: Union[PlanRequest, dict, Any], result: Plan, device_kind: Literal["cuda", "cpu"] = "cuda") -> list[allocation.StageAllocationInputs]:
+def stage_allocation_inputs(request: PlanRequest | dict | Any, result: Plan, device_kind: Literal["cuda", "cpu"] = "cuda") -> list[allocation.StageAllocationInputs]:
     """The per-stage allocation inputs of a plan computed for `request` (the worker's entry)."""
     req = parse_request(request)
     K, N, T = result.max_mamba_cache_size, result.max_running_requests, result.max_total_num_tokens
@@ -399,7 +399,7 @@ def stage_allocation_inputs(request: Union[PlanRequest, dict, Any], result: Plan
     return _stage_inputs(req, layout, launch, stage_ranges, state, K, N, T, device_kind)
 
 
-def _assemble(req, layout: ModelLayout, launch: Launch, stage_ranges, state: StateSpec, p: _Partial, warnings: list[str], error: Optional[SGLangStartupError]) -> Plan:
+def _assemble(req, layout: ModelLayout, launch: Launch, stage_ranges, state: StateSpec, p: _Partial, warnings: list[str], error: SGLangStartupError | None) -> Plan:
     # Built with Out.trusted (no validation): every value below has its field's exact type
     # (floats stay floats), and the solver tests re-validate every plan they build.
     K = p.split.max_mamba_cache_size if p.split else None

@@ -8,7 +8,8 @@ is never a guess: it is a setting this solver proves would start.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional
+from collections.abc import Callable
+from typing import Any
 
 from schemas.plan import Plan
 from schemas.request import PlanRequest
@@ -18,7 +19,7 @@ from service.solver.launch import Launch
 from service.solver.layout import ModelLayout
 
 
-def _replan(req: PlanRequest, layout: ModelLayout) -> Optional[Plan]:
+def _replan(req: PlanRequest, layout: ModelLayout) -> Plan | None:
     from service.solver.plan import replan  # plan.py imports this module
 
     try:
@@ -33,7 +34,7 @@ def _starts_with(req: PlanRequest, layout: ModelLayout, split=None) -> bool:
     return starts(req, layout, split)
 
 
-def _with(req: PlanRequest, *, budget: Optional[dict] = None, server_args: Optional[dict] = None) -> PlanRequest:
+def _with(req: PlanRequest, *, budget: dict | None = None, server_args: dict | None = None) -> PlanRequest:
     update: dict[str, Any] = {}
     if budget:
         update["budget"] = req.budget.model_copy(update=budget)
@@ -42,7 +43,7 @@ def _with(req: PlanRequest, *, budget: Optional[dict] = None, server_args: Optio
     return req.model_copy(update=update)
 
 
-def _smallest_int(lo: int, hi: int, ok: Callable[[int], bool]) -> Optional[int]:
+def _smallest_int(lo: int, hi: int, ok: Callable[[int], bool]) -> int | None:
     """Smallest v in [lo, hi] with ok(v), assuming ok is monotone non-decreasing."""
     if not ok(hi):
         return None
@@ -55,7 +56,7 @@ def _smallest_int(lo: int, hi: int, ok: Callable[[int], bool]) -> Optional[int]:
     return lo
 
 
-def _largest_int(lo: int, hi: int, ok: Callable[[int], bool]) -> Optional[int]:
+def _largest_int(lo: int, hi: int, ok: Callable[[int], bool]) -> int | None:
     if not ok(lo):
         return None
     while lo < hi:
@@ -177,7 +178,7 @@ def advice_for_target_concurrency(req: PlanRequest, layout: ModelLayout, launch:
     pool, or, when that does not start, the largest size that does and what it reaches."""
     from service.solver.plan import sized, stage_split
 
-    def replan(size: int) -> Optional[Plan]:
+    def replan(size: int) -> Plan | None:
         return _replan(_with(req, server_args={"max_mamba_cache_size": size}), layout)
 
     if launch.max_running_requests is None:  # nothing was asked for

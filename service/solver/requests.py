@@ -3,7 +3,7 @@ and pp_max_micro_batch_size (the scheduler's default)."""
 
 from __future__ import annotations
 
-from typing import NamedTuple, Optional
+from typing import NamedTuple
 
 from service.solver.errors import SGLangStartupError
 
@@ -20,7 +20,7 @@ def resolve_max_running_requests(
     tokens: int,
     *,
     context_len: int,
-    max_running_requests: Optional[int],
+    max_running_requests: int | None,
     user_set_mrr: bool,
     attn_dp: int,
     max_mamba_cache_size: int,
@@ -69,6 +69,6 @@ def resolve_max_running_requests(
     return RequestLimit(n, binding, warnings)
 
 
-def pp_max_micro_batch_size(max_running_requests: int, pp_size: int, user_value: Optional[int]) -> int:
+def pp_max_micro_batch_size(max_running_requests: int, pp_size: int, user_value: int | None) -> int:
     # Scheduler: an unset (or falsy) value becomes max(N // pp_size, 1).
     return user_value if user_value else max(max_running_requests // pp_size, 1)

@@ -9,7 +9,7 @@ StateSpec mirrors the per-TP-rank shapes of SGLang's `Mamba2StateShape` /
 from __future__ import annotations
 
 from math import prod
-from typing import Literal, NamedTuple, Optional
+from typing import Literal, NamedTuple
 
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1}
 FP32_BYTES = 4
@@ -24,7 +24,7 @@ class StateSpec(NamedTuple):
     ssm_dtype: str
     num_k_heads_per_tp: int = 1
     is_kda: bool = False
-    conv_kernel: Optional[int] = None
+    conv_kernel: int | None = None
     # KDA stores conv as (K-1, dim) and never uses the deduplicated window layout.
     disable_conv_window_dedup: bool = False
 

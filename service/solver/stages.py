@@ -5,8 +5,9 @@ share that every stage is charged for its mamba state.
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Sequence
 from functools import lru_cache
-from typing import NamedTuple, Optional, Sequence
+from typing import NamedTuple
 
 from service.solver.errors import PlanInputError
 
@@ -28,7 +29,7 @@ def _in_range(layer_ids: Sequence[int], start: int, end: int) -> tuple[int, ...]
     return tuple(layer_ids[bisect_left(layer_ids, start):bisect_left(layer_ids, end)])
 
 
-def parse_partition(text: Optional[str], pp_size: int, num_hidden_layers: int) -> Optional[list[int]]:
+def parse_partition(text: str | None, pp_size: int, num_hidden_layers: int) -> list[int] | None:
     """SGLANG_PP_LAYER_PARTITION, validated as get_pp_indices validates it.
     Ignored when pp_size == 1 (a singleton PP group owns every layer)."""
     if text is None or pp_size == 1:
@@ -47,7 +48,7 @@ def parse_partition(text: Optional[str], pp_size: int, num_hidden_layers: int) -
 def pp_stages(
     num_hidden_layers: int,
     pp_size: int,
-    partition: Optional[Sequence[int]] = None,
+    partition: Sequence[int] | None = None,
     mamba_layer_ids: Sequence[int] = (),
     full_attention_layer_ids: Sequence[int] = (),
 ) -> tuple[StageRange, ...]:
@@ -74,7 +75,7 @@ CACHED_SPLIT_MAX_ITEMS = 1024
 def _pp_stages(
     num_hidden_layers: int,
     pp_size: int,
-    partition: Optional[tuple[int, ...]],
+    partition: tuple[int, ...] | None,
     mamba_layer_ids: tuple[int, ...],
     full_attention_layer_ids: tuple[int, ...],
 ) -> tuple[StageRange, ...]:

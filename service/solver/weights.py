@@ -34,8 +34,8 @@ A quantization method this module does not model raises PlanInputError naming
 from __future__ import annotations
 
 import re
-from functools import lru_cache
-from typing import Any, Iterable, Mapping, NamedTuple, Optional, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, NamedTuple
 
 from service.solver.errors import PlanInputError
 from service.solver.layout import ModelLayout
@@ -112,7 +112,7 @@ class _Fp8(_Quant):
 
     name = "fp8"
 
-    def __init__(self, act_bytes, skip, block: Optional[Sequence[int]], static: bool):
+    def __init__(self, act_bytes, skip, block: Sequence[int] | None, static: bool):
         super().__init__(act_bytes, skip)
         self.block = tuple(block) if block else None
         self.static = static
@@ -435,7 +435,7 @@ def _walk_qwen(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, last:
         if not (tied and pp == 1):
             r.vocab("lm_head", vocab, h, "lm_head", quant=True)
         for k in range(nextn):  # MTP: one full-attention decoder layer + fc + norms (estimated)
-            r.column("mtp", 2 * h, [h], f"mtp.fc", quant=False)
+            r.column("mtp", 2 * h, [h], "mtp.fc", quant=False)
             r.params("mtp", 3 * h)
             _qwen_attn_layer(r, c, h, f"mtp.layers.{k}.self_attn", True)
             if is_moe:
@@ -757,7 +757,7 @@ _WALKERS = {
 
 def stage_weight_breakdown(layout: ModelLayout, *, tp_size: int, pp_size: int, ep_size: int,
                            stages: Sequence[StageRange], load_nextn: bool,
-                           draft_num_layers: Optional[int] = None) -> tuple[StageWeights, ...]:
+                           draft_num_layers: int | None = None) -> tuple[StageWeights, ...]:
     """Per PP stage, the largest TP rank's weight bytes by parameter group."""
     walker = _WALKERS.get(layout.family)
     if walker is None or not layout.hf_text_config:
@@ -794,7 +794,7 @@ def stage_weight_breakdown(layout: ModelLayout, *, tp_size: int, pp_size: int, e
 
 def stage_weight_bytes(layout: ModelLayout, *, tp_size: int, pp_size: int, ep_size: int,
                        stages: Sequence[StageRange], load_nextn: bool,
-                       draft_num_layers: Optional[int] = None) -> tuple[int, ...]:
+                       draft_num_layers: int | None = None) -> tuple[int, ...]:
     """Per PP stage (same order as `stages`, from service/solver/stages.py pp_stages), the
     parameter bytes SGLang 0.5.23 allocates on that stage's largest TP rank."""
     return tuple(

@@ -18,7 +18,7 @@ import hmac
 import json
 import logging
 import os
-from typing import Any, Optional
+from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.responses import Response
@@ -40,8 +40,8 @@ RETRY_AFTER_S = 5
 _TITLES = {400: "Bad Request", 401: "Unauthorized", 413: "Content Too Large", 422: "Unprocessable Content", 429: "Too Many Requests", 503: "Service Unavailable"}
 
 
-def problem(status: int, detail: str, *, type_: str = "about:blank", instance: Optional[str] = None,
-            headers: Optional[dict] = None, **extra: Any) -> Response:
+def problem(status: int, detail: str, *, type_: str = "about:blank", instance: str | None = None,
+            headers: dict | None = None, **extra: Any) -> Response:
     body: dict[str, Any] = {"type": type_, "title": _TITLES.get(status, "Error"), "status": status, "detail": detail}
     if instance is not None:
         body["instance"] = instance
@@ -49,7 +49,7 @@ def problem(status: int, detail: str, *, type_: str = "about:blank", instance: O
     return Response(json.dumps(body, separators=(",", ":")).encode(), status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
 
-def read_token(token_file: Optional[str] = None) -> Optional[str]:
+def read_token(token_file: str | None = None) -> str | None:
     """The configured bearer token: `--token-file` wins over MAMBASIZER_WORKER_TOKEN; empty
     means none."""
     if token_file:
@@ -61,7 +61,7 @@ def read_token(token_file: Optional[str] = None) -> Optional[str]:
     return os.environ.get(TOKEN_ENV, "").strip() or None
 
 
-async def _read_limited(request: Request) -> Optional[bytes]:
+async def _read_limited(request: Request) -> bytes | None:
     """The body, or None as soon as it passes MAX_BODY_BYTES (declared or streamed): an
     oversize body is refused while it comes in, never buffered whole."""
     declared = request.headers.get("content-length")
@@ -75,7 +75,7 @@ async def _read_limited(request: Request) -> Optional[bytes]:
     return bytes(body)
 
 
-def create_app(runner: Optional[TrialRunner] = None, token: Optional[str] = None, *, token_from_env: bool = True) -> FastAPI:
+def create_app(runner: TrialRunner | None = None, token: str | None = None, *, token_from_env: bool = True) -> FastAPI:
     """`token`: required bearer token (None: MAMBASIZER_WORKER_TOKEN when token_from_env)."""
     if token is None and token_from_env:
         token = read_token()

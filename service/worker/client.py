@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
-from typing import Any, Optional, Union
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -49,8 +49,8 @@ def rejected(reason: str) -> dict:
     return TrialResult(status="rejected", reason=reason).model_dump(mode="json")
 
 
-async def run_trial(plan: Optional[Plan], request: PlanRequest, trial_options: Union[dict, TrialOptions, None], *,
-                    memory_budget_bytes: Optional[int] = None) -> dict:
+async def run_trial(plan: Plan | None, request: PlanRequest, trial_options: dict | TrialOptions | None, *,
+                    memory_budget_bytes: int | None = None) -> dict:
     """`memory_budget_bytes`: the most host memory an embedded CPU trial may allocate (the
     API's --trial-memory-gib); a remote worker applies its own limits."""
     try:
@@ -68,7 +68,7 @@ async def run_trial(plan: Optional[Plan], request: PlanRequest, trial_options: U
 # --------------------------------------------------------------------------- remote
 
 
-def _token() -> Optional[str]:
+def _token() -> str | None:
     path = os.environ.get(TOKEN_FILE_ENV, "").strip()
     if path:
         try:
@@ -166,8 +166,8 @@ def set_embedded_runner(runner) -> None:
         _EMBEDDED = runner
 
 
-async def embedded_trial(plan: Optional[Plan], request: PlanRequest, options: TrialOptions, *,
-                         memory_budget_bytes: Optional[int] = None) -> dict:
+async def embedded_trial(plan: Plan | None, request: PlanRequest, options: TrialOptions, *,
+                         memory_budget_bytes: int | None = None) -> dict:
     from service.solver.errors import PlanInputError
     from service.worker.runner import QueueFull, TorchMissing
 

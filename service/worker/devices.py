@@ -17,7 +17,7 @@ import gc
 import threading
 import weakref
 from dataclasses import dataclass
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 GIB = 1 << 30
 MIB = 1 << 20
@@ -44,9 +44,9 @@ def torch_dtype(name: str):
 @dataclass(frozen=True)
 class Snapshot:
     allocated: int  # what the allocator hands out (CUDA) / what this backend holds (CPU)
-    reserved: Optional[int] = None  # CUDA caching-allocator segments
-    free: Optional[int] = None  # device free bytes (cudaMemGetInfo) / CPU available memory
-    rss: Optional[int] = None  # CPU: process resident set
+    reserved: int | None = None  # CUDA caching-allocator segments
+    free: int | None = None  # device free bytes (cudaMemGetInfo) / CPU available memory
+    rss: int | None = None  # CPU: process resident set
 
 
 def is_oom(exc: BaseException) -> bool:
@@ -78,7 +78,7 @@ class Backend:
         """(free, total) bytes of the device."""
         raise NotImplementedError
 
-    def free_bytes(self) -> Optional[int]:
+    def free_bytes(self) -> int | None:
         return self.mem_get_info()[0]
 
     def warm_up(self) -> None:
@@ -97,7 +97,7 @@ class Backend:
 class CpuBackend(Backend):
     kind = "cpu"
 
-    def __init__(self, cap_bytes: Optional[int] = None) -> None:
+    def __init__(self, cap_bytes: int | None = None) -> None:
         self.cap_bytes = cap_bytes
         self.label = "cpu" if cap_bytes is None else f"cpu (capped at {cap_bytes} bytes)"
         self._live: dict[int, tuple[weakref.ref, int]] = {}
@@ -148,7 +148,7 @@ class CpuBackend(Backend):
 class CudaBackend(Backend):
     kind = "cuda"
 
-    def __init__(self, index: int = 0, device: Optional[str] = None) -> None:
+    def __init__(self, index: int = 0, device: str | None = None) -> None:
         torch = torch_module()
         self.index = index
         # `device` is the torch device the tensors go to; tests pass "cpu" with the
@@ -178,7 +178,7 @@ class CudaBackend(Backend):
         free, total = torch.cuda.mem_get_info(self.index)
         return int(free), int(total)
 
-    def free_bytes(self) -> Optional[int]:
+    def free_bytes(self) -> int | None:
         # What a new allocation can use: the driver's free bytes plus the allocator's
         # cached-but-unused blocks.
         torch = torch_module()
@@ -201,7 +201,7 @@ def cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
-def make_backend(device: str, cpu_cap_bytes: Optional[int] = None, cuda_index: int = 0) -> Backend:
+def make_backend(device: str, cpu_cap_bytes: int | None = None, cuda_index: int = 0) -> Backend:
     """`device`: "cpu" or "cuda" (already resolved from "auto")."""
     if device == "cuda":
         return CudaBackend(cuda_index)

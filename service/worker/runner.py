@@ -17,8 +17,8 @@ import concurrent.futures
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable, Optional
 
 from schemas.plan import Plan
 from schemas.request import PlanRequest
@@ -50,7 +50,7 @@ class _DeviceSlot:
     cond: threading.Condition = field(default_factory=threading.Condition)
     busy: bool = False
     waiting: int = 0
-    running_since: Optional[float] = None
+    running_since: float | None = None
 
 
 @dataclass
@@ -58,12 +58,12 @@ class RunnerConfig:
     device: str = "auto"  # the worker's device: "auto" | "cpu" | "cuda"
     queue_max: int = DEFAULT_QUEUE_MAX
     cuda_index: int = 0
-    cpu_cap_bytes: Optional[int] = None  # simulate a device of this size on the CPU (tests)
-    cpu_margin_bytes: Optional[int] = None  # None: MAMBASIZER_WORKER_CPU_MARGIN_GIB or 1 GiB
+    cpu_cap_bytes: int | None = None  # simulate a device of this size on the CPU (tests)
+    cpu_margin_bytes: int | None = None  # None: MAMBASIZER_WORKER_CPU_MARGIN_GIB or 1 GiB
 
 
 class TrialRunner:
-    def __init__(self, config: Optional[RunnerConfig] = None, backend_factory: Optional[Callable[[str], Backend]] = None) -> None:
+    def __init__(self, config: RunnerConfig | None = None, backend_factory: Callable[[str], Backend] | None = None) -> None:
         self.config = config or RunnerConfig()
         self._factory = backend_factory
         self._slots: dict[str, _DeviceSlot] = {}
@@ -129,8 +129,8 @@ class TrialRunner:
         return slot
 
     def _work(self, slot: _DeviceSlot, device: str, request: PlanRequest, options: TrialOptions,
-              plan: Optional[Plan], cancel: threading.Event, deadline: float,
-              memory_budget_bytes: Optional[int] = None) -> TrialResult:
+              plan: Plan | None, cancel: threading.Event, deadline: float,
+              memory_budget_bytes: int | None = None) -> TrialResult:
         from service.worker.trial import run_trial
 
         with slot.cond:
@@ -154,7 +154,7 @@ class TrialRunner:
                 slot.running_since = None
                 slot.cond.notify_all()
 
-    def run(self, request: PlanRequest, options: TrialOptions, plan: Optional[Plan] = None) -> TrialResult:
+    def run(self, request: PlanRequest, options: TrialOptions, plan: Plan | None = None) -> TrialResult:
         """Blocking form (CLI, scripts): admission, queue and deadline as `submit`."""
         fut, cancel, timeout = self._start(request, options, plan)
         if isinstance(fut, TrialResult):
@@ -165,8 +165,8 @@ class TrialRunner:
             cancel.set()
             return _timed_out(options)
 
-    async def submit(self, request: PlanRequest, options: TrialOptions, plan: Optional[Plan] = None,
-                     memory_budget_bytes: Optional[int] = None) -> TrialResult:
+    async def submit(self, request: PlanRequest, options: TrialOptions, plan: Plan | None = None,
+                     memory_budget_bytes: int | None = None) -> TrialResult:
         """Raises QueueFull when the device's queue is full, PlanInputError for input that
         cannot be sized; every other outcome is a TrialResult. `memory_budget_bytes` caps
         a CPU trial (its largest stage plus held weights). Cancelling the awaiting task
@@ -183,8 +183,8 @@ class TrialRunner:
             cancel.set()  # the client went away: stop and release
             raise
 
-    def _start(self, request: PlanRequest, options: TrialOptions, plan: Optional[Plan],
-               memory_budget_bytes: Optional[int] = None):
+    def _start(self, request: PlanRequest, options: TrialOptions, plan: Plan | None,
+               memory_budget_bytes: int | None = None):
         try:
             import torch  # noqa: F401
         except ImportError:

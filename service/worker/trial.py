@@ -16,7 +16,6 @@ import logging
 import os
 import threading
 import time
-from typing import Optional
 
 from schemas.plan import Plan
 from schemas.request import Budget, PlanRequest
@@ -73,10 +72,10 @@ def run_trial(
     request: PlanRequest,
     options: TrialOptions,
     backend: Backend,
-    plan: Optional[Plan] = None,
-    cancel: Optional[threading.Event] = None,
-    cpu_margin: Optional[int] = None,
-    cpu_budget: Optional[int] = None,
+    plan: Plan | None = None,
+    cancel: threading.Event | None = None,
+    cpu_margin: int | None = None,
+    cpu_budget: int | None = None,
 ) -> TrialResult:
     """Run one trial on `backend` in this thread. An OOM, a plan that cannot start and a
     cancel are results, never exceptions (input that cannot be sized still raises the
@@ -95,12 +94,12 @@ def run_trial(
     return result.model_copy(update={"baseline_restored": restored, "elapsed_s": round(time.monotonic() - t0, 3)})
 
 
-def _run(request, options: TrialOptions, backend: Backend, plan: Optional[Plan], cancel, cpu_margin, held: list,
-         cpu_budget: Optional[int] = None) -> TrialResult:
+def _run(request, options: TrialOptions, backend: Backend, plan: Plan | None, cancel, cpu_margin, held: list,
+         cpu_budget: int | None = None) -> TrialResult:
     if options.budget == "device" and backend.kind != "cuda":
         return _rejected(backend, "budget 'device' measures a GPU's free memory: it needs a CUDA device")
     hold = round((options.hold_weights_gib or 0.0) * GIB)
-    replanned: Optional[Plan] = None
+    replanned: Plan | None = None
     if options.budget == "device":
         free_before, total = backend.mem_get_info()
         if hold:
@@ -198,7 +197,7 @@ def host_available_bytes() -> int:
     return available if room is None else min(available, room)
 
 
-def cgroup_room_bytes(root: str = "/sys/fs/cgroup") -> Optional[int]:
+def cgroup_room_bytes(root: str = "/sys/fs/cgroup") -> int | None:
     """limit - usage of this process's memory cgroup; None when unlimited or unknown."""
     for limit_file, usage_file in (("memory.max", "memory.current"), ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes")):
         try:
@@ -217,14 +216,14 @@ def cgroup_room_bytes(root: str = "/sys/fs/cgroup") -> Optional[int]:
 # --------------------------------------------------------------------------- one stage
 
 
-def _trial_stage(rank: int, tensors: list[TensorSpec], backend: Backend, cancel: Optional[threading.Event]) -> StageTrial:
+def _trial_stage(rank: int, tensors: list[TensorSpec], backend: Backend, cancel: threading.Event | None) -> StageTrial:
     t0 = time.monotonic()
     base = backend.snapshot()
     live: list = []
     measured: dict[int, int] = {}  # index in `tensors` -> measured bytes
     stats: dict[str, dict[str, int]] = {p: {} for p in POOLS}
     peak = 0
-    oom: Optional[OOMInfo] = None
+    oom: OOMInfo | None = None
     status = "ok"
     free_after = None
     try:
@@ -283,7 +282,7 @@ def _oom_info(spec: TensorSpec, remaining: list[TensorSpec], backend: Backend, e
 def _stage_result(rank, tensors, measured, stats, backend, status, oom, peak, leaked, free_after, t0) -> StageTrial:
     pred: dict[str, int] = {}
     budgeted: dict[str, int] = {}
-    meas: dict[str, Optional[int]] = {}
+    meas: dict[str, int | None] = {}
     count: dict[str, int] = {}
     for i, t in enumerate(tensors):
         pred[t.pool] = pred.get(t.pool, 0) + t.nbytes
@@ -351,7 +350,7 @@ def _merge_padding(lines: list[UnbudgetedLine]) -> list[UnbudgetedLine]:
 # --------------------------------------------------------------------------- helpers
 
 
-def _hold(backend: Backend, nbytes: int, held: list) -> Optional[BaseException]:
+def _hold(backend: Backend, nbytes: int, held: list) -> BaseException | None:
     """A placeholder for the rank's weights, allocated before the pools (SGLang loads the
     weights before it sizes the pools). Appended to `held`; returns the OOM if it failed."""
     try:
@@ -371,8 +370,8 @@ def _weights_oom(backend: Backend, hold: int, exc: BaseException, budget: TrialB
     )
 
 
-def _rejected(backend: Backend, reason: str, budget: Optional[TrialBudget] = None,
-              plan: Optional[Plan] = None, would_start: Optional[bool] = None) -> TrialResult:
+def _rejected(backend: Backend, reason: str, budget: TrialBudget | None = None,
+              plan: Plan | None = None, would_start: bool | None = None) -> TrialResult:
     return TrialResult(status="rejected", reason=reason, device=backend.label, would_start=would_start, budget=budget, plan=plan)
 
 

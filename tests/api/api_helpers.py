@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import json
-from typing import Any, Optional
+from typing import Any
 
 PROBLEM_JSON = "application/problem+json"
 H200 = {"free_gib_before_load": 139.6, "free_gib_after_load": 100.0, "gpu_memory_mib": 143771}
 
 
-def preset_request(name: str = "qwen3-next-80b-a3b-instruct", budget: Optional[dict] = None, **server_args: Any) -> dict:
+def preset_request(name: str = "qwen3-next-80b-a3b-instruct", budget: dict | None = None, **server_args: Any) -> dict:
     req: dict = {"model": {"preset": name}, "budget": budget if budget is not None else {"rest_gib": 30.0}}
     if server_args:
         req["server_args"] = server_args
     return req
 
 
-def assert_problem(resp, status: int, field: Any = ..., type_: Optional[str] = None) -> dict:
+def assert_problem(resp, status: int, field: Any = ..., type_: str | None = None) -> dict:
     """An RFC 9457 answer: status, content type, the members, no internals."""
     assert resp.status_code == status, resp.text
     assert resp.headers["content-type"].split(";")[0] == PROBLEM_JSON, resp.headers

@@ -9,7 +9,6 @@ from fastapi.testclient import TestClient
 from service.api.app import create_app
 
 
-
 @pytest.fixture()
 def app():
     return create_app()

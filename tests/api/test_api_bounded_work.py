@@ -15,7 +15,8 @@ from __future__ import annotations
 import copy
 import gc
 import time
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import psutil
 import pytest

@@ -341,7 +341,7 @@ def test_real_serve_wires_the_trial_flags(tmp_path):
 
     from test_api_slow_clients import start_serve, stop
 
-    env = {k: "" for k in (trials.ENABLED_ENV, trials.TOKEN_ENV, trials.TOKEN_FILE_ENV, "MAMBASIZER_WORKER_URL")}
+    env = dict.fromkeys((trials.ENABLED_ENV, trials.TOKEN_ENV, trials.TOKEN_FILE_ENV, "MAMBASIZER_WORKER_URL"), "")
     proc, port, stderr = start_serve(tmp_path, env=env)
     try:
         r = httpx.post(f"http://127.0.0.1:{port}/v1/plan", json={**TINY, "trial": {}}, timeout=30)

@@ -8,7 +8,7 @@ the plan's figures, so a correct check-log reads every figure back as a match.
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 from service.solver import plan as solve
 from service.solver.allocation import plan_stage_tensors
@@ -34,7 +34,7 @@ def synth_log(
     request: dict,
     model_path: str,
     *,
-    perturb: Optional[dict[str, Any]] = None,
+    perturb: dict[str, Any] | None = None,
     version_line: bool = True,
 ) -> tuple[str, Any]:
     """(log text, plan) for `request` (a preset, server_args with mem_fraction_static, and a

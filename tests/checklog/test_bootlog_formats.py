@@ -8,9 +8,8 @@ SGLang), and our own formatter reproducing the printed line.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import importlib.util
+from pathlib import Path
 
 import pytest
 
@@ -27,7 +26,7 @@ TEMPLATES = [
         "load_weight_begin",
         "model_executor/model_runner.py",
         ['f"Load weight begin. avail mem={get_available_gpu_memory(self.device, self.gpu_id):.2f} GB"'],
-        "Load weight begin. avail mem={:.2f} GB".format(139.6),
+        f"Load weight begin. avail mem={139.6:.2f} GB",
         {"avail_mem_before_load_gb": 139.6},
     ),
     (
@@ -56,9 +55,7 @@ TEMPLATES = [
         ['f"Mamba Cache is allocated. "', 'f"max_mamba_cache_size: {size}, "',
          'f"conv_state size: {get_tensor_size_bytes(conv_state) / GB:.2f}GB, "',
          'f"ssm_state size: {get_tensor_size_bytes(temporal_state) / GB:.2f}GB "'],
-        "Mamba Cache is allocated. max_mamba_cache_size: {}, conv_state size: {:.2f}GB, ssm_state size: {:.2f}GB ".format(
-            1391, 0.48, 20.4
-        ),
+        f"Mamba Cache is allocated. max_mamba_cache_size: {1391}, conv_state size: {0.48:.2f}GB, ssm_state size: {20.4:.2f}GB ",
         {"max_mamba_cache_size": 1391, "conv_state_gb": 0.48, "ssm_state_gb": 20.4},
     ),
     (
@@ -67,9 +64,9 @@ TEMPLATES = [
         ['f"intermediate_ssm_state_cache size: {intermediate_ssm_gb:.2f}GB "',
          'f"intermediate_conv_window_cache size: {get_tensor_size_bytes(self._intermediate_conv_window_phys) / GB:.2f}GB "'],
         (
-            "Mamba Cache is allocated. max_mamba_cache_size: {}, conv_state size: {:.2f}GB, ssm_state size: {:.2f}GB "
-            "intermediate_ssm_state_cache size: {:.2f}GB intermediate_conv_window_cache size: {:.2f}GB "
-        ).format(160, 0.09, 6.29, 6.45, 0.04),
+            f"Mamba Cache is allocated. max_mamba_cache_size: {160}, conv_state size: {0.09:.2f}GB, ssm_state size: {6.29:.2f}GB "
+            f"intermediate_ssm_state_cache size: {6.45:.2f}GB intermediate_conv_window_cache size: {0.04:.2f}GB "
+        ),
         {"max_mamba_cache_size": 160, "conv_state_gb": 0.09, "ssm_state_gb": 6.29, "intermediate_ssm_state_gb": 6.45,
          "intermediate_conv_window_gb": 0.04},
     ),
@@ -112,7 +109,7 @@ TEMPLATES = [
         "post_capture_kv",
         "model_executor/model_runner_components/kv_pool_runtime.py",
         ['"Post-capture KV sizing: KV cache allocated. dtype: %s, #tokens: %d, "', '"KV size: %.2f GB, avail mem=%.2f GB",'],
-        "Post-capture KV sizing: KV cache allocated. dtype: %s, #tokens: %d, KV size: %.2f GB, avail mem=%.2f GB"
+        "Post-capture KV sizing: KV cache allocated. dtype: %s, #tokens: %d, KV size: %.2f GB, avail mem=%.2f GB"  # noqa: UP031 - SGLang formats the line with %
         % ("torch.bfloat16", 8123456, 38.73, 2.1),
         {"kv_tokens": 8123456, "kv_size_gb": 38.73, "post_capture_kv": True},
     ),
@@ -120,7 +117,7 @@ TEMPLATES = [
         "post_capture_draft_kv_is_not_the_target_pool",
         "model_executor/model_runner_components/kv_pool_runtime.py",
         ['"Post-capture KV sizing: draft KV cache allocated. dtype: %s, "', '"#tokens: %d, KV size: %.2f GB",'],
-        "Post-capture KV sizing: draft KV cache allocated. dtype: %s, #tokens: %d, KV size: %.2f GB"
+        "Post-capture KV sizing: draft KV cache allocated. dtype: %s, #tokens: %d, KV size: %.2f GB"  # noqa: UP031 - SGLang formats the line with %
         % ("torch.bfloat16", 8123456, 1.2),
         {},
     ),
@@ -128,7 +125,7 @@ TEMPLATES = [
         "memory_pool_end",
         "mem_cache/kv_cache_configurator.py",
         ['f"Memory pool end. "', 'f"avail mem={get_available_gpu_memory(self.device, self.gpu_id):.2f} GB"'],
-        "Memory pool end. avail mem={:.2f} GB".format(4.02),
+        f"Memory pool end. avail mem={4.02:.2f} GB",
         {"memory_pool_end_avail_gb": 4.02},
     ),
     (
@@ -183,7 +180,7 @@ def test_committed_weight_line_has_no_figures():
     if SRT is not None:
         source = (SRT / "model_executor/model_runner_components/startup_weight_load.py").read_text()
         assert '"Load weight end. Committed real weights after CUDA graph capture in %.2f s "' in source
-    line = "Load weight end. Committed real weights after CUDA graph capture in %.2f s (capture overlap window %.2f s, startup overlap total %.2f s)" % (3.1, 1.2, 40.0)
+    line = "Load weight end. Committed real weights after CUDA graph capture in %.2f s (capture overlap window %.2f s, startup overlap total %.2f s)" % (3.1, 1.2, 40.0)  # noqa: UP031 - as SGLang formats it
     log = parse_boot_log(f"[TP0] {line}\n[TP0] Memory pool end. avail mem=4.02 GB\n")
     assert log.ranks == {"TP0": {"memory_pool_end_avail_gb": 4.02}}
 

@@ -32,18 +32,9 @@ _TABLE = "transcribed into a table by the operator, not a log line"
 _PROSE = "written in prose by the operator, not a log line"
 NOT_LOG_LINES = {
     "nemotron-3-nano-omni-30b-a3b-1.json": {"max_running_requests": "from the operator's server_args summary ('max_running_requests 32')"},
-    "nemotron-3-super-120b-a12b-1.json": {
-        k: _TABLE
-        for k in ("max_mamba_cache_size", "conv_state_gb", "ssm_state_gb", "intermediate_ssm_state_cache_gb",
-                  "intermediate_conv_window_cache_gb", "kv_tokens", "k_size_gb", "v_size_gb", "draft_k_size_gb",
-                  "draft_v_size_gb", "max_running_requests_flag")
-    },
-    "nemotron-3-super-120b-a12b-2.json": {
-        k: _PROSE
-        for k in ("max_mamba_cache_size", "ssm_state_gb", "intermediate_ssm_state_cache_gb",
-                  "intermediate_conv_window_cache_gb", "max_running_requests", "context_len")
-    },
-    "nemotron-3-ultra-550b-a55b-1.json": {k: _PROSE for k in ("ssm_state_gb", "conv_state_gb", "kv_tokens", "k_size_gb", "v_size_gb")},
+    "nemotron-3-super-120b-a12b-1.json": dict.fromkeys(("max_mamba_cache_size", "conv_state_gb", "ssm_state_gb", "intermediate_ssm_state_cache_gb", "intermediate_conv_window_cache_gb", "kv_tokens", "k_size_gb", "v_size_gb", "draft_k_size_gb", "draft_v_size_gb", "max_running_requests_flag"), _TABLE),
+    "nemotron-3-super-120b-a12b-2.json": dict.fromkeys(("max_mamba_cache_size", "ssm_state_gb", "intermediate_ssm_state_cache_gb", "intermediate_conv_window_cache_gb", "max_running_requests", "context_len"), _PROSE),
+    "nemotron-3-ultra-550b-a55b-1.json": dict.fromkeys(("ssm_state_gb", "conv_state_gb", "kv_tokens", "k_size_gb", "v_size_gb"), _PROSE),
 }
 
 

@@ -36,9 +36,9 @@ def test_check_preset_with_gpu_passes_with_the_estimated_figures(capsys):
 def test_check_gpu_replaces_a_request_files_budget(tmp_path, capsys):
     path = tmp_path / "r.json"
     path.write_text(json.dumps({"model": {"preset": PRESET}, "server_args": {"tp_size": 4}, "budget": {"rest_gib": 0.01}}))
-    code, out, err = run(capsys, "check", str(path))
+    code, _out, err = run(capsys, "check", str(path))
     assert code == 1  # the file's own budget does not start
-    code, out, err = run(capsys, "check", str(path), "--gpu", "h200")
+    code, _out, err = run(capsys, "check", str(path), "--gpu", "h200")
     assert code == 0, err
 
 

@@ -25,9 +25,8 @@ import copy
 import json
 import os
 import random
-from typing import Any, Optional
-
 import sys
+from typing import Any
 
 sys.modules.setdefault("cases", sys.modules[__name__])
 sys.modules.setdefault("tests.conformance.cases", sys.modules[__name__])
@@ -345,7 +344,7 @@ def num_layers_of(hf: dict) -> int:
     return len(t["hybrid_override_pattern"])
 
 
-def context_of(hf: dict) -> Optional[int]:
+def context_of(hf: dict) -> int | None:
     t = hf.get("text_config") or hf
     for k in ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings"):
         if t.get(k):

@@ -35,12 +35,11 @@ import threading
 import types
 import warnings
 from pathlib import Path
-from typing import Optional
 
 from tests.conformance import sglang_ref
 
 _LOCK = threading.RLock()
-_SG: Optional[types.SimpleNamespace] = None
+_SG: types.SimpleNamespace | None = None
 _DIRS: dict[str, str] = {}
 
 # Modules the resolution pipeline imports lazily (inside hooks); imported up front.
@@ -89,10 +88,9 @@ def _load() -> types.SimpleNamespace:
             return _SG
         with warnings.catch_warnings(), _import_fakes():
             warnings.simplefilter("ignore")
-            import torch
-
             import sglang.srt.arg_groups as ag
             import sglang.srt.utils.common as common
+            import torch
             from sglang.srt.server_args import ServerArgs
 
             for m in pkgutil.iter_modules(ag.__path__):
@@ -281,8 +279,8 @@ def sglang_parser():
 def resolve_argv_with_sglang(hf_config: dict, argv: list, env: dict, gpu_mib: float) -> dict:
     """`resolve_with_sglang`, from a launch command line read by SGLang's own parser
     (`ServerArgs.from_cli_args(parser.parse_args(argv))`, as `prepare_server_args` does)."""
-    import io
     import contextlib as _cl
+    import io
 
     sg = _load()
     parser = sglang_parser()

@@ -56,7 +56,7 @@ import sys
 import tempfile
 import threading
 import types
-from typing import Any, Optional
+from typing import Any
 
 # One oracle per process, whichever name imported it first ("sglang_ref" from this folder,
 # "tests.conformance.sglang_ref" from the repository root): its fakes and caches are global.
@@ -141,7 +141,7 @@ class _FakeFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 _LOCK = threading.RLock()
-_SG: Optional[types.SimpleNamespace] = None
+_SG: types.SimpleNamespace | None = None
 
 
 _FINDER = _FakeFinder()
@@ -216,11 +216,12 @@ def _load() -> types.SimpleNamespace:
 
         with warnings.catch_warnings(), _fakes_active():
             warnings.simplefilter("ignore")
-            import sglang.srt.mem_cache.kv_cache_configurator as kvcm
-            import sglang.srt.model_executor.pool_configurator as pcm
-            import sglang.srt.mem_cache.kv_cache_dtype as kvdt
-            import sglang.srt.runtime_context as rc
             import sglang.srt.configs.qwen3_next as qwen3_next
+            import sglang.srt.mem_cache.kv_cache_configurator as kvcm
+            import sglang.srt.mem_cache.kv_cache_dtype as kvdt
+            import sglang.srt.model_executor.pool_configurator as pcm
+            import sglang.srt.runtime_context as rc
+            import torch
             from sglang.srt.arg_groups.arg_utils import namespace_of
             from sglang.srt.configs.model_config import AttentionArch, ModelConfig
             from sglang.srt.environ import envs
@@ -232,7 +233,6 @@ def _load() -> types.SimpleNamespace:
             )
             from sglang.srt.server_args import ServerArgs
             from sglang.srt.speculative.spec_info import SpeculativeAlgorithm
-            import torch
 
         _SG = types.SimpleNamespace(
             kvcm=kvcm,
@@ -404,7 +404,7 @@ def _capture_warnings():
 
 
 @functools.lru_cache(maxsize=512)
-def _model_config_cached(hf_json: str, context_length: Optional[int]):
+def _model_config_cached(hf_json: str, context_length: int | None):
     sg = _load()
     with tempfile.TemporaryDirectory(prefix="mambasizer-ref-") as td:
         with open(os.path.join(td, "config.json"), "w") as f:
@@ -420,7 +420,7 @@ def _model_config_cached(hf_json: str, context_length: Optional[int]):
             return sg.ModelConfig(td, context_length=context_length, trust_remote_code=False)
 
 
-def model_config_for(hf_config: dict, context_length: Optional[int] = None):
+def model_config_for(hf_config: dict, context_length: int | None = None):
     """SGLang's real ModelConfig for a config.json dict (cached; treat as read-only)."""
     cleaned = {k: v for k, v in hf_config.items() if not k.startswith("_")}
     return _model_config_cached(json.dumps(cleaned, sort_keys=True), context_length)
@@ -542,8 +542,8 @@ class _LocalsProbe:
 
     def __init__(self, code: types.CodeType) -> None:
         self.code = code
-        self.entry: Optional[dict] = None
-        self.exit: Optional[dict] = None
+        self.entry: dict | None = None
+        self.exit: dict | None = None
 
     def __call__(self, frame, event, arg):
         if frame.f_code is self.code:

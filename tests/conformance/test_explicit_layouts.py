@@ -21,14 +21,18 @@ mamba_ratio 3 where SGLang gives 4, and `no_buffer` with overlap on was not refu
 from __future__ import annotations
 
 import os
-from typing import Optional
 
 import pytest
 
 import cases
 import test_conformance
 import test_launch_resolution as launch_cases
-from schemas.request import CONFIG_SSM_DTYPE_ARCHITECTURES, DEFAULT_LAYOUT_ARCHITECTURE, LAYOUT_ARCHITECTURES, Layout
+from schemas.request import (
+    CONFIG_SSM_DTYPE_ARCHITECTURES,
+    DEFAULT_LAYOUT_ARCHITECTURE,
+    LAYOUT_ARCHITECTURES,
+    Layout,
+)
 from service.solver.errors import PlanInputError
 from service.solver.families import layout_from_explicit, layout_from_hf_config
 from service.solver.launch import mamba_chunk_size
@@ -38,7 +42,7 @@ SEED = int(os.environ.get("MAMBASIZER_CONFORMANCE_SEED", "20261130"))
 N_SIZING = int(os.environ.get("MAMBASIZER_EXPLICIT_CASES", "600"))
 
 
-def explicit_layout(layout: ModelLayout, tp: int, attn_dp: int) -> Optional[dict]:
+def explicit_layout(layout: ModelLayout, tp: int, attn_dp: int) -> dict | None:
     """The explicit layout (wire form) of a config's layout at this TP, or None where the
     layout cannot say the same thing: a multimodal wrapper, state shapes SGLang refuses at
     this TP."""

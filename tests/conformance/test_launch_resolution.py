@@ -16,9 +16,9 @@ from __future__ import annotations
 import copy
 import json
 import random
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import pytest
 
@@ -82,7 +82,7 @@ def _variants() -> dict[str, dict]:
 MODELS = _variants()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _layout(name: str):
     return layout_from_hf_config(MODELS[name], name=name)
 
@@ -260,7 +260,7 @@ def _same_rejection(a: dict, b: dict) -> bool:
     return any(c in b.get("check", "") for c in checks)
 
 
-def diff(case: dict, layout=None) -> Optional[str]:
+def diff(case: dict, layout=None) -> str | None:
     a, b = ours(case, layout), theirs(case)
     if a["rejected"] or b["rejected"]:
         if _same_rejection(a, b):

@@ -33,7 +33,6 @@ import tempfile
 import threading
 import types
 import warnings
-from typing import Any, Optional
 
 sys.modules.setdefault("weights_ref", sys.modules[__name__])
 sys.modules.setdefault("tests.conformance.weights_ref", sys.modules[__name__])
@@ -54,7 +53,7 @@ class _ExtraFinder(R._FakeFinder):
 
 
 _FINDER = _ExtraFinder()
-_READY: Optional[types.SimpleNamespace] = None
+_READY: types.SimpleNamespace | None = None
 
 PLATFORM_FLAGS = {"_is_cuda": True, "_is_cpu": False, "_is_hip": False, "_is_npu": False,
                   "_use_aiter": False, "_is_cpu_amx_available": False, "_is_xpu": False, "_is_musa": False}
@@ -95,11 +94,11 @@ def load() -> types.SimpleNamespace:
             mods = {}
             for fam in ("nemotron_h", "qwen3_next", "qwen3_5", "falcon_h1", "granitemoehybrid", "lfm2", "kimi_linear"):
                 mods[fam] = importlib.import_module(f"sglang.srt.models.{fam}")
-            from sglang.srt import runtime_context as rc
-            from sglang.srt.server_args import ServerArgs
-            from sglang.srt.model_loader.utils import get_model_architecture
-            from sglang.srt.model_loader import loader
             import torch
+            from sglang.srt import runtime_context as rc
+            from sglang.srt.model_loader import loader
+            from sglang.srt.model_loader.utils import get_model_architecture
+            from sglang.srt.server_args import ServerArgs
         _READY = types.SimpleNamespace(rc=rc, ServerArgs=ServerArgs, arch=get_model_architecture, loader=loader, torch=torch, mods=mods,
                                        launch_ref=launch_ref, lsg=lsg)
         return _READY
@@ -151,7 +150,7 @@ def _model_dir(hf_config: dict) -> str:
 
 
 def rank_bytes(hf_config: dict, *, tp: int, pp: int, ep: int = 1, pp_rank: int = 0, tp_rank: int = 0,
-               extra_args: Optional[dict] = None) -> tuple[int, dict]:
+               extra_args: dict | None = None) -> tuple[int, dict]:
     """SGLang's model for one rank, built on meta: (total bytes, {param name: bytes})."""
     sg = load()
     torch = sg.torch
@@ -163,8 +162,8 @@ def rank_bytes(hf_config: dict, *, tp: int, pp: int, ep: int = 1, pp_rank: int =
         sa = sg.ServerArgs(**args)
         world_rank = pp_rank * tp + tp_rank
         ctx = sg.rc.create_context(sa, role="scheduler", ranks=sg.rc.SpawnRanks(world_rank=world_rank, gpu_id=0))
-        from sglang.srt.configs.model_config import ModelConfig
         from sglang.srt.configs.load_config import LoadConfig
+        from sglang.srt.configs.model_config import ModelConfig
 
         with sg.rc.use_context(ctx):
             par = ctx.parallel

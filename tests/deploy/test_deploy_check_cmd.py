@@ -174,7 +174,7 @@ def test_timeout_must_be_a_positive_number_of_seconds(value, capsys):
     assert info.value.code == 2
     out, err = capsys.readouterr()
     assert out == "" and len(err.strip().splitlines()) == 1, err
-    assert err.startswith(f"mambasizer: error: argument --timeout: expected a ") and repr(value) in err, err
+    assert err.startswith("mambasizer: error: argument --timeout: expected a ") and repr(value) in err, err
     assert "internal error" not in err and "cannot reach" not in err
 
 

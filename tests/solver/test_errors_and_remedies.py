@@ -186,7 +186,6 @@ def test_the_searches_feasibility_check_is_replans_verdict():
 
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "conformance"))
     import cases
-
     from service.solver.plan import model_layout, parse_request, replan, sized, stage_split, starts
 
     seen: dict = {True: 0, False: 0, "input error": 0}

@@ -13,7 +13,7 @@ from service.solver import PlanInputError
 from service.solver.families import layout_from_hf_config
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "conformance"))
-import cases  # noqa: E402
+import cases
 
 
 def _assert_ascending(layout) -> None:

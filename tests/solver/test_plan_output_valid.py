@@ -12,7 +12,7 @@ from schemas.plan import PlanError, ResolvedArgs, Stage
 from service.solver import PlanInputError, plan
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "conformance"))
-import cases  # noqa: E402
+import cases
 
 
 def _assert_exact(p: Plan) -> None:

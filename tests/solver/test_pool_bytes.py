@@ -11,7 +11,7 @@ from service.solver.allocation import pool_bytes, stage_pool_bytes, stage_tensor
 from service.solver.plan import stage_allocation_inputs
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "conformance"))
-import cases  # noqa: E402
+import cases
 
 
 def test_closed_form_pool_bytes_equal_the_manifest():

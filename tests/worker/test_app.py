@@ -6,12 +6,12 @@ import pytest
 
 pytest.importorskip("torch")
 
-from fastapi.testclient import TestClient  # noqa: E402
+from fastapi.testclient import TestClient
 
-from service.cli import build_parser  # noqa: E402
-from service.worker.app import create_app, read_token  # noqa: E402
-from service.worker.runner import RunnerConfig, TrialRunner  # noqa: E402
-from worker_helpers import TINY  # noqa: E402
+from service.cli import build_parser
+from service.worker.app import create_app, read_token
+from service.worker.runner import RunnerConfig, TrialRunner
+from worker_helpers import TINY
 
 
 def client(token=None, **config) -> TestClient:

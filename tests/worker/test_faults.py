@@ -22,7 +22,16 @@ from service.worker.app import create_app  # noqa: E402
 from service.worker.devices import CpuBackend  # noqa: E402
 from service.worker.runner import QueueFull, RunnerConfig, TrialRunner  # noqa: E402
 from service.worker.trial import run_trial  # noqa: E402
-from worker_helpers import QWEN_SMALL, TINY, GatedBackend, SingleBackendFactory, free_port, req, serve, wait_for  # noqa: E402
+from worker_helpers import (  # noqa: E402
+    QWEN_SMALL,
+    TINY,
+    GatedBackend,
+    SingleBackendFactory,
+    free_port,
+    req,
+    serve,
+    wait_for,
+)
 
 MIB = 1 << 20
 

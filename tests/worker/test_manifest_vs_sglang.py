@@ -24,6 +24,7 @@ if importlib.util.find_spec("sglang") is None:
 from service.solver.allocation import StageAllocationInputs, stage_tensors  # noqa: E402
 from service.solver.specs import KVSpec, StateSpec  # noqa: E402
 from service.worker.devices import TORCH_DTYPES  # noqa: E402
+
 # The conformance oracle's import fakes (one copy for the whole test session).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conformance"))
 import sglang_ref  # noqa: E402
@@ -41,8 +42,8 @@ def mp():
 
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                import sglang.srt.mem_cache.memory_pool as memory_pool
                 import sglang.srt.mem_cache.mamba_checkpoint_pool  # imported lazily by the pool
+                import sglang.srt.mem_cache.memory_pool as memory_pool
                 import sglang.srt.mem_cache.ple_state_pool  # noqa: F401
     except Exception as exc:  # an environment without the wheel's deps
         pytest.skip(f"SGLang's memory_pool cannot be imported here: {exc}")

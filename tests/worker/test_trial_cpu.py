@@ -8,12 +8,12 @@ import pytest
 
 pytest.importorskip("torch")
 
-from schemas.trial import TrialOptions, TrialResult  # noqa: E402
-from service.solver import plan  # noqa: E402
-from service.solver.allocation import plan_stage_tensors  # noqa: E402
-from service.worker.devices import CpuBackend  # noqa: E402
-from service.worker.trial import run_trial  # noqa: E402
-from worker_helpers import KIMI_PP2, KIMI_REPLAY, LAYOUT_FP8, QWEN_SMALL, QWEN_SPEC, TINY, req  # noqa: E402
+from schemas.trial import TrialOptions, TrialResult
+from service.solver import plan
+from service.solver.allocation import plan_stage_tensors
+from service.worker.devices import CpuBackend
+from service.worker.trial import run_trial
+from worker_helpers import KIMI_PP2, KIMI_REPLAY, LAYOUT_FP8, QWEN_SMALL, QWEN_SPEC, TINY, req
 
 MIB = 1 << 20
 POOL_FIELDS = ("conv_state", "ssm_state", "intermediate_state", "replayssm_ring", "kv_pool", "req_to_token", "side_tables")

@@ -14,13 +14,13 @@ import pytest
 
 pytest.importorskip("torch")
 
-import httpx  # noqa: E402
-from fastapi.testclient import TestClient  # noqa: E402
+import httpx
+from fastapi.testclient import TestClient
 
-from service.cli.worker_cmd import is_loopback  # noqa: E402
-from service.worker.app import MAX_BODY_BYTES, create_app  # noqa: E402
-from service.worker.runner import RunnerConfig, TrialRunner  # noqa: E402
-from worker_helpers import TINY, GatedBackend, SingleBackendFactory, serve, wait_for  # noqa: E402
+from service.cli.worker_cmd import is_loopback
+from service.worker.app import MAX_BODY_BYTES, create_app
+from service.worker.runner import RunnerConfig, TrialRunner
+from worker_helpers import TINY, GatedBackend, SingleBackendFactory, serve, wait_for
 
 
 def _runner(**config) -> TrialRunner:
