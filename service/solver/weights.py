@@ -41,6 +41,33 @@ from service.solver.errors import PlanInputError
 from service.solver.layout import ModelLayout
 from service.solver.stages import StageRange
 
+# The config classes' defaults for the keys read here (SGLang's configs/<family>.py; transformers'
+# Lfm2Config), for configs that leave a key out. Qwen3.5's text configs inherit Qwen3-Next's.
+_QWEN_DEFAULTS = {"hidden_size": 2048, "intermediate_size": 5632, "num_attention_heads": 16, "num_key_value_heads": 2,
+                  "max_position_embeddings": 32768, "tie_word_embeddings": False, "partial_rotary_factor": 0.25,
+                  "head_dim": 256, "linear_conv_kernel_dim": 4, "linear_key_head_dim": 128, "linear_value_head_dim": 128,
+                  "linear_num_key_heads": 16, "linear_num_value_heads": 32, "moe_intermediate_size": 512,
+                  "shared_expert_intermediate_size": 512}
+_DEFAULTS = {
+    "qwen3_next": {**_QWEN_DEFAULTS, "num_experts": 512},
+    "qwen3_5": _QWEN_DEFAULTS,
+    "nemotron_h": {"tie_word_embeddings": False, "hidden_size": 4096, "intermediate_size": 21504, "num_attention_heads": 32,
+                   "head_dim": 128, "num_key_value_heads": 8, "mlp_bias": False, "use_bias": False, "max_position_embeddings": 4096,
+                   "ssm_state_size": 128, "mamba_num_heads": 128, "mamba_head_dim": 64, "use_conv_bias": True,
+                   "n_routed_experts": 8, "n_shared_experts": 1, "moe_intermediate_size": 7688, "moe_shared_expert_intermediate_size": 7688},
+    "falcon_h1": {"tie_word_embeddings": False, "hidden_size": 4096, "intermediate_size": 14336, "num_attention_heads": 32,
+                  "num_key_value_heads": 8, "max_position_embeddings": 8192, "mamba_n_heads": 128, "mamba_n_groups": 1,
+                  "mamba_d_state": 256, "mamba_d_conv": 4, "mamba_conv_bias": True, "mamba_proj_bias": False},
+    "kimi_linear": {"hidden_size": 4096, "intermediate_size": 11008, "num_attention_heads": 32, "tie_word_embeddings": False,
+                    "num_shared_experts": 0, "first_k_dense_replace": 0, "moe_layer_freq": 1, "max_position_embeddings": 4096},
+    "granitemoehybrid": {"tie_word_embeddings": True, "hidden_size": 2048, "intermediate_size": 8192, "num_attention_heads": 32,
+                         "num_key_value_heads": 8, "max_position_embeddings": 131072, "attention_bias": False,
+                         "mamba_d_state": 128, "mamba_d_conv": 4, "mamba_d_head": 64, "mamba_n_heads": 64, "mamba_n_groups": 1,
+                         "mamba_conv_bias": True, "mamba_proj_bias": False, "num_local_experts": 0, "shared_intermediate_size": 8192},
+    "lfm2": {"hidden_size": 2560, "intermediate_size": 12288, "num_attention_heads": 32, "num_key_value_heads": 8,
+             "max_position_embeddings": 128000, "tie_word_embeddings": True, "conv_bias": False, "conv_L_cache": 3,
+             "block_multiple_of": 256, "block_ffn_dim_multiplier": 1.0, "block_auto_adjust_ff_dim": True},
+}
 # The config classes' vocab_size defaults (configs/<family>.py, transformers for Granite / LFM2).
 _VOCAB_DEFAULT = {"qwen3_next": 151936, "nemotron_h": 131072, "falcon_h1": 128000, "kimi_linear": 163840,
                   "granitemoehybrid": 32000, "lfm2": 65536}
@@ -333,9 +360,9 @@ class _Rank:
         i_pr = inter // self.moe_tp
         self.add(group, self.q.experts(local, (2 if gated else 1) * i_pr, hidden, i_pr, [name]))
 
-    def vocab(self, group, vocab, hidden, name, quant=False):
+    def vocab(self, group, vocab, hidden, name, quant=False, dtype_bytes=None):
         per_rank = pad_vocab(vocab, self.tp) // self.tp
-        q = self.q if quant else _Quant(self.act)
+        q = self.q if quant else _Quant(dtype_bytes or self.act)
         self.add(group, q.linear(hidden, [per_rank], [name]))
 
 
@@ -349,6 +376,11 @@ def _stage_layers(stage: StageRange) -> range:
 def _get(cfg: Mapping[str, Any], key: str, default: Any = None) -> Any:
     v = cfg.get(key)
     return default if v is None else v
+
+
+def _cfg(lay: ModelLayout) -> dict:
+    """The text config as SGLang's config class sees it: the class defaults under the file's keys."""
+    return {**_DEFAULTS.get(lay.family, {}), **lay.hf_text_config}
 
 
 def _vocab(lay: ModelLayout) -> int:
@@ -365,19 +397,19 @@ def _gated_mlp(r: _Rank, h: int, inter: int, prefix: str, group: str = "mlp", bi
     r.row(group, inter, h, f"{prefix}.down_proj", bias)
 
 
-def _qwen_moe(r: _Rank, c: Mapping[str, Any], h: int, prefix: str):
+def _qwen_moe(r: _Rank, c: Mapping[str, Any], h: int, prefix: str, fusion: bool):
     n_exp = int(c["num_experts"])
     shared = int(_get(c, "shared_expert_intermediate_size", 0))
     moe_i = int(c["moe_intermediate_size"])
-    # CUDA fuses the shared expert into the MoE as one more expert slot on every EP rank
-    # when its width equals the routed experts' (qwen2_moe.can_fuse_shared_expert).
-    fuse = shared > 0 and shared == moe_i and not (isinstance(r.q, _Nvfp4) and any("shared_expert" in s and "shared_expert_gate" not in s for s in r.q.skip))
+    # Qwen3-Next on CUDA fuses the shared expert into the MoE as one more expert slot on every
+    # EP rank when its width equals the routed experts' (qwen2_moe.can_fuse_shared_expert);
+    # Qwen3.5 does not ask for the CUDA fusion.
+    fuse = fusion and shared > 0 and shared == moe_i and not (isinstance(r.q, _Nvfp4) and any("shared_expert" in s and "shared_expert_gate" not in s for s in r.q.skip))
     r.replicated("moe_gate", h, n_exp, f"{prefix}.gate", quant=False)
     r.experts("experts", n_exp, h, moe_i, f"{prefix}.experts", n_fused_shared=1 if fuse else 0)
     if shared > 0 and not fuse:
         _gated_mlp(r, h, shared, f"{prefix}.shared_expert", "shared_expert")
-    if shared > 0 or True:
-        r.params("moe_gate", h)  # shared_expert_gate: torch.nn.Linear(hidden, 1)
+    r.params("moe_gate", h)  # shared_expert_gate: torch.nn.Linear(hidden, 1), always built
 
 
 def _qwen_gdn_layer(r: _Rank, c: Mapping[str, Any], h: int, prefix: str, norm_dtype_bytes: int):
@@ -401,11 +433,11 @@ def _qwen_attn_layer(r: _Rank, c: Mapping[str, Any], h: int, prefix: str, quant_
           [f"{prefix}.q_proj", f"{prefix}.k_proj", f"{prefix}.v_proj"], quant=quant_qkv)
     # qkv heads: q carries the output gate (heads * 2) sharded like the heads themselves.
     r.row("attention", heads * hd, h, f"{prefix}.o_proj")
-    r.params("attention", 2 * hd)  # q_norm, k_norm
+    r.params("norms", 2 * 2 * hd)  # q_norm, k_norm (GemmaRMSNorm: weight + gemma_weight)
 
 
 def _walk_qwen(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, last: bool, pp: int, nextn: int):
-    c = lay.hf_text_config
+    c = _cfg(lay)
     h = int(c["hidden_size"])
     vocab = _vocab(lay)
     is_moe = "num_experts" in c and int(_get(c, "num_experts", 0)) > 0
@@ -423,15 +455,17 @@ def _walk_qwen(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, last:
         else:
             _qwen_gdn_layer(r, c, h, f"{prefix}.linear_attn", r.act)
         if is_moe:
-            _qwen_moe(r, c, h, f"{prefix}.mlp")
+            _qwen_moe(r, c, h, f"{prefix}.mlp", lay.family == "qwen3_next")
         else:
             _gated_mlp(r, h, int(c["intermediate_size"]), f"{prefix}.mlp")
-        r.params("norms", 2 * h)
+        r.params("norms", 2 * 2 * h)  # input / post-attention GemmaRMSNorm: weight + gemma_weight
 
     for i in _stage_layers(stage):
         layer(i, f"{lm}.layers.{i}")
+    if any(stage.start <= i < stage.end for i in full):
+        _rope_cache(r, c, int(_get(c, "head_dim", h // int(c["num_attention_heads"]))))
     if last:
-        r.params("norms", h)
+        r.params("norms", 2 * h)
         if not (tied and pp == 1):
             r.vocab("lm_head", vocab, h, "lm_head", quant=True)
         for k in range(nextn):  # MTP: one full-attention decoder layer + fc + norms (estimated)
@@ -439,17 +473,20 @@ def _walk_qwen(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, last:
             r.params("mtp", 3 * h)
             _qwen_attn_layer(r, c, h, f"mtp.layers.{k}.self_attn", True)
             if is_moe:
-                _qwen_moe(r, c, h, f"mtp.layers.{k}.mlp")
+                _qwen_moe(r, c, h, f"mtp.layers.{k}.mlp", lay.family == "qwen3_next")
             else:
                 _gated_mlp(r, h, int(c["intermediate_size"]), f"mtp.layers.{k}.mlp")
             r.params("mtp", 3 * h)
     vc = lay.hf_config.get("vision_config") if lay.hf_config is not lay.hf_text_config else None
-    if isinstance(vc, dict) and first:
-        _qwen_vision(r, vc)
+    if isinstance(vc, dict):  # every PP stage builds the vision tower; pos_embed only the first
+        _qwen_vision(r, vc, first)
 
 
-def _qwen_vision(r: _Rank, vc: Mapping[str, Any]):
-    """Qwen3-VL vision tower (estimated): blocks with TP-sharded attention and MLP."""
+def _qwen_vision(r: _Rank, vc: Mapping[str, Any], first: bool):
+    """Qwen3-VL vision tower (`Qwen3VLMoeVisionModel`, never quantized): blocks with
+    TP-sharded attention and MLP (row-parallel biases whole), LayerNorms with bias, the
+    patch Conv3d, a TP-sharded position embedding, the merger (+ deepstack mergers) and
+    its rotary cache (float32, 8192 positions, head_dim // 2 wide)."""
     d = int(_get(vc, "hidden_size", 1152))
     depth = int(_get(vc, "depth", 27))
     inter = int(_get(vc, "intermediate_size", 4304))
@@ -457,28 +494,42 @@ def _qwen_vision(r: _Rank, vc: Mapping[str, Any]):
     patch, tps, ch = int(_get(vc, "patch_size", 16)), int(_get(vc, "temporal_patch_size", 2)), int(_get(vc, "in_channels", 3))
     merge = int(_get(vc, "spatial_merge_size", 2))
     npos = int(_get(vc, "num_position_embeddings", 2304))
+    heads = int(_get(vc, "num_heads", 16))
     deep = len(_get(vc, "deepstack_visual_indexes", []) or [])
-    q = _Quant(r.act)
-    save, r.q = r.q, q
+    save, r.q = r.q, _Quant(r.act)
     try:
         r.params("vision", ch * tps * patch * patch * d + d)
-        r.vocab("vision", npos, d, "visual.pos_embed")
+        if first:
+            r.vocab("vision", npos, d, "visual.pos_embed")
         for _ in range(depth):
-            r.column("vision", d, [d, d, d], "visual.qkv", bias=True)
-            r.row("vision", d, d, "visual.proj", bias=False)
-            r.params("vision", d)
-            r.column("vision", d, [inter], "visual.fc1", bias=True)
-            r.row("vision", inter, d, "visual.fc2", bias=False)
-            r.params("vision", d)
-            r.params("vision", 4 * d)  # two LayerNorms (weight, bias)
+            r.column("vision", d, [d, d, d], "visual.attn.qkv_proj", bias=True)
+            r.row("vision", d, d, "visual.attn.proj", bias=True)
+            r.column("vision", d, [inter], "visual.mlp.linear_fc1", bias=True)
+            r.row("vision", inter, d, "visual.mlp.linear_fc2", bias=True)
+            r.params("vision", 4 * d)  # norm1, norm2 (LayerNorm weight + bias)
         m = d * merge * merge
-        for _ in range(1 + deep):
-            r.params("vision", 2 * m)
-            r.column("vision", m, [m], "visual.merger.fc1", bias=True)
-            r.row("vision", m, out, "visual.merger.fc2", bias=False)
-            r.params("vision", out)
+        for k in range(1 + deep):
+            r.params("vision", 2 * (d if k == 0 else m))  # merger norm (post-shuffle for deepstack)
+            r.column("vision", m, [m], "visual.merger.linear_fc1", bias=True)
+            r.row("vision", m, out, "visual.merger.linear_fc2", bias=True)
+        r.add("vision", 8192 * ((d // heads) // 2) * 4)  # rotary_pos_emb.cos_sin_cache
     finally:
         r.q = save
+
+
+def _rope_cache(r: _Rank, c: Mapping[str, Any], head_dim: int) -> None:
+    """The attention layers' shared rotary cache (`get_rope`, one per distinct config and
+    process): float32 on CUDA, (max_position [* YaRN factor], rotary_dim)."""
+    rope = c.get("rope_scaling") or c.get("rope_parameters") or {}
+    factor = c.get("partial_rotary_factor", rope.get("partial_rotary_factor", 1.0) if isinstance(rope, dict) else 1.0)
+    rotary = int(head_dim * factor) if factor and factor < 1.0 else head_dim
+    positions = int(_get(c, "max_position_embeddings", 2048))
+    kind = (rope.get("rope_type") or rope.get("type")) if isinstance(rope, dict) else None
+    if kind == "yarn":
+        positions = int(positions * float(rope.get("factor", 1.0)))
+    r.add("rope_cache", positions * rotary * 4)
+    if isinstance(rope, dict) and rope.get("mrope_section"):
+        r.add("rope_cache", rotary // 2 * 8)  # MRotaryEmbedding.axis_map (int64 per rotary pair)
 
 
 def _mamba2_mixer(r: _Rank, *, h: int, heads: int, head_dim: int, groups: int, state: int, conv_k: int,
@@ -517,7 +568,7 @@ def _nemotron_blocks(c: Mapping[str, Any]) -> str:
 
 
 def _walk_nemotron(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, last: bool, pp: int, nextn: int):
-    c = lay.hf_text_config
+    c = _cfg(lay)
     h = int(c.get("hidden_size", 4096))
     vocab = _vocab(lay)
     blocks = _nemotron_blocks(c)
@@ -544,7 +595,7 @@ def _nemotron_block(r: _Rank, c: Mapping[str, Any], h: int, kind: str, prefix: s
     if kind == "M":
         _mamba2_mixer(
             r, h=h, heads=int(_get(c, "mamba_num_heads", 128)), head_dim=int(_get(c, "mamba_head_dim", 64)),
-            groups=int(c["n_groups"]), state=int(_get(c, "ssm_state_size", 128)),
+            groups=int(_get(c, "n_groups", _get(c, "mamba_n_groups", 8))), state=int(_get(c, "ssm_state_size", 128)),
             conv_k=int(_get(c, "conv_kernel", 4)), conv_bias=bool(_get(c, "use_conv_bias", True)),
             proj_bias=bool(_get(c, "use_bias", False)), prefix=prefix,
         )
@@ -580,7 +631,7 @@ def _nemotron_block(r: _Rank, c: Mapping[str, Any], h: int, kind: str, prefix: s
 
 
 def _walk_falcon(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, last: bool, pp: int, nextn: int):
-    c = lay.hf_text_config
+    c = _cfg(lay)
     h = int(_get(c, "hidden_size", 4096))
     vocab = _vocab(lay)
     heads = int(_get(c, "num_attention_heads", 32))
@@ -593,25 +644,28 @@ def _walk_falcon(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, las
     groups = int(_get(c, "mamba_n_groups", 1))
     state = int(_get(c, "mamba_d_state", 256))
     inter = int(c["intermediate_size"])
-    r.vocab("embed", vocab, h, "model.embed_tokens")
+    tied = bool(_get(c, "tie_word_embeddings", False))
+    # FalconH1ForCausalLM calls lm_head.float(): the head (the embedding itself when tied) is float32.
+    r.vocab("embed", vocab, h, "model.embed_tokens", dtype_bytes=4 if tied else None)
     for i in _stage_layers(stage):
         p = f"model.layers.{i}"
         r.qkv("attention", h, hd, heads, kv, f"{p}.self_attn.qkv_proj", [f"{p}.self_attn.q_proj", f"{p}.self_attn.k_proj", f"{p}.self_attn.v_proj"])
         r.row("attention", heads * hd, h, f"{p}.self_attn.o_proj")
         _mamba2_mixer(r, h=h, heads=m_heads, head_dim=m_hd, groups=groups, state=state, conv_k=int(_get(c, "mamba_d_conv", 4)),
                       conv_bias=bool(_get(c, "mamba_conv_bias", True)), proj_bias=bool(_get(c, "mamba_proj_bias", False)),
-                      prefix=f"{p}.mamba", use_norm=True, quant=False)
+                      prefix=f"{p}.mamba", use_norm=bool(_get(c, "mamba_rms_norm", False)), quant=False)
         _gated_mlp(r, h, inter, f"{p}.feed_forward")
         r.params("norms", 2 * h + 2 * hd)  # input / pre_ff layernorms, q_norm, k_norm
         g_eff = groups if groups % r.tp == 0 else r.tp
         r.params("mamba", (2 * m_inter + 2 * g_eff * state + m_heads) // r.tp)  # mup_vector buffer
+    _rope_cache(r, c, hd)
     r.params("norms", h)
-    if not _get(c, "tie_word_embeddings", False):
-        r.vocab("lm_head", vocab, h, "lm_head", quant=True)
+    if not tied:
+        r.vocab("lm_head", vocab, h, "lm_head", dtype_bytes=4)
 
 
 def _walk_granite(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, last: bool, pp: int, nextn: int):
-    c = lay.hf_text_config
+    c = _cfg(lay)
     h = int(_get(c, "hidden_size", 2048))
     vocab = _vocab(lay)
     heads = int(_get(c, "num_attention_heads", 32))
@@ -620,6 +674,11 @@ def _walk_granite(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, la
     full = set(lay.full_attention_layer_ids)
     n_exp = int(_get(c, "num_local_experts", 0))
     shared = int(_get(c, "shared_intermediate_size", 0))
+    tied = bool(_get(c, "tie_word_embeddings", True))
+    if tied and pp > 1:
+        # GraniteMoeHybridForCausalLM ties lm_head.weight to embed_tokens.weight on every rank,
+        # and a stage past the first has no embedding: SGLang 0.5.23 fails to build the model.
+        raise PlanInputError("server_args.pp_size", "SGLang 0.5.23 cannot build a Granite-4.0-H model with tied embeddings at pp_size > 1 (the last stage ties lm_head to an embedding it does not hold); use pp_size 1")
     if first:
         r.vocab("embed", vocab, h, "model.embed_tokens")
     for i in _stage_layers(stage):
@@ -641,12 +700,12 @@ def _walk_granite(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, la
         r.params("norms", 2 * h)
     if last:
         r.params("norms", h)
-        if not _get(c, "tie_word_embeddings", False) or pp > 1:
+        if not tied:
             r.vocab("lm_head", vocab, h, "lm_head", quant=True)
 
 
 def _walk_lfm2(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, last: bool, pp: int, nextn: int):
-    c = lay.hf_text_config
+    c = _cfg(lay)
     if c.get("model_type") == "lfm2_moe" or c.get("num_experts"):
         raise PlanInputError("model.hf_config.model_type", "LFM2-MoE weights are not modelled yet; give a budget with measured memory instead")
     h = int(_get(c, "hidden_size", 2560))
@@ -676,6 +735,9 @@ def _walk_lfm2(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, last:
             r.column("conv", h, [h, h, h], f"{p}.conv.in_proj", bias=bias)
             r.row("conv", h, h, f"{p}.conv.out_proj", bias=bias)
             r.params("conv", (h // r.tp) * k + (h // r.tp if bias else 0))
+            r.add("conv", 256 * 4)  # _intermediate_state_indices: int32[256] verify buffer
+        if i in full and not any(j in full for j in range(stage.start, i)):
+            _rope_cache(r, c, hd)
         r.column("mlp", h, [inter], f"{p}.feed_forward.w1")
         r.column("mlp", h, [inter], f"{p}.feed_forward.w3")
         r.row("mlp", inter, h, f"{p}.feed_forward.w2")
@@ -685,7 +747,7 @@ def _walk_lfm2(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, last:
 
 
 def _walk_kimi(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, last: bool, pp: int, nextn: int):
-    c = lay.hf_text_config
+    c = _cfg(lay)
     h = int(_get(c, "hidden_size", 4096))
     vocab = _vocab(lay)
     lac = c["linear_attn_config"]
@@ -728,7 +790,7 @@ def _walk_kimi(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, last:
         m = f"model.layers.{i}.mlp"
         if n_exp and i >= first_dense and i % freq == 0:
             r.replicated("moe_gate", h, n_exp, f"{m}.gate", quant=False)
-            r.params("moe_gate", n_exp, 4)
+            r.params("moe_gate", n_exp)  # e_score_correction_bias: torch.empty, the default dtype
             r.experts("experts", n_exp, h, int(c["moe_intermediate_size"]), f"{m}.experts")
             if shared:
                 _gated_mlp(r, h, int(c["moe_intermediate_size"]) * int(shared), f"{m}.shared_experts", "shared_expert")

@@ -9,13 +9,15 @@ real `ServerArgs` and a `SpawnRanks` placement, so every `get_parallel()` width 
 numel * element_size over the module's parameters and buffers (shared tensors once).
 
 Stand-ins, and only these (on top of sglang_ref's import fakes):
-* more import fakes: `openai`, `partial_json_parser` and SGLang's OpenAI protocol module
-  (reached through imports that building a model never runs);
+* more import fakes: `openai`, `partial_json_parser`, `cuda` / `cutlass` (CuTe-DSL kernels a
+  layer only probes for) and SGLang's OpenAI protocol module (reached through imports that
+  building a model never runs);
 * launch_ref's `_hopper` (torch.cuda and the platform probes answer as one H200) while the
   server arguments resolve and the model is built;
 * triton's driver raises, so the kernels' platform probes answer "cpu";
 * the process-group handles (tp/pp/moe-ep groups, only their size/rank/first/last are read
   while building) are small objects answering from the placement;
+* `torch.cuda.Stream` (the "alt" stream some models take at construction) is a plain object;
 * the module flags that say which platform runs (`_is_cuda` True, `_is_cpu`, `_is_hip`,
   `_is_npu`, `_use_aiter`, `_is_cpu_amx_available` False) in every loaded sglang module,
   so the model classes take their CUDA branches (e.g. Qwen's shared-expert fusion).
@@ -40,7 +42,7 @@ sys.modules.setdefault("tests.conformance.weights_ref", sys.modules[__name__])
 
 import sglang_ref as R  # noqa: E402  (this folder is on sys.path in the conformance suite)
 
-_EXTRA = ("openai", "partial_json_parser")
+_EXTRA = ("openai", "partial_json_parser", "cuda", "cutlass")
 _EXTRA_EXACT = ("sglang.srt.entrypoints.openai.protocol",)
 _LOCK = threading.RLock()
 H200_MIB = 143771  # the deployments sized are Hopper's: SGLang resolves and builds as on one H200
@@ -142,6 +144,13 @@ class _Group:
         return torch.empty(size, dtype=dtype, device="meta")
 
 
+class _FakeStream:
+    """`torch.cuda.Stream()`: models take an "alt" stream handle at construction."""
+
+    def __init__(self, *a, **k):
+        pass
+
+
 def _model_dir(hf_config: dict) -> str:
     td = tempfile.mkdtemp(prefix="mambasizer-wref-")
     clean = {k: v for k, v in hf_config.items() if not k.startswith("_")}
@@ -181,7 +190,7 @@ def rank_bytes(hf_config: dict, *, tp: int, pp: int, ep: int = 1, pp_rank: int =
             old = torch.get_default_dtype()
             torch.set_default_dtype(dtype)
             try:
-                with torch.device("meta"):
+                with torch.device("meta"), R._patched(torch.cuda, "Stream", _FakeStream):
                     model = sg.loader._initialize_model(mc, lc, quant)
             finally:
                 torch.set_default_dtype(old)
