@@ -68,9 +68,9 @@ _DEFAULTS = {
              "max_position_embeddings": 128000, "tie_word_embeddings": True, "conv_bias": False, "conv_L_cache": 3,
              "block_multiple_of": 256, "block_ffn_dim_multiplier": 1.0, "block_auto_adjust_ff_dim": True},
 }
-# The config classes' vocab_size defaults (configs/<family>.py, transformers for Granite / LFM2).
+# The config classes' vocab_size defaults (SGLang's configs/<family>.py; transformers' Lfm2Config).
 _VOCAB_DEFAULT = {"qwen3_next": 151936, "nemotron_h": 131072, "falcon_h1": 128000, "kimi_linear": 163840,
-                  "granitemoehybrid": 32000, "lfm2": 65536}
+                  "granitemoehybrid": 100352, "lfm2": 65536}
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 VOCAB_PADDING = 64  # vocab_parallel_embedding.DEFAULT_VOCAB_PADDING_SIZE
 
@@ -495,7 +495,7 @@ def _qwen_vision(r: _Rank, vc: Mapping[str, Any], first: bool):
     merge = int(_get(vc, "spatial_merge_size", 2))
     npos = int(_get(vc, "num_position_embeddings", 2304))
     heads = int(_get(vc, "num_heads", 16))
-    deep = len(_get(vc, "deepstack_visual_indexes", []) or [])
+    deep = len(_get(vc, "deepstack_visual_indexes", [8, 16, 24]))  # Qwen3VLVisionConfig default
     save, r.q = r.q, _Quant(r.act)
     try:
         r.params("vision", ch * tps * patch * patch * d + d)
