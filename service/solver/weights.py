@@ -102,16 +102,30 @@ class _Quant:
     """How linear / MoE / embedding parameters are stored. Subclasses model one quant method."""
 
     name = "none"
+    quantizes_lm_head = False  # only ModelOpt's get_quant_method takes ParallelLMHead
+    kv_scale_bytes = 0  # k_scale + v_scale (float32) its KV-cache method gives each RadixAttention
 
     def __init__(self, act_bytes: int, skip: Sequence[str] = ()):
         self.act = act_bytes  # the model dtype's bytes (unquantized parameters)
         self.skip = tuple(skip)
 
-    # `prefix` names the module as the checkpoint does (model.layers.3.mlp.down_proj);
-    # fused modules pass their checkpoint parts so an ignore list matches like SGLang's
-    # is_layer_skipped (all parts must agree).
+    # `parts` name the module's checkpoint shards (one name for an unfused module): SGLang's
+    # is_layer_skipped matches each shard of a fused module and needs them all to agree.
     def skipped(self, parts: Sequence[str]) -> bool:
-        return any(_matches(p, self.skip) for p in parts)
+        if not self.skip:
+            return False
+        hits = [_matches(p, self.skip) for p in parts]
+        if any(hits) and not all(hits):
+            raise PlanInputError(
+                "model.hf_config.quantization_config",
+                f"lists some but not all shards of a fused layer ({', '.join(parts)}) as unquantized; "
+                "SGLang requires all shards of a fused layer to have the same precision",
+            )
+        return all(hits)
+
+    def skipped_moe(self, parts: Sequence[str]) -> bool:
+        """FusedMoE: also skipped when an ignore entry names a path inside the experts."""
+        return self.skipped(parts) or any(parts[0] in pat for pat in self.skip)
 
     def linear(self, in_pr: int, outs_pr: Sequence[int], parts: Sequence[str]) -> int:
         return in_pr * sum(outs_pr) * self.act
@@ -120,14 +134,19 @@ class _Quant:
         return n_local * (w13_pr * hidden + hidden * inter_pr) * self.act
 
 
+def _path_match(ignored: str, name: str) -> bool:
+    """An ignore entry matches on dotted module-path boundaries (`mlp.gate` is not
+    `mlp.gate_up_proj`), like SGLang's quantization.utils._module_path_match."""
+    ignored, name = ignored.rstrip("."), name.rstrip(".")
+    return ignored == name or name.startswith(ignored + ".") or ("." + ignored + ".") in ("." + name + ".")
+
+
 def _matches(name: str, patterns: Sequence[str]) -> bool:
     for pat in patterns:
         if pat.startswith("re:"):
             if re.match(pat[3:], name):
                 return True
-        elif name == pat or name.endswith("." + pat) or pat in name.split(".") or name.startswith(pat + "."):
-            return True
-        elif "*" in pat and re.fullmatch(pat.replace(".", r"\.").replace("*", ".*"), name):
+        elif _path_match(pat, name):
             return True
     return False
 
@@ -138,6 +157,7 @@ class _Fp8(_Quant):
     (float32, one per logical shard) plus `input_scale` when activations are static."""
 
     name = "fp8"
+    kv_scale_bytes = 8
 
     def __init__(self, act_bytes, skip, block: Optional[Sequence[int]], static: bool):
         super().__init__(act_bytes, skip)
@@ -150,11 +170,30 @@ class _Fp8(_Quant):
         out = sum(outs_pr)
         if self.block:
             bn, bk = self.block
+            self._check_blocks(in_pr, outs_pr, parts)
             return in_pr * out + 4 * _cdiv(out, bn) * _cdiv(in_pr, bk)
         return in_pr * out + 4 * len(outs_pr) + (4 * len(outs_pr) if self.static else 0)
 
+    # Fp8LinearMethod.validate_block_quant_shapes: a sharded or merged layer's every output
+    # shard, and a row-parallel layer's input shard, must fill whole blocks.
+    sharded_in = sharded_out = False
+
+    def _check_blocks(self, in_pr, outs_pr, parts):
+        bn, bk = self.block
+        if self.sharded_in and in_pr % bk:
+            bad = f"input_size_per_partition={in_pr} is not divisible by block_k={bk}"
+        elif (self.sharded_out or len(outs_pr) > 1) and any(o % bn for o in outs_pr):
+            bad = f"an output partition of {list(outs_pr)} is not divisible by block_n={bn}"
+        else:
+            return
+        raise PlanInputError(
+            "model.hf_config.quantization_config.weight_block_size",
+            f"{parts[0]}: {bad}; SGLang refuses to load this block-fp8 checkpoint at this TP size "
+            "(list the layer in modules_to_not_convert, or pick another tp_size)",
+        )
+
     def experts(self, n_local, w13_pr, hidden, inter_pr, parts):
-        if self.skipped(parts):
+        if self.skipped_moe(parts):
             return super().experts(n_local, w13_pr, hidden, inter_pr, parts)
         w = n_local * (w13_pr * hidden + hidden * inter_pr)
         if self.block:
@@ -170,6 +209,8 @@ class _ModelOptFp8(_Quant):
     """ModelOpt FP8 (per-tensor): fp8 weight, float32 weight_scale and input_scale per shard."""
 
     name = "modelopt_fp8"
+    quantizes_lm_head = True
+    kv_scale_bytes = 8
 
     def linear(self, in_pr, outs_pr, parts):
         if self.skipped(parts):
@@ -177,7 +218,7 @@ class _ModelOptFp8(_Quant):
         return in_pr * sum(outs_pr) + 8 * len(outs_pr)
 
     def experts(self, n_local, w13_pr, hidden, inter_pr, parts):
-        if self.skipped(parts):
+        if self.skipped_moe(parts):
             return super().experts(n_local, w13_pr, hidden, inter_pr, parts)
         shards = 2 if w13_pr == 2 * inter_pr else 1
         return n_local * (w13_pr * hidden + hidden * inter_pr) + 4 * n_local * (shards + 1) * 2
@@ -188,6 +229,8 @@ class _Nvfp4(_Quant):
     (one per 16 inputs), float32 weight_scale_2 and input_scale per shard."""
 
     name = "modelopt_fp4"
+    quantizes_lm_head = True
+    kv_scale_bytes = 8
 
     def __init__(self, act_bytes, skip, group: int = 16):
         super().__init__(act_bytes, skip)
@@ -200,7 +243,7 @@ class _Nvfp4(_Quant):
         return out * in_pr // 2 + out * _cdiv(in_pr, self.group) + 8 * len(outs_pr)
 
     def experts(self, n_local, w13_pr, hidden, inter_pr, parts):
-        if self.skipped(parts):
+        if self.skipped_moe(parts):
             return super().experts(n_local, w13_pr, hidden, inter_pr, parts)
         g = self.group
         shards = 2 if w13_pr == 2 * inter_pr else 1
@@ -234,7 +277,7 @@ class _WNA16(_Quant):
         return self._one(in_pr, sum(outs_pr))
 
     def experts(self, n_local, w13_pr, hidden, inter_pr, parts):
-        if self.skipped(parts):
+        if self.skipped_moe(parts):
             return super().experts(n_local, w13_pr, hidden, inter_pr, parts)
         return n_local * (self._one(hidden, w13_pr) + self._one(inter_pr, hidden))
 
@@ -251,7 +294,7 @@ class _Mxfp4(_Quant):
         return out * in_pr // 2 + out * _cdiv(in_pr, 32)
 
     def experts(self, n_local, w13_pr, hidden, inter_pr, parts):
-        if self.skipped(parts):
+        if self.skipped_moe(parts):
             return super().experts(n_local, w13_pr, hidden, inter_pr, parts)
         return n_local * (w13_pr * hidden // 2 + w13_pr * _cdiv(hidden, 32) + hidden * inter_pr // 2 + hidden * _cdiv(inter_pr, 32))
 
@@ -326,10 +369,10 @@ class _Rank:
     # Linear layers: sizes are whole-model; parts are checkpoint names for ignore lists.
     def column(self, group, in_f, outs, name, parts=None, bias=False, quant=True):
         outs_pr = [self._shard(o, name) for o in outs]
-        self._linear(group, in_f, outs_pr, name, parts, bias, quant)
+        self._linear(group, in_f, outs_pr, name, parts, bias, quant, sharded_out=self.tp > 1)
 
     def row(self, group, in_f, out_f, name, bias=False, quant=True):
-        self._linear(group, self._shard(in_f, name), [out_f], name, None, bias, quant)
+        self._linear(group, self._shard(in_f, name), [out_f], name, None, bias, quant, sharded_in=self.tp > 1)
 
     def replicated(self, group, in_f, out_f, name, bias=False, quant=True):
         self._linear(group, in_f, [out_f], name, None, bias, quant)
@@ -342,11 +385,16 @@ class _Rank:
             if self.tp % kv_heads:
                 raise PlanInputError("server_args.tp_size", f"the TP size {self.tp} is not a multiple of num_key_value_heads={kv_heads} (SGLang asserts this)")
             kv = 1  # fewer KV heads than TP ranks: each rank holds one, replicated
-        self._linear(group, hidden, [q, kv * head_dim, kv * (v_head_dim or head_dim)], name, parts, bias, quant)
+        self._linear(group, hidden, [q, kv * head_dim, kv * (v_head_dim or head_dim)], name, parts, bias, quant, sharded_out=self.tp > 1)
 
-    def _linear(self, group, in_pr, outs_pr, name, parts, bias, quant):
+    def _linear(self, group, in_pr, outs_pr, name, parts, bias, quant, sharded_in=False, sharded_out=False):
         q = self.q if quant else _Quant(self.act)
+        q.sharded_in, q.sharded_out = sharded_in, sharded_out
         self.add(group, q.linear(in_pr, outs_pr, parts or [name]) + (sum(outs_pr) * self.act if bias else 0))
+
+    def kv_scales(self):
+        """A RadixAttention built with the quant config: its KV-cache method's scales."""
+        self.add("attention", self.q.kv_scale_bytes)
 
     def params(self, group, n, dtype_bytes=None):
         self.add(group, n * (self.act if dtype_bytes is None else dtype_bytes))
@@ -362,7 +410,7 @@ class _Rank:
 
     def vocab(self, group, vocab, hidden, name, quant=False, dtype_bytes=None):
         per_rank = pad_vocab(vocab, self.tp) // self.tp
-        q = self.q if quant else _Quant(dtype_bytes or self.act)
+        q = self.q if quant and self.q.quantizes_lm_head else _Quant(dtype_bytes or self.act)
         self.add(group, q.linear(hidden, [per_rank], [name]))
 
 
@@ -412,20 +460,23 @@ def _qwen_moe(r: _Rank, c: Mapping[str, Any], h: int, prefix: str, fusion: bool)
     r.params("moe_gate", h)  # shared_expert_gate: torch.nn.Linear(hidden, 1), always built
 
 
-def _qwen_gdn_layer(r: _Rank, c: Mapping[str, Any], h: int, prefix: str, norm_dtype_bytes: int):
+def _qwen_gdn_layer(r: _Rank, c: Mapping[str, Any], h: int, prefix: str, norm_dtype_bytes: int, packed: bool):
     kh, vh = int(c["linear_num_key_heads"]), int(c["linear_num_value_heads"])
     kd, vd, ck = int(c["linear_key_head_dim"]), int(c["linear_value_head_dim"]), int(c["linear_conv_kernel_dim"])
     key, value = kh * kd, vh * vd
     r.column("linear_attn", ck, [2 * key + value], f"{prefix}.conv1d", quant=False)
-    r.column("linear_attn", h, [key, key, value, value], f"{prefix}.in_proj_qkvz", [f"{prefix}.in_proj_qkv", f"{prefix}.in_proj_z"])
-    r.column("linear_attn", h, [vh, vh], f"{prefix}.in_proj_ba", [f"{prefix}.in_proj_b", f"{prefix}.in_proj_a"])
+    # Qwen3.5's packed_modules_mapping splits the fused projections into checkpoint shards
+    # for ignore lists; Qwen3-Next's does not.
+    qkvz, ba = f"{prefix}.in_proj_qkvz", f"{prefix}.in_proj_ba"
+    r.column("linear_attn", h, [key, key, value, value], qkvz, [f"{prefix}.in_proj_qkv", f"{prefix}.in_proj_z"] if packed else [qkvz])
+    r.column("linear_attn", h, [vh, vh], ba, [f"{prefix}.in_proj_b", f"{prefix}.in_proj_a"] if packed else [ba])
     r.params("linear_attn", r._shard(vh, "linear_num_value_heads"))  # dt_bias
     r.params("linear_attn", vh // r.tp, 4)  # A_log float32
     r.params("linear_attn", vd, norm_dtype_bytes)  # gated RMSNorm over head_v_dim
     r.row("linear_attn", value, h, f"{prefix}.out_proj")
 
 
-def _qwen_attn_layer(r: _Rank, c: Mapping[str, Any], h: int, prefix: str, quant_qkv: bool):
+def _qwen_attn_layer(r: _Rank, c: Mapping[str, Any], h: int, prefix: str, quant_qkv: bool, kv_scales: bool = False):
     hd = int(_get(c, "head_dim", h // int(c["num_attention_heads"])))
     heads, kv = int(c["num_attention_heads"]), int(c["num_key_value_heads"])
     gate = 2 if _get(c, "attn_output_gate", True) else 1
@@ -434,6 +485,8 @@ def _qwen_attn_layer(r: _Rank, c: Mapping[str, Any], h: int, prefix: str, quant_
     # qkv heads: q carries the output gate (heads * 2) sharded like the heads themselves.
     r.row("attention", heads * hd, h, f"{prefix}.o_proj")
     r.params("norms", 2 * 2 * hd)  # q_norm, k_norm (GemmaRMSNorm: weight + gemma_weight)
+    if kv_scales:  # RadixAttention built with the quant config
+        r.kv_scales()
 
 
 def _walk_qwen(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, last: bool, pp: int, nextn: int):
@@ -451,9 +504,10 @@ def _walk_qwen(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, last:
 
     def layer(i: int, prefix: str):
         if i in full:
-            _qwen_attn_layer(r, c, h, f"{prefix}.self_attn", quant_qkv=not (modelopt_fp4 and lay.family == "qwen3_next"))
+            _qwen_attn_layer(r, c, h, f"{prefix}.self_attn", quant_qkv=not (modelopt_fp4 and lay.family == "qwen3_next"),
+                             kv_scales=True)
         else:
-            _qwen_gdn_layer(r, c, h, f"{prefix}.linear_attn", r.act)
+            _qwen_gdn_layer(r, c, h, f"{prefix}.linear_attn", r.act, packed=lay.family == "qwen3_5")
         if is_moe:
             _qwen_moe(r, c, h, f"{prefix}.mlp", lay.family == "qwen3_next")
         else:
@@ -604,6 +658,7 @@ def _nemotron_block(r: _Rank, c: Mapping[str, Any], h: int, kind: str, prefix: s
         heads, kv = int(c["num_attention_heads"]), int(_get(c, "num_key_value_heads", 8))
         r.qkv("attention", h, hd, heads, kv, f"{prefix}.qkv_proj", [f"{prefix}.q_proj", f"{prefix}.k_proj", f"{prefix}.v_proj"])
         r.row("attention", heads * hd, h, f"{prefix}.o_proj")
+        r.kv_scales()
     elif kind == "-":
         inter = c["intermediate_size"]
         inter = int(inter[0] if isinstance(inter, list) else inter)
@@ -686,6 +741,7 @@ def _walk_granite(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, la
         if i in full:
             r.qkv("attention", h, hd, heads, kv, f"{p}.self_attn.qkv_proj", [f"{p}.self_attn.q_proj", f"{p}.self_attn.k_proj", f"{p}.self_attn.v_proj"], bias=bool(_get(c, "attention_bias", False)))
             r.row("attention", heads * hd, h, f"{p}.self_attn.o_proj", bias=bool(_get(c, "attention_bias", False)))
+            r.kv_scales()
         else:
             _mamba2_mixer(r, h=h, heads=int(_get(c, "mamba_n_heads", 64)), head_dim=int(_get(c, "mamba_d_head", 64)),
                           groups=int(_get(c, "mamba_n_groups", 1)), state=int(_get(c, "mamba_d_state", 128)),

@@ -9,6 +9,7 @@ Families / presets checked, bf16 (the checkpoints' dtype):
   Nemotron-H (dense 8B, Nemotron-3 Nano MoE, Nemotron-3 Super latent MoE), Qwen3-Next,
   Qwen3.5 dense (27B, with its vision tower) and MoE (35B-A3B), Falcon-H1 (0.5B, 34B),
   Granite-4.0-H (Tiny, Small), LFM2 (350M), Kimi-Linear (48B).
+Quantized: see QUANT_CASES (fp8 block-wise and per-tensor, ModelOpt FP8).
 
 Where SGLang refuses to build a layout (TP not dividing heads, ...), weights.py must refuse too.
 """
@@ -83,3 +84,33 @@ def _check(hf_config: dict, tp: int, pp: int, ep: int):
 def test_bf16_matches_sglang_model_classes(name, tp, pp, ep):
     hf = dict(PRESETS[name].hf_config)
     _check(hf, tp, pp, ep)
+
+
+# Quantized checkpoints' configs, as their quantization_config says (the shapes SGLang's
+# quant methods create: fp8 weights + float32 scales, per block or per tensor).
+QUANT_CASES = {
+    # Qwen3.5-397B-A17B-FP8 / Qwen3.5-27B-FP8 style: block-wise fp8, the GDN in_proj_ba (as
+    # Qwen3.5's checkpoint shards in_proj_b / in_proj_a, or Qwen3-Next's fused name) and the
+    # routers left in bf16. Nemotron's mamba in_proj does not split into 128-row blocks, so
+    # there SGLang refuses to load, and so must we.
+    "fp8-block": {
+        "quant_method": "fp8", "fmt": "e4m3", "activation_scheme": "dynamic", "weight_block_size": [128, 128],
+        "modules_to_not_convert": ["lm_head", "in_proj_b", "in_proj_a", "in_proj_ba", "mlp.gate", "shared_expert_gate", "visual"],
+    },
+    "fp8-tensor": {"quant_method": "fp8", "activation_scheme": "dynamic"},
+    "fp8-tensor-static": {"quant_method": "fp8", "activation_scheme": "static"},
+}
+QUANT_MODELS = ("qwen3.5-27b", "qwen3.5-35b-a3b", "nvidia-nemotron-3-nano-30b-a3b", "qwen3-next-80b-a3b-instruct")
+
+
+def _with_quant(name: str, qc: dict) -> dict:
+    hf = dict(PRESETS[name].hf_config)
+    hf["quantization_config"] = dict(qc)
+    return hf
+
+
+@pytest.mark.parametrize("fmt", sorted(QUANT_CASES))
+@pytest.mark.parametrize("name", QUANT_MODELS)
+@pytest.mark.parametrize("tp", (1, 4))
+def test_quantized_matches_sglang_model_classes(fmt, name, tp):
+    _check(_with_quant(name, QUANT_CASES[fmt]), tp, 1, 1)

@@ -95,6 +95,19 @@ def load() -> types.SimpleNamespace:
             triton.runtime.driver.active.get_current_target = _no_driver
             triton.runtime.driver.active.utils.get_device_properties = _no_driver
             mods = {}
+            # Every quant method module now, so the platform flags pinned before each build
+            # reach them all (a module imported lazily mid-build would keep the CPU's).
+            import pkgutil
+
+            import sglang.srt.layers.quantization as qpkg
+            import sglang.srt.layers.moe as moepkg
+
+            for pkg in (qpkg, moepkg):
+                for info in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
+                    try:
+                        importlib.import_module(info.name)
+                    except Exception:  # hardware-specific backends (NPU, ROCm, ...) that cannot import here
+                        pass
             for fam in ("nemotron_h", "qwen3_next", "qwen3_5", "falcon_h1", "granitemoehybrid", "lfm2", "kimi_linear"):
                 mods[fam] = importlib.import_module(f"sglang.srt.models.{fam}")
             from sglang.srt import runtime_context as rc
