@@ -79,6 +79,10 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def _round(a: int, m: int) -> int:
+    return _cdiv(a, m) * m
+
+
 def pad_vocab(vocab: int, tp: int) -> int:
     """`VocabParallelEmbedding`'s padded vocabulary (all ranks together)."""
     pad = VOCAB_PADDING
@@ -103,6 +107,7 @@ class _Quant:
 
     name = "none"
     quantizes_lm_head = False  # only ModelOpt's get_quant_method takes ParallelLMHead
+    n_global = 0  # the MoE layer's experts over all EP ranks (set per layer by _Rank.experts)
     kv_scale_bytes = 0  # k_scale + v_scale (float32) its KV-cache method gives each RadixAttention
 
     def __init__(self, act_bytes: int, skip: Sequence[str] = ()):
@@ -221,7 +226,8 @@ class _ModelOptFp8(_Quant):
         if self.skipped_moe(parts):
             return super().experts(n_local, w13_pr, hidden, inter_pr, parts)
         shards = 2 if w13_pr == 2 * inter_pr else 1
-        return n_local * (w13_pr * hidden + hidden * inter_pr) + 4 * n_local * (shards + 1) * 2
+        # float32 w13_weight_scale (E, shards), w2_weight_scale, w13/w2 input scales (E,) each
+        return n_local * (w13_pr * hidden + hidden * inter_pr) + 4 * n_local * (shards + 3)
 
 
 class _Nvfp4(_Quant):
@@ -249,7 +255,12 @@ class _Nvfp4(_Quant):
         shards = 2 if w13_pr == 2 * inter_pr else 1
         w = n_local * (w13_pr * hidden // 2 + hidden * inter_pr // 2)
         s = n_local * (w13_pr * _cdiv(hidden, g) + hidden * _cdiv(inter_pr, g))
-        return w + s + 4 * n_local * (shards + 1) * 2
+        # The blockscales' swizzled copies (rows to 128, scale columns to 4) that
+        # ModelOptNvFp4FusedMoEMethod allocates with the weights unless the runner is
+        # FlashInfer TRT-LLM (which aliases them): the default runner on Hopper keeps them.
+        sw = n_local * (_round(w13_pr, 128) * _round(_cdiv(hidden, g), 4) + _round(hidden, 128) * _round(_cdiv(inter_pr, g), 4))
+        # weight_scale_2 per local expert; the input scales span every expert (all EP ranks).
+        return w + s + sw + 4 * (n_local + self.n_global) * (shards + 1)
 
 
 class _WNA16(_Quant):
@@ -315,10 +326,14 @@ def _quant_scheme(hf: Mapping[str, Any], text: Mapping[str, Any], act_bytes: int
             raise PlanInputError(f"{qpath}.weight_block_size", "must be two positive integers [block_n, block_k]")
         return _Fp8(act_bytes, skip, block, qc.get("activation_scheme", "dynamic") == "static")
     if method in ("modelopt", "modelopt_fp8", "modelopt_fp4"):
-        algo = str(qc.get("quant_algo") or (qc.get("quantization") or {}).get("quant_algo") or "").upper()
-        skip += list(qc.get("exclude_modules") or (qc.get("quantization") or {}).get("exclude_modules") or [])
+        nested = qc.get("quantization") if isinstance(qc.get("quantization"), dict) else {}
+        algo = str(qc.get("quant_algo") or nested.get("quant_algo") or "").upper()
         if algo == "FP8":
+            # ModelOptFp8Config.from_config: the flat form's exclusions are its `ignore` list,
+            # the hf_quant_config form's are quantization.exclude_modules.
+            skip = list(qc.get("ignore") or []) if qc.get("quant_algo") else list(nested.get("exclude_modules") or [])
             return _ModelOptFp8(act_bytes, skip)
+        skip += list(qc.get("exclude_modules") or nested.get("exclude_modules") or [])
         if algo == "NVFP4":
             return _Nvfp4(act_bytes, skip, int(qc.get("group_size") or 16))
         raise PlanInputError(f"{qpath}.quant_algo", f"ModelOpt quant_algo {algo or None!r} is not modelled (FP8 and NVFP4 are); give a budget with measured memory instead")
@@ -406,6 +421,7 @@ class _Rank:
             raise PlanInputError("server_args.tp_size", f"{name}: moe_intermediate_size={inter} is not divisible by tp/ep={self.moe_tp}")
         local = n_experts // self.ep + n_fused_shared
         i_pr = inter // self.moe_tp
+        self.q.n_global = n_experts + n_fused_shared
         self.add(group, self.q.experts(local, (2 if gated else 1) * i_pr, hidden, i_pr, [name]))
 
     def vocab(self, group, vocab, hidden, name, quant=False, dtype_bytes=None):
@@ -803,6 +819,10 @@ def _walk_lfm2(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, last:
 
 
 def _walk_kimi(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, last: bool, pp: int, nextn: int):
+    if lay.hf_config.get("model_type") == "kimi_k3" or lay.architecture.startswith("KimiK3"):
+        # models/kimi_k3.py (latent routed experts, attention residual blocks, vision tower)
+        # is a different model class from Kimi-Linear's: not modelled yet.
+        raise PlanInputError("model.hf_config.model_type", "Kimi-K3 weights are not modelled yet (only Kimi-Linear's); give a budget with measured memory (free_gib_before_load / free_gib_after_load or rest_gib)")
     c = _cfg(lay)
     h = int(_get(c, "hidden_size", 4096))
     vocab = _vocab(lay)

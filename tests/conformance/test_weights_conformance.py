@@ -9,7 +9,10 @@ Families / presets checked, bf16 (the checkpoints' dtype):
   Nemotron-H (dense 8B, Nemotron-3 Nano MoE, Nemotron-3 Super latent MoE), Qwen3-Next,
   Qwen3.5 dense (27B, with its vision tower) and MoE (35B-A3B), Falcon-H1 (0.5B, 34B),
   Granite-4.0-H (Tiny, Small), LFM2 (350M), Kimi-Linear (48B).
-Quantized: see QUANT_CASES (fp8 block-wise and per-tensor, ModelOpt FP8).
+
+Quantized (QUANT_CASES x 5 presets x tp/ep): fp8 block-wise and per-tensor (static and
+dynamic activations), ModelOpt FP8 and NVFP4. Not yet checked against SGLang: compressed-tensors
+(int4 / fp8 / mxfp4), AWQ, GPTQ (weights.py models them from the quant methods' shapes).
 
 Where SGLang refuses to build a layout (TP not dividing heads, ...), weights.py must refuse too.
 """
@@ -99,8 +102,14 @@ QUANT_CASES = {
     },
     "fp8-tensor": {"quant_method": "fp8", "activation_scheme": "dynamic"},
     "fp8-tensor-static": {"quant_method": "fp8", "activation_scheme": "static"},
+    # ModelOpt, as config.json carries it (flat form): per-tensor FP8 (Nemotron-3 Super FP8)
+    # and NVFP4 (Nemotron-3 / Qwen3.5 NVFP4 releases), lm_head and embeddings left in bf16.
+    "modelopt-fp8": {"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "FP8", "ignore": ["lm_head"]},
+    "modelopt-nvfp4": {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16, "kv_cache_quant_algo": "FP8",
+                       "exclude_modules": ["lm_head", "backbone.embeddings", "model.embed_tokens"]},
 }
-QUANT_MODELS = ("qwen3.5-27b", "qwen3.5-35b-a3b", "nvidia-nemotron-3-nano-30b-a3b", "qwen3-next-80b-a3b-instruct")
+QUANT_MODELS = ("qwen3.5-27b", "qwen3.5-35b-a3b", "nvidia-nemotron-3-nano-30b-a3b", "nvidia-nemotron-3-super-120b-a12b",
+                "qwen3-next-80b-a3b-instruct")
 
 
 def _with_quant(name: str, qc: dict) -> dict:
@@ -111,6 +120,8 @@ def _with_quant(name: str, qc: dict) -> dict:
 
 @pytest.mark.parametrize("fmt", sorted(QUANT_CASES))
 @pytest.mark.parametrize("name", QUANT_MODELS)
-@pytest.mark.parametrize("tp", (1, 4))
-def test_quantized_matches_sglang_model_classes(fmt, name, tp):
-    _check(_with_quant(name, QUANT_CASES[fmt]), tp, 1, 1)
+@pytest.mark.parametrize("tp,ep", ((1, 1), (4, 1), (4, 4)))
+def test_quantized_matches_sglang_model_classes(fmt, name, tp, ep):
+    if ep > 1 and name == "qwen3.5-27b":
+        pytest.skip("dense model: no experts to spread over EP")
+    _check(_with_quant(name, QUANT_CASES[fmt]), tp, 1, ep)
