@@ -290,6 +290,12 @@ class _WNA16(_Quant):
     def experts(self, n_local, w13_pr, hidden, inter_pr, parts):
         if self.skipped_moe(parts):
             return super().experts(n_local, w13_pr, hidden, inter_pr, parts)
+        if self.flavour == "compressed-tensors":
+            # CompressedTensorsWNA16MoEMethod: packed int32 weights, group scales, per-expert
+            # int32 g_idx and its sort indices (one per input feature), 4 bytes of weight_shape.
+            pack = 32 // self.bits
+            one = lambda k, n: k * n // pack * 4 + _cdiv(k, self.group) * n * self.act + 2 * 4 * k + 4  # noqa: E731
+            return n_local * (one(hidden, w13_pr) + one(inter_pr, hidden))
         return n_local * (self._one(hidden, w13_pr) + self._one(inter_pr, hidden))
 
 

@@ -11,8 +11,9 @@ Families / presets checked, bf16 (the checkpoints' dtype):
   Granite-4.0-H (Tiny, Small), LFM2 (350M), Kimi-Linear (48B).
 
 Quantized (QUANT_CASES x 5 presets x tp/ep): fp8 block-wise and per-tensor (static and
-dynamic activations), ModelOpt FP8 and NVFP4. Not yet checked against SGLang: compressed-tensors
-(int4 / fp8 / mxfp4), AWQ, GPTQ (weights.py models them from the quant methods' shapes).
+dynamic activations), ModelOpt FP8 and NVFP4, compressed-tensors int4 pack-quantized (W4A16). Not yet checked
+against SGLang: compressed-tensors fp8 / mxfp4, AWQ, GPTQ (weights.py models them from the
+quant methods' shapes: estimates).
 
 Where SGLang refuses to build a layout (TP not dividing heads, ...), weights.py must refuse too.
 """
@@ -104,6 +105,15 @@ QUANT_CASES = {
     "fp8-tensor-static": {"quant_method": "fp8", "activation_scheme": "static"},
     # ModelOpt, as config.json carries it (flat form): per-tensor FP8 (Nemotron-3 Super FP8)
     # and NVFP4 (Nemotron-3 / Qwen3.5 NVFP4 releases), lm_head and embeddings left in bf16.
+    # compressed-tensors int4 pack-quantized, group 128 (llm-compressor AWQ / GPTQ exports),
+    # routers, GDN mixers and the vision tower left in bf16.
+    "ct-w4a16": {
+        "quant_method": "compressed-tensors", "format": "pack-quantized",
+        "config_groups": {"group_0": {"targets": ["Linear"], "format": "pack-quantized", "input_activations": None,
+                                      "weights": {"num_bits": 4, "type": "int", "symmetric": True, "strategy": "group",
+                                                  "group_size": 128, "dynamic": False}}},
+        "ignore": ["lm_head", "re:.*mlp.gate$", "re:.*shared_expert_gate$", "re:.*linear_attn.*", "re:visual.*", "re:.*mixer.gate$"],
+    },
     "modelopt-fp8": {"quant_method": "modelopt", "quant_algo": "FP8", "kv_cache_quant_algo": "FP8", "ignore": ["lm_head"]},
     "modelopt-nvfp4": {"quant_method": "modelopt", "quant_algo": "NVFP4", "group_size": 16, "kv_cache_quant_algo": "FP8",
                        "exclude_modules": ["lm_head", "backbone.embeddings", "model.embed_tokens"]},
@@ -124,4 +134,6 @@ def _with_quant(name: str, qc: dict) -> dict:
 def test_quantized_matches_sglang_model_classes(fmt, name, tp, ep):
     if ep > 1 and name == "qwen3.5-27b":
         pytest.skip("dense model: no experts to spread over EP")
+    if fmt == "ct-w4a16" and name.startswith("nvidia-nemotron-3"):
+        pytest.skip("SGLang 0.5.23 does not build Nemotron-3's non-gated (relu2) MoE under compressed-tensors WNA16")
     _check(_with_quant(name, QUANT_CASES[fmt]), tp, 1, ep)
