@@ -927,6 +927,8 @@ def stage_weight_breakdown(layout: ModelLayout, *, tp_size: int, pp_size: int, e
         r = _Rank(tp_size, ep_size, act, quant)
         try:
             walker(r, layout, s, s.pp_rank == 0, s.pp_rank == pp_size - 1, pp_size, nextn)
+        except PlanInputError:  # already names its field (and is a ValueError)
+            raise
         except KeyError as e:  # a key the model class needs and has no default for
             raise PlanInputError(f"{path}.{e.args[0]}", "is needed to derive the weights (SGLang's config class has no default); add it from the checkpoint's config.json") from None
         except (TypeError, ValueError, ZeroDivisionError) as e:
