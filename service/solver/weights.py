@@ -544,18 +544,35 @@ def _walk_qwen(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, last:
         r.params("norms", 2 * h)
         if not (tied and pp == 1):
             r.vocab("lm_head", vocab, h, "lm_head", quant=True)
-        for k in range(nextn):  # MTP: one full-attention decoder layer + fc + norms (estimated)
-            r.column("mtp", 2 * h, [h], f"mtp.fc", quant=False)
-            r.params("mtp", 3 * h)
-            _qwen_attn_layer(r, c, h, f"mtp.layers.{k}.self_attn", True)
-            if is_moe:
-                _qwen_moe(r, c, h, f"mtp.layers.{k}.mlp", lay.family == "qwen3_next")
-            else:
-                _gated_mlp(r, h, int(c["intermediate_size"]), f"mtp.layers.{k}.mlp")
-            r.params("mtp", 3 * h)
+        if nextn:  # the MTP draft model (Qwen3_5ForCausalLMMTP / Qwen3NextForCausalLMMTP)
+            _qwen_mtp(r, lay, c, h, vocab, is_moe, nextn)
     vc = lay.hf_config.get("vision_config") if lay.hf_config is not lay.hf_text_config else None
     if isinstance(vc, dict):  # every PP stage builds the vision tower; pos_embed only the first
         _qwen_vision(r, vc, first)
+
+
+def _qwen_mtp(r: _Rank, lay: ModelLayout, c: Mapping[str, Any], h: int, vocab: int, is_moe: bool, nextn: int):
+    """The MTP draft speculative decoding builds from the same checkpoint, on the last stage:
+    its own embedding and lm_head (allocated with it, before EAGLE shares the target's), then
+    per MTP layer the replicated fc (2h -> h), two pre-fc Gemma norms and one full-attention
+    decoder layer, and a final Gemma norm. Its rotary cache is the target's (`get_rope` caches
+    per process)."""
+    r.vocab("mtp", vocab, h, "mtp.embed_tokens")
+    r.vocab("mtp", vocab, h, "mtp.lm_head")
+    for k in range(nextn):
+        r.replicated("mtp", 2 * h, h, "mtp.fc", quant=False)
+        r.params("mtp", 2 * 2 * h)  # pre_fc_norm_embedding / pre_fc_norm_hidden
+        save = r.groups.copy()
+        _qwen_attn_layer(r, c, h, f"mtp.layers.{k}.self_attn", True, kv_scales=True)
+        if is_moe:
+            _qwen_moe(r, c, h, f"mtp.layers.{k}.mlp", lay.family == "qwen3_next")
+        else:
+            _gated_mlp(r, h, int(c["intermediate_size"]), f"mtp.layers.{k}.mlp")
+        r.params("mtp", 2 * 2 * h)  # input / post-attention norms
+        moved = sum(r.groups.values()) - sum(save.values())
+        r.groups = save
+        r.add("mtp", moved)
+    r.params("mtp", 2 * h)  # final norm
 
 
 def _qwen_vision(r: _Rank, vc: Mapping[str, Any], first: bool):
@@ -658,13 +675,27 @@ def _walk_nemotron(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, l
         r.params("norms", h)
         if not (tied and pp == 1):
             r.vocab("lm_head", vocab, h, "lm_head", quant=True)
-        pattern = str(_get(c, "mtp_hybrid_override_pattern", "*E"))
-        for k in range(nextn):  # MTP block (estimated): eh_proj + norms + the pattern's layers
-            r.replicated("mtp", 2 * h, h, f"mtp.layers.{k}.eh_proj", quant=False)
-            r.params("mtp", 4 * h)
-            for j, b in enumerate(pattern):
-                _nemotron_block(r, c, h, b, f"mtp.layers.{k}.{j}.mixer")
-                r.params("mtp", h)
+        if nextn:
+            _nemotron_mtp(r, c, h, vocab, nextn)
+
+
+def _nemotron_mtp(r: _Rank, c: Mapping[str, Any], h: int, vocab: int, nextn: int):
+    """NemotronHForCausalLMMTP, built on the last stage when speculative decoding loads the
+    checkpoint's MTP: its own embedding and lm_head, then per MTP block eh_proj (2h -> h,
+    TP-sharded), enorm / hnorm / final_layernorm and the `mtp_hybrid_override_pattern` layers."""
+    pattern = str(_get(c, "mtp_hybrid_override_pattern", "*E"))
+    r.vocab("mtp", vocab, h, "mtp.embed_tokens")
+    r.vocab("mtp", vocab, h, "mtp.lm_head")
+    save = r.groups.copy()
+    for k in range(nextn):
+        r.column("mtp", 2 * h, [h], f"mtp.layers.{k}.eh_proj", quant=False)
+        r.params("mtp", 3 * h)
+        for j, b in enumerate(pattern):
+            _nemotron_block(r, c, h, b, f"mtp.layers.{k}.{j}.mixer")
+            r.params("mtp", h)
+    moved = sum(r.groups.values()) - sum(save.values())
+    r.groups = save
+    r.add("mtp", moved)
 
 
 def _nemotron_block(r: _Rank, c: Mapping[str, Any], h: int, kind: str, prefix: str):

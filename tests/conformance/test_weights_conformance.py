@@ -15,6 +15,8 @@ dynamic activations), ModelOpt FP8 and NVFP4, compressed-tensors int4 pack-quant
 against SGLang: compressed-tensors fp8 / mxfp4, AWQ, GPTQ (weights.py models them from the
 quant methods' shapes: estimates).
 
+MTP drafts (load_nextn): Nemotron-3 Super, Qwen3.5 dense and MoE, against SGLang's draft model.
+
 Where SGLang refuses to build a layout (TP not dividing heads, ...), weights.py must refuse too.
 """
 
@@ -26,7 +28,7 @@ from service.presets import PRESETS
 from service.solver.errors import PlanInputError
 from service.solver.families import layout_from_hf_config
 from service.solver.stages import pp_stages
-from service.solver.weights import stage_weight_breakdown
+from service.solver.weights import stage_weight_breakdown, stage_weight_bytes
 
 import weights_ref as W
 
@@ -137,3 +139,27 @@ def test_quantized_matches_sglang_model_classes(fmt, name, tp, ep):
     if fmt == "ct-w4a16" and name.startswith("nvidia-nemotron-3"):
         pytest.skip("SGLang 0.5.23 does not build Nemotron-3's non-gated (relu2) MoE under compressed-tensors WNA16")
     _check(_with_quant(name, QUANT_CASES[fmt]), tp, 1, ep)
+
+
+# MTP drafts: what speculative decoding (EAGLE with the checkpoint's own MTP) builds next to
+# the target, from the same checkpoint (ModelConfig(is_draft_model=True)). Its rotary cache is
+# left out: `get_rope` caches per process, so the draft reuses the target's.
+MTP_CASES = (
+    ("nvidia-nemotron-3-super-120b-a12b", 1),
+    ("nvidia-nemotron-3-super-120b-a12b", 4),
+    ("qwen3.5-27b", 2),
+    ("qwen3.5-35b-a3b", 2),
+    ("qwen3.5-35b-a3b", 8),
+)
+
+
+@pytest.mark.parametrize("name,tp", MTP_CASES)
+def test_mtp_draft_matches_sglang_draft_model(name, tp):
+    hf = dict(PRESETS[name].hf_config)
+    lay = layout_from_hf_config(hf)
+    stages = pp_stages(lay.num_hidden_layers, 1)
+    kw = dict(tp_size=tp, pp_size=1, ep_size=1, stages=stages)
+    extra = stage_weight_bytes(lay, load_nextn=True, **kw)[0] - stage_weight_bytes(lay, load_nextn=False, **kw)[0]
+    theirs, per_param = W.rank_bytes(hf, tp=tp, pp=1, draft=True, extra_args={"speculative_algorithm": "EAGLE"})
+    shared_rope = sum(b for n, b in per_param.items() if ".rotary_emb." in n)
+    assert extra == theirs - shared_rope

@@ -173,8 +173,10 @@ def _model_dir(hf_config: dict) -> str:
 
 
 def rank_bytes(hf_config: dict, *, tp: int, pp: int, ep: int = 1, pp_rank: int = 0, tp_rank: int = 0,
-               extra_args: Optional[dict] = None) -> tuple[int, dict]:
-    """SGLang's model for one rank, built on meta: (total bytes, {param name: bytes})."""
+               extra_args: Optional[dict] = None, draft: bool = False) -> tuple[int, dict]:
+    """SGLang's model for one rank, built on meta: (total bytes, {param name: bytes}).
+    draft=True builds the MTP draft model the way speculative decoding loads it from the
+    same checkpoint (ModelConfig(is_draft_model=True) rewrites the architecture)."""
     sg = load()
     torch = sg.torch
     path = _model_dir(hf_config)
@@ -196,7 +198,7 @@ def rank_bytes(hf_config: dict, *, tp: int, pp: int, ep: int = 1, pp_rank: int =
                 moe_ep_group=_Group(par.moe_ep_size, par.moe_ep_rank),
                 moe_tp_group=_Group(par.moe_tp_size, par.moe_tp_rank),
             )
-            mc = ModelConfig.from_server_args(sa)
+            mc = ModelConfig.from_server_args(sa, is_draft_model=draft)
             lc = LoadConfig(load_format="dummy")
             quant = sg.loader._get_quantization_config(mc, lc)
             dtype = mc.dtype
