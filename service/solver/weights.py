@@ -1,34 +1,42 @@
 """Weight bytes per pipeline stage, on the stage's largest TP rank, as SGLang 0.5.23 allocates
-them when it loads a hybrid model (`weight mem usage` in its start-up log).
+them when it loads a hybrid model (what its `Load weight end ... mem usage` line measures).
 
-Pure: stdlib and our own modules only. The caller gets bytes; the numbers come from walking
-the model the way SGLang's model class builds it (`sglang/srt/models/<family>.py`):
+Pure: stdlib and our own modules only. The numbers come from walking the model the way
+SGLang's model class builds it (`sglang/srt/models/<family>.py`):
 
 * which parameters each PP stage holds (`make_pp_layers` / `PPMissingLayer`): embeddings on
-  the first stage, final norm and lm_head on the last; tied embeddings share one tensor when
-  pp_size == 1 and become a separate lm_head on the last stage when pp_size > 1;
+  the first stage, final norm and lm_head on the last; tied embeddings are one tensor at
+  pp_size 1 and a separate lm_head on the last stage at pp_size > 1 (Granite-4.0-H cannot
+  build that at all: refused); Qwen3.5's vision tower on every stage, its pos_embed on the first;
 * TP sharding of each linear (column / row / merged / QKV with KV heads replicated when fewer
-  than TP / replicated), vocabulary padding (`pad_vocab_size`: to 64, or 64*tp when the
-  64-padded size does not split over TP), Mamba2 group replication (`extra_groups_for_head_shards`);
-* MoE experts over `ep_size` (moe_tp = tp / ep shards each expert), SGLang's CUDA shared-expert
-  fusion for Qwen MoE (the shared expert becomes one more local expert slot);
-* dtypes: parameters in the model dtype unless SGLang creates them otherwise (A / A_log /
-  dt_bias / e_score_correction_bias in float32 where the model class says so, KDA conv in float32);
-* quantization from `quantization_config` (see `_quant_scheme`): each quant method's
-  `create_weights` shapes and dtypes, with ignored / excluded modules left in the model dtype.
+  than TP / replicated), vocabulary padding (`pad_vocab`: to 64, or 64*tp when that does not
+  split over TP), Mamba2 group replication, MoE experts over `ep_size` (moe_tp = tp / ep),
+  Qwen3-Next's CUDA shared-expert fusion (one more local expert slot);
+* dtypes as the classes create them: GemmaRMSNorm's two tensors, float32 A / A_log / KDA
+  conv / e_score_correction_bias where the class says so, Falcon-H1's float32 lm_head, the
+  rotary caches (float32, one per distinct rope, `get_rope` caches per process) and other
+  buffers allocated with the weights (mup_vector, LFM2's verify indices, MRoPE axis_map);
+* quantization from `quantization_config` (`_quant_scheme`), as each quant method's
+  `create_weights` shapes its parameters, with the config's ignore / exclude lists matched on
+  module-path boundaries like SGLang's `is_layer_skipped` (fused layers need all shards to agree);
+* MTP drafts (`load_nextn`): the draft model speculative decoding builds from the checkpoint,
+  counted on the last stage (its own embedding and lm_head, its MTP layers).
 
-What is exact and what is estimated:
-* Exact (byte for byte against SGLang's own model classes built on the `meta` device, see
-  tests/conformance/test_weights_conformance.py, which lists the families and formats it
-  checks): the parameters and buffers the model class allocates at construction.
-* Estimated: anything a load step allocates after construction (a kernel backend's repacking,
-  e.g. FlashInfer/Marlin shuffles, DeepGEMM scale re-layouts), multimodal towers (counted from
-  `vision_config`), and MTP / draft layers (counted as one more decoder layer of the draft's
-  kind per nextn layer plus its fusion projection and norms). The boot-log test
-  (tests/conformance/test_weights_bootlogs.py) holds these to 3% of real `weight mem usage`.
+Exact (byte for byte against SGLang's own model classes built on the `meta` device,
+tests/conformance/test_weights_conformance.py): Nemotron-H (dense, MoE, latent MoE), Qwen3-Next,
+Qwen3.5 dense and MoE with the vision tower, Falcon-H1, Granite-4.0-H, LFM2, Kimi-Linear in
+bf16; fp8 block-wise and per-tensor; ModelOpt FP8 (flat form) and NVFP4; compressed-tensors int4
+pack-quantized; the Nemotron-3 and Qwen3.5 MTP drafts.
 
-A quantization method this module does not model raises PlanInputError naming
-`...quantization_config.quant_method`: never a silent bf16 guess.
+Estimated: AWQ / GPTQ, compressed-tensors fp8 and mxfp4, ModelOpt's nested (hf_quant_config)
+form, a `draft_num_layers` that is not the checkpoint's MTP; anything a load step allocates
+after construction (a kernel backend repacking or padding weights) and the allocator's cache.
+Against real boot logs (tests/conformance/test_weights_bootlogs.py) the prediction is within 3%.
+
+Refused with a PlanInputError naming the field (never a bf16 guess): a quantization method or
+ModelOpt algorithm not listed above (e.g. MIXED_PRECISION), Kimi-K3 (its own model class, not
+modelled yet), LFM2-MoE, an explicit layout (no config to derive weights from), a layout SGLang
+refuses to build (TP not dividing heads / experts, block-fp8 shapes that do not fill blocks).
 """
 
 from __future__ import annotations

@@ -140,6 +140,7 @@ class _Group:
         self.is_last_rank = rank == size - 1
         self.first_rank, self.last_rank = 0, size - 1
         self.device_group = self.cpu_group = self
+        self.ca_comm = None  # no custom all-reduce communicator
         self.ranks = list(range(size))
 
     def size(self):
