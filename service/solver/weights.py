@@ -34,8 +34,8 @@ after construction (a kernel backend repacking or padding weights) and the alloc
 Against real boot logs (tests/conformance/test_weights_bootlogs.py) the prediction is within 3%.
 
 Refused with a PlanInputError naming the field (never a bf16 guess): a quantization method or
-ModelOpt algorithm not listed above (e.g. MIXED_PRECISION), Kimi-K3 (its own model class, not
-modelled yet), LFM2-MoE, an explicit layout (no config to derive weights from), a layout SGLang
+ModelOpt algorithm not listed above (e.g. MIXED_PRECISION), Kimi-K3 at pp_size > 1 or with
+its attention-residual options, LFM2-MoE, an explicit layout (no config to derive weights from), a layout SGLang
 refuses to build (TP not dividing heads / experts, block-fp8 shapes that do not fill blocks).
 """
 
@@ -865,9 +865,7 @@ def _walk_lfm2(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, last:
 
 def _walk_kimi(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, last: bool, pp: int, nextn: int):
     if lay.hf_config.get("model_type") == "kimi_k3" or lay.architecture.startswith("KimiK3"):
-        # models/kimi_k3.py (latent routed experts, attention residual blocks, vision tower)
-        # is a different model class from Kimi-Linear's: not modelled yet.
-        raise PlanInputError("model.hf_config.model_type", "Kimi-K3 weights are not modelled yet (only Kimi-Linear's); give a budget with measured memory (free_gib_before_load / free_gib_after_load or rest_gib)")
+        return _walk_kimi_k3(r, lay, stage, first, last, pp, nextn)
     c = _cfg(lay)
     h = int(_get(c, "hidden_size", 4096))
     vocab = _vocab(lay)
@@ -922,6 +920,75 @@ def _walk_kimi(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, last:
         r.params("norms", h)
         if not (tied and pp == 1):
             r.vocab("lm_head", vocab, h, "lm_head", quant=True)
+
+
+def _walk_kimi_k3(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, last: bool, pp: int, nextn: int):
+    """KimiK3ForConditionalGeneration (models/kimi_k3.py): KDA with a full-rank gate fused into
+    q/k/v (`fused_qkvg_proj`), MLA with a q LoRA (`fused_qkv_a_proj_with_mqa`), latent routed
+    experts (replicated routed_expert_down/up_proj around experts of routed_expert_hidden_size)
+    and the MoonViT tower with its projector, replicated."""
+    c = _cfg(lay)
+    if pp > 1:
+        raise PlanInputError("server_args.pp_size", "Kimi-K3 weights are modelled at pp_size 1 only; give a budget with measured memory for PP deployments")
+    if c.get("attn_res_block_size") or c.get("latent_moe_use_norm") or c.get("mla_use_output_gate"):
+        raise PlanInputError("model.hf_config.text_config", "Kimi-K3's attention-residual / latent-norm / MLA output-gate options are not modelled yet; give a budget with measured memory")
+    h = int(c["hidden_size"])
+    vocab = _vocab(lay)
+    lac = c["linear_attn_config"]
+    kh, kd, ck = int(lac["num_heads"]), int(lac["head_dim"]), int(lac["short_conv_kernel_size"])
+    proj = kh * kd
+    heads = int(c["num_attention_heads"])
+    nope, rope, vdim = int(c["qk_nope_head_dim"]), int(c["qk_rope_head_dim"]), int(c["v_head_dim"])
+    q_rank, kv_rank = int(c["q_lora_rank"]), int(c["kv_lora_rank"])
+    n_exp, latent = int(c["num_experts"]), int(c["routed_expert_hidden_size"])
+    moe_i, shared = int(c["moe_intermediate_size"]), int(_get(c, "num_shared_experts", 0))
+    first_dense, freq = int(_get(c, "first_k_dense_replace", 0)), int(_get(c, "moe_layer_freq", 1))
+    full = set(lay.full_attention_layer_ids)
+    r.vocab("embed", vocab, h, "language_model.model.embed_tokens")
+    for i in _stage_layers(stage):
+        p = f"language_model.model.layers.{i}.self_attn"
+        if i in full:
+            r.replicated("attention", h, q_rank + kv_rank + rope, f"{p}.fused_qkv_a_proj_with_mqa")
+            r.params("norms", q_rank + kv_rank)  # q_a_layernorm, kv_a_layernorm
+            r.column("attention", q_rank, [heads * (nope + rope)], f"{p}.q_b_proj")
+            r.column("attention", kv_rank, [heads * (nope + vdim)], f"{p}.kv_b_proj")
+            r.row("attention", heads * vdim, h, f"{p}.o_proj")
+        else:
+            r.column("linear_attn", h, [proj, proj, proj, proj], f"{p}.fused_qkvg_proj")
+            r.column("linear_attn", h, [kh], f"{p}.b_proj")
+            r.replicated("linear_attn", h, kd, f"{p}.f_a_proj")
+            r.column("linear_attn", kd, [proj], f"{p}.f_b_proj")
+            r.params("linear_attn", r._shard(proj, "KDA num_heads*head_dim"), 4)  # dt_bias float32
+            r.add("linear_attn", 3 * (proj // r.tp) * ck * 4)  # qkv_conv1d float32
+            r.params("linear_attn", kh // r.tp, 4)  # A_log float32
+            r.params("linear_attn", kd)  # o_norm
+            r.row("linear_attn", proj, h, f"{p}.o_proj")
+        m = f"language_model.model.layers.{i}.mlp"
+        if i >= first_dense and i % freq == 0:
+            r.replicated("moe_gate", h, n_exp, f"{m}.gate", quant=False)
+            r.params("moe_gate", n_exp, 4)  # e_score_correction_bias float32
+            r.replicated("experts", h, latent, f"{m}.routed_expert_down_proj")
+            r.experts("experts", n_exp, latent, moe_i, f"{m}.experts")
+            r.replicated("experts", latent, h, f"{m}.routed_expert_up_proj")
+            if shared:
+                _gated_mlp(r, h, moe_i * shared, f"{m}.shared_experts", "shared_expert")
+        else:
+            _gated_mlp(r, h, int(c["intermediate_size"]), m)
+        r.params("norms", 2 * h)
+    r.params("norms", h)
+    r.vocab("lm_head", vocab, h, "language_model.lm_head", quant=True)
+    vc = lay.hf_config.get("vision_config") or {}
+    d = int(_get(vc, "vt_hidden_size", 1024))
+    qkv = int(_get(vc, "qkv_hidden_size", 1536))
+    vi = int(_get(vc, "vt_intermediate_size", 4096))
+    patch = int(_get(vc, "patch_size", 14))
+    mk = _get(vc, "merge_kernel_size", [2, 2])
+    mm = d * int(mk[0]) * int(mk[1])
+    for _ in range(int(_get(vc, "vt_num_hidden_layers", 27))):  # MoonViT blocks (replicated)
+        r.params("vision", d * 3 * qkv + qkv * d + 2 * d * vi + 2 * d)
+    r.params("vision", d + 3 * patch * patch * d + int(_get(vc, "init_pos_emb_height", 64)) * int(_get(vc, "init_pos_emb_width", 64)) * d)
+    r.params("vision", int(_get(vc, "init_pos_emb_time", 4)) * d, 4)  # temporal position embedding, float32
+    r.params("vision", mm * mm + mm * h + h)  # mm_projector: proj.0, proj.2, post_norm
 
 
 _WALKERS = {

@@ -119,7 +119,11 @@ def test_explicit_layout_and_unmodelled_families_are_refused():
     assert e.value.field == "model.hf_config"
     with pytest.raises(PlanInputError) as e:
         _bytes(layout_from_hf_config(dict(PRESETS["kimi-k3"].hf_config)), tp=8, pp=8)
-    assert "Kimi-K3" in e.value.message
+    assert e.value.field == "server_args.pp_size" and "Kimi-K3" in e.value.message
+    lfm2_moe = dict(PRESETS["lfm2-350m"].hf_config, model_type="lfm2_moe", num_experts=8)
+    with pytest.raises(PlanInputError) as e:
+        _bytes(layout_from_hf_config(lfm2_moe))
+    assert e.value.field == "model.hf_config.model_type"
 
 
 @pytest.mark.parametrize("over", [
