@@ -143,3 +143,33 @@ def test_ep_must_divide_tp():
     with pytest.raises(PlanInputError) as e:
         _bytes(_layout("qwen3.5-35b-a3b"), tp=4, ep=3)
     assert e.value.field == "server_args.ep_size"
+
+
+def test_generated_configs_give_bytes_or_a_field_error_never_a_crash():
+    """Randomised variants of every family (the conformance generator) at random layouts:
+    every answer is positive bytes per stage, or a PlanInputError naming a field."""
+    import os
+    import random
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "conformance"))
+    import cases
+
+    rng = random.Random(11)
+    answered = refused = 0
+    for family in cases.FAMILIES:
+        for _ in range(15):
+            try:
+                lay = layout_from_hf_config(cases.random_hf_config(rng, family))
+            except PlanInputError:
+                continue
+            tp, pp = rng.choice((1, 2, 4, 8)), rng.choice((1, 2, 4)) if lay.pp_supported else 1
+            try:
+                got = _bytes(lay, tp=tp, pp=pp, nextn=rng.random() < 0.3)
+            except PlanInputError as e:
+                assert e.field and e.message
+                refused += 1
+                continue
+            assert len(got) == pp and all(b > 0 for b in got)
+            answered += 1
+    assert answered > 50 and refused < answered
