@@ -12,9 +12,9 @@ Families / presets checked, bf16 (the checkpoints' dtype):
   pp 1 only).
 
 Quantized (QUANT_CASES x 5 presets x tp/ep): fp8 block-wise and per-tensor (static and
-dynamic activations), ModelOpt FP8 and NVFP4, compressed-tensors int4 pack-quantized (W4A16). Not yet checked
-against SGLang: compressed-tensors fp8 / mxfp4, AWQ, GPTQ (weights.py models them from the
-quant methods' shapes: estimates).
+dynamic activations), ModelOpt FP8 and NVFP4, compressed-tensors int4 pack-quantized (W4A16); AWQ and GPTQ on dense
+models (DENSE_INT4). Not checked against SGLang: compressed-tensors fp8 / mxfp4, AWQ / GPTQ MoE
+(weights.py models them from the quant methods' shapes: estimates).
 
 MTP drafts (load_nextn): Nemotron-3 Super, Qwen3.5 dense and MoE, against SGLang's draft model.
 
@@ -167,3 +167,27 @@ def test_mtp_draft_matches_sglang_draft_model(name, tp):
     theirs, per_param = W.rank_bytes(hf, tp=tp, pp=1, draft=True, extra_args={"speculative_algorithm": "EAGLE"})
     shared_rope = sum(b for n, b in per_param.items() if ".rotary_emb." in n)
     assert extra == theirs - shared_rope
+
+
+# AWQ / GPTQ int4 (group 128), on dense models: their linear layers are exact. Their MoE
+# methods (GPTQ's full-width w2 scale groups, g_idx sort indices, AWQ's Marlin MoE) are
+# estimates in weights.py and not checked here.
+DENSE_INT4 = {
+    "awq": {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm"},
+    "gptq": {"quant_method": "gptq", "bits": 4, "group_size": 128, "sym": True, "desc_act": False},
+}
+
+
+@pytest.mark.parametrize("fmt", sorted(DENSE_INT4))
+@pytest.mark.parametrize("name", ("qwen3.5-27b", "nemotron-h-8b-base-8k"))
+@pytest.mark.parametrize("tp", (1, 2, 4))
+def test_dense_int4_matches_sglang_model_classes(fmt, name, tp):
+    hf = _with_quant(name, DENSE_INT4[fmt])
+    if (fmt, name, tp) == ("awq", "nemotron-h-8b-base-8k", 4):
+        # Known gap, pinned: SGLang's awq_marlin refuses a shard of this model at tp 4
+        # (marlin_utils.verify_marlin_supports_shape) while weights.py still answers bytes.
+        with pytest.raises(ValueError, match="min_thread_n"):
+            W.rank_bytes(hf, tp=tp, pp=1)
+        assert _ours(hf, tp, 1, 1)[0].total_bytes > 0
+        return
+    _check(hf, tp, 1, 1)
