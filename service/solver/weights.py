@@ -24,13 +24,16 @@ SGLang's model class builds it (`sglang/srt/models/<family>.py`):
 
 Exact (byte for byte against SGLang's own model classes built on the `meta` device,
 tests/conformance/test_weights_conformance.py): Nemotron-H (dense, MoE, latent MoE), Qwen3-Next,
-Qwen3.5 dense and MoE with the vision tower, Falcon-H1, Granite-4.0-H, LFM2, Kimi-Linear in
-bf16; fp8 block-wise and per-tensor; ModelOpt FP8 (flat form) and NVFP4; compressed-tensors int4
-pack-quantized; the Nemotron-3 and Qwen3.5 MTP drafts.
+Qwen3.5 dense and MoE with the vision tower, Falcon-H1, Granite-4.0-H, LFM2, Kimi-Linear,
+Kimi-K3 with its vision tower, in bf16; fp8 block-wise and per-tensor; ModelOpt FP8 (flat form)
+and NVFP4; compressed-tensors int4 pack-quantized; AWQ / GPTQ int4 linear layers; the
+Nemotron-3 and Qwen3.5 MTP drafts.
 
-Estimated: AWQ / GPTQ, compressed-tensors fp8 and mxfp4, ModelOpt's nested (hf_quant_config)
-form, a `draft_num_layers` that is not the checkpoint's MTP; anything a load step allocates
-after construction (a kernel backend repacking or padding weights) and the allocator's cache.
+Estimated: AWQ / GPTQ MoE experts, compressed-tensors fp8 and mxfp4, ModelOpt's nested
+(hf_quant_config) form, a `draft_num_layers` that is not the checkpoint's MTP; anything a load
+step allocates after construction (a kernel backend repacking or padding weights) and the
+allocator's cache. Not modelled: awq_marlin's refusal of shards it cannot tile (SGLang fails
+to start; we answer bytes).
 Against real boot logs (tests/conformance/test_weights_bootlogs.py) the prediction is within 3%.
 
 Refused with a PlanInputError naming the field (never a bf16 guess): a quantization method or
