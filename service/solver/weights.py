@@ -26,7 +26,8 @@ Exact (byte for byte against SGLang's own model classes built on the `meta` devi
 tests/conformance/test_weights_conformance.py): Nemotron-H (dense, MoE, latent MoE), Qwen3-Next,
 Qwen3.5 dense and MoE with the vision tower, Falcon-H1, Granite-4.0-H, LFM2, Kimi-Linear,
 Kimi-K3 with its vision tower, in bf16; fp8 block-wise and per-tensor; ModelOpt FP8 (flat form)
-and NVFP4; compressed-tensors int4 pack-quantized; AWQ / GPTQ int4 linear layers; the
+and NVFP4, ModelOpt MIXED_PRECISION (FP8 + W4A16_NVFP4, the nvidia Qwen3.6-27B-NVFP4
+release); compressed-tensors int4 pack-quantized; AWQ / GPTQ int4 linear layers; the
 Nemotron-3 and Qwen3.5 MTP drafts.
 
 Estimated: AWQ / GPTQ MoE experts, compressed-tensors fp8 and mxfp4, ModelOpt's nested
@@ -37,7 +38,7 @@ to start; we answer bytes).
 Against real boot logs (tests/conformance/test_weights_bootlogs.py) the prediction is within 3%.
 
 Refused with a PlanInputError naming the field (never a bf16 guess): a quantization method or
-ModelOpt algorithm not listed above (e.g. MIXED_PRECISION), Kimi-K3 at pp_size > 1 or with
+ModelOpt algorithm not listed above, Kimi-K3 at pp_size > 1 or with
 its attention-residual options, LFM2-MoE, an explicit layout (no config to derive weights from), a layout SGLang
 refuses to build (TP not dividing heads / experts, block-fp8 shapes that do not fill blocks).
 """
@@ -274,6 +275,58 @@ class _Nvfp4(_Quant):
         return w + s + sw + 4 * (n_local + self.n_global) * (shards + 1)
 
 
+class _Mixed(_Quant):
+    """ModelOpt MIXED_PRECISION: each module's algorithm from `quantized_layers` (FP8 per-tensor,
+    NVFP4, W4A16_NVFP4), looked up under the checkpoint's and SGLang's language-model prefixes;
+    a fused module's shards must agree; a module not listed stays in the model dtype."""
+
+    name = "modelopt_mixed"
+    quantizes_lm_head = True
+
+    def __init__(self, act_bytes, skip, layers: Mapping[str, Any], kv_scales: bool, group: int):
+        super().__init__(act_bytes, skip)
+        self.layers = layers
+        self.kv_scale_bytes = 8 if kv_scales else 0
+        self.methods = {"FP8": _ModelOptFp8(act_bytes), "NVFP4": _Nvfp4(act_bytes, (), group),
+                        "W4A16_NVFP4": _Nvfp4(act_bytes, (), group)}
+
+    def _algo_of(self, name: str) -> Optional[str]:
+        cands = [name]
+        if name.startswith("model.language_model."):
+            cands.append("model." + name[len("model.language_model."):])
+        elif name.startswith("model."):
+            cands.append("model.language_model." + name[len("model."):])
+        for cand in cands:
+            info = self.layers.get(cand)
+            if isinstance(info, dict):
+                return str(info.get("quant_algo", "")).upper()
+        return None
+
+    def _method(self, parts: Sequence[str]) -> Optional[_Quant]:
+        algos = {self._algo_of(p) for p in parts} - {None}
+        if len(algos) > 1:
+            raise PlanInputError("model.hf_config.quantization_config.quantized_layers",
+                                 f"the shards of a fused layer ({', '.join(parts)}) use different algorithms {sorted(algos)}; SGLang refuses this")
+        if not algos:
+            return None
+        algo = algos.pop()
+        if algo not in self.methods:
+            raise PlanInputError("model.hf_config.quantization_config.quantized_layers",
+                                 f"{parts[0]}: quant_algo {algo!r} is not modelled (FP8, NVFP4, W4A16_NVFP4 are)")
+        return self.methods[algo]
+
+    def linear(self, in_pr, outs_pr, parts):
+        m = None if self.skipped(parts) else self._method(parts)
+        return m.linear(in_pr, outs_pr, parts) if m else super().linear(in_pr, outs_pr, parts)
+
+    def experts(self, n_local, w13_pr, hidden, inter_pr, parts):
+        m = self._method(parts)
+        if m is None:
+            return super().experts(n_local, w13_pr, hidden, inter_pr, parts)
+        m.n_global = self.n_global
+        return m.experts(n_local, w13_pr, hidden, inter_pr, parts)
+
+
 class _WNA16(_Quant):
     """Int4 weight-only with group scales: compressed-tensors pack-quantized
     (`weight_packed` int32, `weight_scale` in the model dtype, `weight_shape` int64[2]) and
@@ -353,7 +406,16 @@ def _quant_scheme(hf: Mapping[str, Any], text: Mapping[str, Any], act_bytes: int
         skip += list(qc.get("exclude_modules") or nested.get("exclude_modules") or [])
         if algo == "NVFP4":
             return _Nvfp4(act_bytes, skip, int(qc.get("group_size") or 16))
-        raise PlanInputError(f"{qpath}.quant_algo", f"ModelOpt quant_algo {algo or None!r} is not modelled (FP8 and NVFP4 are); give a budget with measured memory instead")
+        if algo == "MIXED_PRECISION":
+            layers = qc.get("quantized_layers") or nested.get("quantized_layers")
+            if not isinstance(layers, dict) or not layers:
+                raise PlanInputError(f"{qpath}.quantized_layers", "MIXED_PRECISION needs a non-empty quantized_layers map")
+            kvs = qc.get("kv_cache_scheme")
+            kv = (isinstance(kvs, dict) and kvs.get("type") == "float") or bool(qc.get("kv_cache_quant_algo") or nested.get("kv_cache_quant_algo"))
+            group = next((int(v.get("group_size", 16)) for v in layers.values() if isinstance(v, dict) and str(v.get("quant_algo", "")).upper() in ("NVFP4", "W4A16_NVFP4")), 16)
+            mixed_skip = list(qc.get("ignore", qc.get("exclude_modules")) or []) if qc.get("quant_algo") else list(nested.get("exclude_modules") or [])
+            return _Mixed(act_bytes, mixed_skip, layers, kv, group)
+        raise PlanInputError(f"{qpath}.quant_algo", f"ModelOpt quant_algo {algo or None!r} is not modelled (FP8, NVFP4 and MIXED_PRECISION are); give a budget with measured memory instead")
     if method in ("awq", "gptq", "auto-round"):
         bits = qc.get("bits", qc.get("w_bit", 4))
         group = qc.get("group_size", qc.get("q_group_size", 128))
@@ -558,7 +620,8 @@ def _walk_qwen(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, last:
         if nextn:  # the MTP draft model (Qwen3_5ForCausalLMMTP / Qwen3NextForCausalLMMTP)
             _qwen_mtp(r, lay, c, h, vocab, is_moe, nextn)
     vc = lay.hf_config.get("vision_config") if lay.hf_config is not lay.hf_text_config else None
-    if isinstance(vc, dict):  # every PP stage builds the vision tower; pos_embed only the first
+    if isinstance(vc, dict) and not lay.hf_config.get("language_model_only"):
+        # every PP stage builds the vision tower; pos_embed only the first
         _qwen_vision(r, vc, first)
 
 

@@ -23,6 +23,9 @@ Where SGLang refuses to build a layout (TP not dividing heads, ...), weights.py 
 
 from __future__ import annotations
 
+import json
+import pathlib
+
 import pytest
 
 from service.presets import PRESETS
@@ -191,3 +194,15 @@ def test_dense_int4_matches_sglang_model_classes(fmt, name, tp):
         assert _ours(hf, tp, 1, 1)[0].total_bytes > 0
         return
     _check(hf, tp, 1, 1)
+
+
+# A shipped checkpoint's own quantization_config: nvidia/Qwen3.6-27B-NVFP4 (ModelOpt
+# MIXED_PRECISION: FP8 attention and GDN projections, W4A16_NVFP4 MLP and lm_head), copied
+# verbatim into tests/data/quant_configs with its source.
+QUANT_DATA = pathlib.Path(__file__).resolve().parents[1] / "data" / "quant_configs"
+
+
+@pytest.mark.parametrize("tp", (1, 2, 4))
+def test_shipped_mixed_precision_checkpoint_matches_sglang(tp):
+    qc = json.loads((QUANT_DATA / "qwen3.6-27b-nvfp4.json").read_text())["quantization_config"]
+    _check(_with_quant("qwen3.6-27b", qc), tp, 1, 1)
