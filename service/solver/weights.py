@@ -27,10 +27,12 @@ tests/conformance/test_weights_conformance.py): Nemotron-H (dense, MoE, latent M
 Qwen3.5 dense and MoE with the vision tower, Falcon-H1, Granite-4.0-H, LFM2, Kimi-Linear,
 Kimi-K3 with its vision tower, in bf16; fp8 block-wise and per-tensor; ModelOpt FP8 (flat form)
 and NVFP4, ModelOpt MIXED_PRECISION (FP8 + W4A16_NVFP4, the nvidia Qwen3.6-27B-NVFP4
-release); compressed-tensors int4 pack-quantized; AWQ / GPTQ int4 linear layers; the
+release); compressed-tensors int4 pack-quantized and MXFP4 MoE (Kimi-K3 as shipped); AWQ /
+GPTQ int4 linear layers; the
 Nemotron-3 and Qwen3.5 MTP drafts.
 
-Estimated: AWQ / GPTQ MoE experts, compressed-tensors fp8 and mxfp4, ModelOpt's nested
+Estimated: AWQ / GPTQ MoE experts, compressed-tensors fp8 and MXFP4 linear layers / MXFP4 MoE
+backend paddings, ModelOpt's nested
 (hf_quant_config) form, a `draft_num_layers` that is not the checkpoint's MTP; anything a load
 step allocates after construction (a kernel backend repacking or padding weights) and the
 allocator's cache. Not modelled: awq_marlin's refusal of shards it cannot tile (SGLang fails
@@ -38,8 +40,7 @@ to start; we answer bytes).
 Against real boot logs (tests/conformance/test_weights_bootlogs.py) the prediction is within 3%.
 
 Refused with a PlanInputError naming the field (never a bf16 guess): a quantization method or
-ModelOpt algorithm not listed above, Kimi-K3 at pp_size > 1 or with
-its attention-residual options, LFM2-MoE, an explicit layout (no config to derive weights from), a layout SGLang
+ModelOpt algorithm not listed above, Kimi-K3 at pp_size > 1, LFM2-MoE, an explicit layout (no config to derive weights from), a layout SGLang
 refuses to build (TP not dividing heads / experts, block-fp8 shapes that do not fill blocks).
 """
 
@@ -377,7 +378,11 @@ class _Mxfp4(_Quant):
     def experts(self, n_local, w13_pr, hidden, inter_pr, parts):
         if self.skipped_moe(parts):
             return super().experts(n_local, w13_pr, hidden, inter_pr, parts)
-        return n_local * (w13_pr * hidden // 2 + w13_pr * _cdiv(hidden, 32) + hidden * inter_pr // 2 + hidden * _cdiv(inter_pr, 32))
+        # Mxfp4MoEMethod (compressed-tensors MXFP4 MoE): packed weights, uint8 scales per 32,
+        # and w13 / w2 biases in the model dtype. The backend paddings (Marlin, SM100) are not
+        # applied: dimensions already multiples of 256 (Kimi-K3's) are unaffected.
+        w = w13_pr * hidden // 2 + w13_pr * _cdiv(hidden, 32) + hidden * inter_pr // 2 + hidden * _cdiv(inter_pr, 32)
+        return n_local * (w + (w13_pr + hidden) * self.act)
 
 
 def _quant_scheme(hf: Mapping[str, Any], text: Mapping[str, Any], act_bytes: int, path: str) -> _Quant:
@@ -996,8 +1001,9 @@ def _walk_kimi_k3(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, la
     c = _cfg(lay)
     if pp > 1:
         raise PlanInputError("server_args.pp_size", "Kimi-K3 weights are modelled at pp_size 1 only; give a budget with measured memory for PP deployments")
-    if c.get("attn_res_block_size") or c.get("latent_moe_use_norm") or c.get("mla_use_output_gate"):
-        raise PlanInputError("model.hf_config.text_config", "Kimi-K3's attention-residual / latent-norm / MLA output-gate options are not modelled yet; give a budget with measured memory")
+    attn_res = bool(c.get("attn_res_block_size"))
+    latent_norm = bool(c.get("latent_moe_use_norm"))
+    mla_gate = bool(c.get("mla_use_output_gate"))
     h = int(c["hidden_size"])
     vocab = _vocab(lay)
     lac = c["linear_attn_config"]
@@ -1019,6 +1025,8 @@ def _walk_kimi_k3(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, la
             r.column("attention", q_rank, [heads * (nope + rope)], f"{p}.q_b_proj")
             r.column("attention", kv_rank, [heads * (nope + vdim)], f"{p}.kv_b_proj")
             r.row("attention", heads * vdim, h, f"{p}.o_proj")
+            if mla_gate:
+                r.column("attention", h, [heads * vdim], f"{p}.g_proj")
         else:
             r.column("linear_attn", h, [proj, proj, proj, proj], f"{p}.fused_qkvg_proj")
             r.column("linear_attn", h, [kh], f"{p}.b_proj")
@@ -1033,15 +1041,19 @@ def _walk_kimi_k3(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, la
         if i >= first_dense and i % freq == 0:
             r.replicated("moe_gate", h, n_exp, f"{m}.gate", quant=False)
             r.params("moe_gate", n_exp, 4)  # e_score_correction_bias float32
-            r.replicated("experts", h, latent, f"{m}.routed_expert_down_proj")
+            # The latent projections take the quant config only if it says it supports them
+            # (supports_kimi_k3_quantized_latent_projections); none modelled here does.
+            r.replicated("experts", h, latent, f"{m}.routed_expert_down_proj", quant=False)
             r.experts("experts", n_exp, latent, moe_i, f"{m}.experts")
-            r.replicated("experts", latent, h, f"{m}.routed_expert_up_proj")
+            r.replicated("experts", latent, h, f"{m}.routed_expert_up_proj", quant=False)
+            if latent_norm:
+                r.params("norms", latent)  # routed_expert_norm
             if shared:
                 _gated_mlp(r, h, moe_i * shared, f"{m}.shared_experts", "shared_expert")
         else:
             _gated_mlp(r, h, int(c["intermediate_size"]), m)
-        r.params("norms", 2 * h)
-    r.params("norms", h)
+        r.params("norms", (2 + (4 if attn_res else 0)) * h)  # + attention-residual norms / projections
+    r.params("norms", (1 + (2 if attn_res else 0)) * h)
     r.vocab("lm_head", vocab, h, "language_model.lm_head", quant=True)
     vc = lay.hf_config.get("vision_config") or {}
     d = int(_get(vc, "vt_hidden_size", 1024))

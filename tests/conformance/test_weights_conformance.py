@@ -13,7 +13,8 @@ Families / presets checked, bf16 (the checkpoints' dtype):
 
 Quantized (QUANT_CASES x 5 presets x tp/ep): fp8 block-wise and per-tensor (static and
 dynamic activations), ModelOpt FP8 and NVFP4, compressed-tensors int4 pack-quantized (W4A16); AWQ and GPTQ on dense
-models (DENSE_INT4). Not checked against SGLang: compressed-tensors fp8 / mxfp4, AWQ / GPTQ MoE
+models (DENSE_INT4); ModelOpt MIXED_PRECISION (nvidia Qwen3.6-27B-NVFP4) and compressed-tensors
+MXFP4 (Kimi-K3) as shipped. Not checked against SGLang: compressed-tensors fp8, AWQ / GPTQ MoE
 (weights.py models them from the quant methods' shapes: estimates).
 
 MTP drafts (load_nextn): Nemotron-3 Super, Qwen3.5 dense and MoE, against SGLang's draft model.
@@ -206,3 +207,11 @@ QUANT_DATA = pathlib.Path(__file__).resolve().parents[1] / "data" / "quant_confi
 def test_shipped_mixed_precision_checkpoint_matches_sglang(tp):
     qc = json.loads((QUANT_DATA / "qwen3.6-27b-nvfp4.json").read_text())["quantization_config"]
     _check(_with_quant("qwen3.6-27b", qc), tp, 1, 1)
+
+
+# Kimi-K3's full config.json as shipped (compressed-tensors MXFP4 experts, attention-residual
+# blocks, latent-MoE norm, MLA output gate), copied verbatim with its source.
+@pytest.mark.parametrize("tp,ep", ((4, 1), (8, 1), (8, 8)))
+def test_shipped_kimi_k3_mxfp4_checkpoint_matches_sglang(tp, ep):
+    hf = json.loads((QUANT_DATA / "kimi-k3-mxfp4-config.json").read_text())
+    _check({k: v for k, v in hf.items() if not k.startswith("_")}, tp, 1, ep)
