@@ -19,8 +19,9 @@ Stand-ins, and only these (on top of sglang_ref's import fakes):
   while building) are small objects answering from the placement;
 * `torch.cuda.Stream` (the "alt" stream some models take at construction) is a plain object;
 * the module flags that say which platform runs (`_is_cuda` True, `_is_cpu`, `_is_hip`,
-  `_is_npu`, `_use_aiter`, `_is_cpu_amx_available` False) in every loaded sglang module,
-  so the model classes take their CUDA branches (e.g. Qwen's shared-expert fusion).
+  `_is_npu`, `_use_aiter`, `_is_cpu_amx_available` False) in every loaded sglang module for
+  the duration of one build (restored after), so the model classes take their CUDA branches
+  (e.g. Qwen's shared-expert fusion).
 """
 
 from __future__ import annotations
@@ -120,14 +121,24 @@ def load() -> types.SimpleNamespace:
         return _READY
 
 
-def _pin_platform_flags() -> None:
+@contextlib.contextmanager
+def _platform_flags():
+    """The CUDA platform flags in every loaded sglang module for one build, restored after
+    (other conformance tests in the same process read these modules as the CPU host)."""
+    saved = []
     for name, mod in list(sys.modules.items()):
         if not name.startswith("sglang.") or not isinstance(mod, types.ModuleType):
             continue
         d = getattr(mod, "__dict__", {})
         for flag, value in PLATFORM_FLAGS.items():
             if flag in d and isinstance(d[flag], bool):
+                saved.append((d, flag, d[flag]))
                 d[flag] = value
+    try:
+        yield
+    finally:
+        for d, flag, value in saved:
+            d[flag] = value
 
 
 class _Group:
@@ -181,8 +192,7 @@ def rank_bytes(hf_config: dict, *, tp: int, pp: int, ep: int = 1, pp_rank: int =
     sg = load()
     torch = sg.torch
     path = _model_dir(hf_config)
-    with active(), sg.launch_ref._hopper(sg.lsg, H200_MIB):
-        _pin_platform_flags()
+    with active(), sg.launch_ref._hopper(sg.lsg, H200_MIB), _platform_flags():
         args = dict(model_path=path, tp_size=tp, pp_size=pp, ep_size=ep, device="cuda", load_format="dummy")
         args.update(extra_args or {})
         sa = sg.ServerArgs(**args)
