@@ -1098,6 +1098,8 @@ def stage_weight_breakdown(layout: ModelLayout, *, tp_size: int, pp_size: int, e
         raise PlanInputError("server_args.ep_size", f"ep_size={ep_size} must divide tp_size={tp_size}")
     if len(stages) != pp_size:
         raise PlanInputError("server_args.pp_size", f"{len(stages)} stages given for pp_size={pp_size}")
+    if pp_size > 1 and not layout.pp_supported:
+        raise PlanInputError("server_args.pp_size", f"SGLang 0.5.23 builds {layout.architecture} on a single pipeline stage only (it asserts pp_size == 1); use pp_size 1")
     dtype = layout.hf_text_config.get("torch_dtype") or layout.hf_text_config.get("dtype") or layout.hf_config.get("torch_dtype") or layout.hf_config.get("dtype") or "bfloat16"
     # SGLang loads float32 checkpoints in bfloat16 (dtype=auto), as it does float16 ones in float16.
     act = DTYPE_BYTES.get(str(dtype), 2)

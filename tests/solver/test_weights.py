@@ -173,3 +173,10 @@ def test_generated_configs_give_bytes_or_a_field_error_never_a_crash():
             assert len(got) == pp and all(b > 0 for b in got)
             answered += 1
     assert answered > 50 and refused < answered
+
+
+def test_families_without_pp_refuse_pp():
+    for name in ("qwen3-next-80b-a3b-instruct", "falcon-h1-0.5b", "lfm2-350m"):
+        with pytest.raises(PlanInputError) as e:
+            _bytes(_layout(name), tp=1, pp=2)
+        assert e.value.field == "server_args.pp_size"
