@@ -47,8 +47,7 @@ refuses to build (TP not dividing heads / experts, block-fp8 shapes that do not 
 from __future__ import annotations
 
 import re
-from functools import lru_cache
-from typing import Any, Iterable, Mapping, NamedTuple, Optional, Sequence
+from typing import Any, Mapping, NamedTuple, Optional, Sequence
 
 from service.solver.errors import PlanInputError
 from service.solver.layout import ModelLayout

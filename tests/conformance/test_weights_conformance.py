@@ -86,7 +86,7 @@ def _check(hf_config: dict, tp: int, pp: int, ep: int):
     if ours is None:
         return "family does not support PP in SGLang 0.5.23"
     for stage in ours:
-        theirs, per_param = W.rank_bytes(hf_config, tp=tp, pp=pp, ep=ep, pp_rank=stage.pp_rank)
+        theirs, _ = W.rank_bytes(hf_config, tp=tp, pp=pp, ep=ep, pp_rank=stage.pp_rank)
         assert stage.total_bytes == theirs, (
             f"stage {stage.pp_rank}: ours {stage.total_bytes} != SGLang {theirs} "
             f"(diff {stage.total_bytes - theirs}); ours by group {stage.groups}"

@@ -36,7 +36,7 @@ import tempfile
 import threading
 import types
 import warnings
-from typing import Any, Optional
+from typing import Optional
 
 sys.modules.setdefault("weights_ref", sys.modules[__name__])
 sys.modules.setdefault("tests.conformance.weights_ref", sys.modules[__name__])
