@@ -9,16 +9,19 @@ real `ServerArgs` and a `SpawnRanks` placement, so every `get_parallel()` width 
 numel * element_size over the module's parameters and buffers (shared tensors once).
 
 Stand-ins, and only these (on top of sglang_ref's import fakes):
-* more import fakes: `openai`, `partial_json_parser` and SGLang's OpenAI protocol module
-  (reached through imports that building a model never runs);
+* more import fakes: `openai`, `partial_json_parser`, `cuda` / `cutlass` (CuTe-DSL kernels a
+  layer only probes for) and SGLang's OpenAI protocol module (reached through imports that
+  building a model never runs);
 * launch_ref's `_hopper` (torch.cuda and the platform probes answer as one H200) while the
   server arguments resolve and the model is built;
 * triton's driver raises, so the kernels' platform probes answer "cpu";
 * the process-group handles (tp/pp/moe-ep groups, only their size/rank/first/last are read
   while building) are small objects answering from the placement;
+* `torch.cuda.Stream` (the "alt" stream some models take at construction) is a plain object;
 * the module flags that say which platform runs (`_is_cuda` True, `_is_cpu`, `_is_hip`,
-  `_is_npu`, `_use_aiter`, `_is_cpu_amx_available` False) in every loaded sglang module,
-  so the model classes take their CUDA branches (e.g. Qwen's shared-expert fusion).
+  `_is_npu`, `_use_aiter`, `_is_cpu_amx_available` False) in every loaded sglang module for
+  the duration of one build (restored after), so the model classes take their CUDA branches
+  (e.g. Qwen's shared-expert fusion).
 """
 
 from __future__ import annotations
@@ -39,7 +42,7 @@ sys.modules.setdefault("tests.conformance.weights_ref", sys.modules[__name__])
 
 import sglang_ref as R  # noqa: E402  (this folder is on sys.path in the conformance suite)
 
-_EXTRA = ("openai", "partial_json_parser")
+_EXTRA = ("openai", "partial_json_parser", "cuda", "cutlass")
 _EXTRA_EXACT = ("sglang.srt.entrypoints.openai.protocol",)
 _LOCK = threading.RLock()
 H200_MIB = 143771  # the deployments sized are Hopper's: SGLang resolves and builds as on one H200
@@ -92,6 +95,19 @@ def load() -> types.SimpleNamespace:
             triton.runtime.driver.active.get_current_target = _no_driver
             triton.runtime.driver.active.utils.get_device_properties = _no_driver
             mods = {}
+            # Every quant method module now, so the platform flags pinned before each build
+            # reach them all (a module imported lazily mid-build would keep the CPU's).
+            import pkgutil
+
+            import sglang.srt.layers.moe as moepkg
+            import sglang.srt.layers.quantization as qpkg
+
+            for pkg in (qpkg, moepkg):
+                for info in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + "."):
+                    try:
+                        importlib.import_module(info.name)
+                    except Exception:  # hardware-specific backends (NPU, ROCm, ...) that cannot import here
+                        pass
             for fam in ("nemotron_h", "qwen3_next", "qwen3_5", "falcon_h1", "granitemoehybrid", "lfm2", "kimi_linear"):
                 mods[fam] = importlib.import_module(f"sglang.srt.models.{fam}")
             import torch
@@ -104,14 +120,24 @@ def load() -> types.SimpleNamespace:
         return _READY
 
 
-def _pin_platform_flags() -> None:
+@contextlib.contextmanager
+def _platform_flags():
+    """The CUDA platform flags in every loaded sglang module for one build, restored after
+    (other conformance tests in the same process read these modules as the CPU host)."""
+    saved = []
     for name, mod in list(sys.modules.items()):
         if not name.startswith("sglang.") or not isinstance(mod, types.ModuleType):
             continue
         d = getattr(mod, "__dict__", {})
         for flag, value in PLATFORM_FLAGS.items():
             if flag in d and isinstance(d[flag], bool):
+                saved.append((d, flag, d[flag]))
                 d[flag] = value
+    try:
+        yield
+    finally:
+        for d, flag, value in saved:
+            d[flag] = value
 
 
 class _Group:
@@ -124,6 +150,7 @@ class _Group:
         self.is_last_rank = rank == size - 1
         self.first_rank, self.last_rank = 0, size - 1
         self.device_group = self.cpu_group = self
+        self.ca_comm = None  # no custom all-reduce communicator
         self.ranks = list(range(size))
 
     def size(self):
@@ -141,6 +168,13 @@ class _Group:
         return torch.empty(size, dtype=dtype, device="meta")
 
 
+class _FakeStream:
+    """`torch.cuda.Stream()`: models take an "alt" stream handle at construction."""
+
+    def __init__(self, *a, **k):
+        pass
+
+
 def _model_dir(hf_config: dict) -> str:
     td = tempfile.mkdtemp(prefix="mambasizer-wref-")
     clean = {k: v for k, v in hf_config.items() if not k.startswith("_")}
@@ -150,13 +184,14 @@ def _model_dir(hf_config: dict) -> str:
 
 
 def rank_bytes(hf_config: dict, *, tp: int, pp: int, ep: int = 1, pp_rank: int = 0, tp_rank: int = 0,
-               extra_args: dict | None = None) -> tuple[int, dict]:
-    """SGLang's model for one rank, built on meta: (total bytes, {param name: bytes})."""
+               extra_args: dict | None = None, draft: bool = False) -> tuple[int, dict]:
+    """SGLang's model for one rank, built on meta: (total bytes, {param name: bytes}).
+    draft=True builds the MTP draft model the way speculative decoding loads it from the
+    same checkpoint (ModelConfig(is_draft_model=True) rewrites the architecture)."""
     sg = load()
     torch = sg.torch
     path = _model_dir(hf_config)
-    with active(), sg.launch_ref._hopper(sg.lsg, H200_MIB):
-        _pin_platform_flags()
+    with active(), sg.launch_ref._hopper(sg.lsg, H200_MIB), _platform_flags():
         args = dict(model_path=path, tp_size=tp, pp_size=pp, ep_size=ep, device="cuda", load_format="dummy")
         args.update(extra_args or {})
         sa = sg.ServerArgs(**args)
@@ -173,14 +208,14 @@ def rank_bytes(hf_config: dict, *, tp: int, pp: int, ep: int = 1, pp_rank: int =
                 moe_ep_group=_Group(par.moe_ep_size, par.moe_ep_rank),
                 moe_tp_group=_Group(par.moe_tp_size, par.moe_tp_rank),
             )
-            mc = ModelConfig.from_server_args(sa)
+            mc = ModelConfig.from_server_args(sa, is_draft_model=draft)
             lc = LoadConfig(load_format="dummy")
             quant = sg.loader._get_quantization_config(mc, lc)
             dtype = mc.dtype
             old = torch.get_default_dtype()
             torch.set_default_dtype(dtype)
             try:
-                with torch.device("meta"):
+                with torch.device("meta"), R._patched(torch.cuda, "Stream", _FakeStream):
                     model = sg.loader._initialize_model(mc, lc, quant)
             finally:
                 torch.set_default_dtype(old)
