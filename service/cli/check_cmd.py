@@ -21,6 +21,7 @@ import sys
 from typing import Any
 
 from service.cli import EXIT_INVALID, EXIT_OK, EXIT_WOULD_NOT_START
+from service.cli.common import add_command
 
 PROG = "mambasizer check"
 DEFAULT_TERMINATION_LOG = "/dev/termination-log"
@@ -83,11 +84,11 @@ _seconds = _positive(_finite("seconds"))
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "check",
         help="exit 0 if SGLang 0.5.23 would start and meet the requirements, 1 if not, 2 for invalid input",
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        doc=__doc__,
         epilog=(
             "forms:\n"
             "  mambasizer check REQUEST.json\n"
