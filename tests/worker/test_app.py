@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from service.cli import build_parser
 from service.worker.app import create_app, read_token
 from service.worker.runner import RunnerConfig, TrialRunner
-from worker_helpers import TINY
+from tiny_request import TINY
 
 
 def client(token=None, **config) -> TestClient:

@@ -22,16 +22,9 @@ from service.worker.app import create_app  # noqa: E402
 from service.worker.devices import CpuBackend  # noqa: E402
 from service.worker.runner import QueueFull, RunnerConfig, TrialRunner  # noqa: E402
 from service.worker.trial import run_trial  # noqa: E402
-from worker_helpers import (  # noqa: E402
-    QWEN_SMALL,
-    TINY,
-    GatedBackend,
-    SingleBackendFactory,
-    free_port,
-    req,
-    serve,
-    wait_for,
-)
+from serving import free_port  # noqa: E402
+from tiny_request import TINY  # noqa: E402
+from worker_helpers import QWEN_SMALL, GatedBackend, SingleBackendFactory, req, serve, wait_for  # noqa: E402
 
 MIB = 1 << 20
 

@@ -20,7 +20,8 @@ from fastapi.testclient import TestClient
 from service.cli.worker_cmd import is_loopback
 from service.worker.app import MAX_BODY_BYTES, create_app
 from service.worker.runner import RunnerConfig, TrialRunner
-from worker_helpers import TINY, GatedBackend, SingleBackendFactory, serve, wait_for
+from tiny_request import TINY
+from worker_helpers import GatedBackend, SingleBackendFactory, serve, wait_for
 
 
 def _runner(**config) -> TrialRunner:
