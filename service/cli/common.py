@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from service.cli import EXIT_INVALID
+
+T = TypeVar("T")
 
 
 def add_command(subparsers: Any, name: str, *, help: str, doc: str, epilog: str | None = None) -> argparse.ArgumentParser:
@@ -33,6 +36,19 @@ def port_number(text: str) -> int:
     if not 0 <= value <= 65535:
         raise argparse.ArgumentTypeError(f"expected a port number 0-65535, got {value}")
     return value
+
+
+def setting_type(parse: Callable[[str, str], T], flag: str) -> Callable[[str], T]:
+    """An argparse `type=` for --FLAG from a settings parser `parse(text, name)`, whose
+    ValueError (naming the flag) becomes argparse's one-line usage error."""
+
+    def convert(text: str) -> T:
+        try:
+            return parse(text, flag)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return convert
 
 
 def add_listen_args(p: argparse.ArgumentParser, *, default_port: int, port_help: str) -> None:

@@ -24,35 +24,18 @@ from service.api.read_timeouts import (
 )
 from service.api.trials import DEFAULT_MEMORY_GIB, TrialSettingsError, parse_memory_gib
 from service.cli import EXIT_OK
-from service.cli.common import add_command, add_listen_args, add_log_level, error
-
-
-def _memory_gib(text: str) -> float:
-    try:
-        return parse_memory_gib(text, "--trial-memory-gib")
-    except TrialSettingsError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _seconds(flag: str):
-    def parse(text: str) -> float:
-        try:
-            return parse_timeout(text, flag)
-        except TimeoutSettingError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    return parse
+from service.cli.common import add_command, add_listen_args, add_log_level, error, setting_type
 
 
 def add_read_timeouts(p: argparse.ArgumentParser) -> None:
     """--header-timeout / --body-timeout (serve and worker): slow clients are closed."""
     p.add_argument(
-        "--header-timeout", type=_seconds("--header-timeout"), metavar="SECONDS",
+        "--header-timeout", type=setting_type(parse_timeout, "--header-timeout"), metavar="SECONDS",
         help=f"close a connection whose request headers are not complete within this time: 408 "
         f"(env {HEADER_TIMEOUT_ENV}, default {DEFAULT_HEADER_TIMEOUT_S:g})",
     )
     p.add_argument(
-        "--body-timeout", type=_seconds("--body-timeout"), metavar="SECONDS",
+        "--body-timeout", type=setting_type(parse_timeout, "--body-timeout"), metavar="SECONDS",
         help=f"close a connection whose request body is not complete within this time after its headers "
         f"(env {BODY_TIMEOUT_ENV}, default {DEFAULT_BODY_TIMEOUT_S:g})",
     )
@@ -91,7 +74,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "or the token itself in MAMBASIZER_TRIAL_TOKEN); not the worker's token",
     )
     trials.add_argument(
-        "--trial-memory-gib", type=_memory_gib, metavar="GIB",
+        "--trial-memory-gib", type=setting_type(parse_memory_gib, "--trial-memory-gib"), metavar="GIB",
         help=f"most host memory one embedded CPU trial may allocate (env MAMBASIZER_TRIAL_MEMORY_GIB, default {DEFAULT_MEMORY_GIB:g})",
     )
     add_log_level(p)
