@@ -18,11 +18,11 @@ import yaml
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
+from samples import TINY
 from service.api import deployment_trials
 from service.api.app import create_app
 from service.api.trials import TrialSettings, TrialSettingsError
 from serving import mambasizer_command, start_mambasizer
-from tiny_request import TINY
 
 # A few MiB, as the body of a deployments-file entry.
 TINY_YAML = textwrap.indent(yaml.safe_dump(TINY, sort_keys=False), "  ")

@@ -12,11 +12,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api_helpers import assert_no_internals, preset_request
+from samples import TINY
 from service.api import trials
 from service.api.app import create_app
 from service.api.trials import TrialSettings, TrialSettingsError
 from service.solver import plan
-from tiny_request import TINY
 
 REQ = preset_request(tp_size=4)
 PLAN_BYTES = plan(REQ).model_dump_json().encode()

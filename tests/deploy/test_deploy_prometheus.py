@@ -34,8 +34,8 @@ import pytest
 import yaml
 
 from deploy_helpers import CHART, DASHBOARD, FULL_VALUES, ROOT, documents, one, render
+from samples import TINY
 from serving import free_port, mambasizer_command, wait_http
-from tiny_request import TINY
 
 SGLANG_EXPOSITION = ROOT / "tests" / "data" / "prometheus" / "sglang-0.5.23-metrics.prom"
 RELEASE, NAMESPACE = "ms", "sizing"

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from samples import TINY
 from serving import free_port
-from tiny_request import TINY
 
 ROOT = Path(__file__).resolve().parents[2]
 

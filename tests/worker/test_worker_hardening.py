@@ -17,10 +17,10 @@ pytest.importorskip("torch")
 import httpx
 from fastapi.testclient import TestClient
 
+from samples import TINY
 from service.cli.worker_cmd import is_loopback
 from service.worker.app import MAX_BODY_BYTES, create_app
 from service.worker.runner import RunnerConfig, TrialRunner
-from tiny_request import TINY
 from worker_helpers import GatedBackend, SingleBackendFactory, serve, wait_for
 
 
