@@ -82,3 +82,21 @@ def read_source(source: str, limit: int | None = None) -> bytes:
         return sys.stdin.buffer.read(size)
     with open(source, "rb") as fh:
         return fh.read(size)
+
+
+class UnreadableInput(Exception):
+    """An input named on the command line that cannot be read; str() is the line to print."""
+
+
+def read_json_request(source: str) -> dict:
+    """The JSON object in file `source` (stdin for `-`), decoded by the API's rules. Raises
+    UnreadableInput when it cannot be read, the solver's PlanInputError when it is not a JSON
+    object."""
+    from service.api import wire
+
+    label = source_label(source)
+    try:
+        data = read_source(source)
+    except OSError as exc:
+        raise UnreadableInput(f"{label}: cannot read: {exc.strerror or exc}") from None
+    return wire.decode_json(data, label=label)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from service.cli import EXIT_OK, EXIT_WOULD_NOT_START
-from service.cli.common import add_command, error, read_source, source_label
+from service.cli.common import UnreadableInput, add_command, error, read_json_request
 
 GIB = float(1 << 30)
 
@@ -122,14 +122,11 @@ def run(args: argparse.Namespace) -> int:
     from service.api import wire
     from service.solver import PlanInputError, plan
 
-    label = source_label(args.request)
     try:
-        data = read_source(args.request)
-    except OSError as exc:
-        return error(f"{label}: cannot read: {exc.strerror or exc}")
-    try:
-        prepared = wire.prepare(wire.decode_json(data, label=label), allow_trial=False)
+        prepared = wire.prepare(read_json_request(args.request), allow_trial=False)
         result = plan(prepared.request)
+    except UnreadableInput as exc:
+        return error(str(exc))
     except PlanInputError as exc:
         if exc.field == "trial":
             return error("trial: is only run by the HTTP API (POST /v1/plan); remove it to plan from the command line")

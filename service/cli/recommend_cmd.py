@@ -16,7 +16,7 @@ import sys
 from typing import Any
 
 from service.cli import EXIT_OK, EXIT_WOULD_NOT_START
-from service.cli.common import add_command, error, read_source, source_label
+from service.cli.common import UnreadableInput, add_command, error, read_json_request
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -64,13 +64,10 @@ def run(args: argparse.Namespace) -> int:
     from service.recommend import recommend, response_json
     from service.solver import PlanInputError
 
-    label = source_label(args.request)
     try:
-        data = read_source(args.request)
-    except OSError as exc:
-        return error(f"{label}: cannot read: {exc.strerror or exc}")
-    try:
-        result = recommend(wire.decode_json(data, label=label))
+        result = recommend(read_json_request(args.request))
+    except UnreadableInput as exc:
+        return error(str(exc))
     except PlanInputError as exc:
         return error(wire.input_error_line(exc))
     if args.json:
