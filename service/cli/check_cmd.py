@@ -21,7 +21,7 @@ import sys
 from typing import Any
 
 from service.cli import EXIT_INVALID, EXIT_OK, EXIT_WOULD_NOT_START
-from service.cli.common import add_command
+from service.cli.common import add_command, whole_number
 
 PROG = "mambasizer check"
 DEFAULT_TERMINATION_LOG = "/dev/termination-log"
@@ -41,14 +41,7 @@ class CheckFailure(Exception):
 # --------------------------------------------------------------------------- parser
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
+_positive_int = whole_number(1, "a positive integer")
 
 
 def _finite(unit: str):

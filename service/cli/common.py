@@ -27,6 +27,21 @@ def add_command(subparsers: Any, name: str, *, help: str, doc: str, epilog: str 
     )
 
 
+def whole_number(minimum: int, what: str) -> Callable[[str], int]:
+    """An argparse `type=`: an integer of at least `minimum`; the error says `what` it expects."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
+        return value
+
+    return parse
+
+
 def port_number(text: str) -> int:
     """argparse type for --port (serve and worker)."""
     try:

@@ -19,7 +19,7 @@ from typing import Any
 
 from service.api.read_timeouts import TimeoutSettingError
 from service.cli import EXIT_OK
-from service.cli.common import add_command, add_listen_args, add_log_level, error
+from service.cli.common import add_command, add_listen_args, add_log_level, error, whole_number
 from service.cli.serve_cmd import add_read_timeouts, http_protocol
 
 
@@ -34,14 +34,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    return value
+_non_negative_int = whole_number(0, "a non-negative integer")
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
