@@ -32,25 +32,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
+
+from schemas.checklog import FigureName
 
 MAX_LOG_BYTES = 1 << 20  # 1 MiB
 
-# Figures compared against the plan, in report order.
-FIGURES = (
-    "avail_mem_before_load_gb",
-    "avail_mem_after_load_gb",
-    "weight_mem_usage_gb",
-    "max_mamba_cache_size",
-    "conv_state_gb",
-    "ssm_state_gb",
-    "intermediate_ssm_state_gb",
-    "kv_tokens",
-    "max_total_num_tokens",
-    "max_running_requests",
-    "context_len",
-    "available_gpu_mem_gb",
-)
+# Figures compared against the plan, in report order: the wire's FigureName, defined once there.
+FIGURES: tuple[str, ...] = get_args(FigureName)
 # Read too, reported by the parser, not compared.
 EXTRAS = (
     "intermediate_conv_window_gb",

@@ -20,7 +20,7 @@ and `mambasizer worker`.
 
 from __future__ import annotations
 
-import os
+from service.settings import flag_or_env, positive_number
 
 DEFAULT_HEADER_TIMEOUT_S = 10.0
 DEFAULT_BODY_TIMEOUT_S = 30.0
@@ -34,21 +34,12 @@ class TimeoutSettingError(ValueError):
 
 
 def parse_timeout(text: str, name: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise TimeoutSettingError(f"{name} must be a number of seconds, not {text[:40]!r}") from None
-    if not (0 < value <= MAX_TIMEOUT_S):  # also refuses nan and inf
-        raise TimeoutSettingError(f"{name} must be above 0 and at most {MAX_TIMEOUT_S:g} seconds, not {text[:40]!r}")
-    return value
+    return positive_number(text, name, unit="seconds", maximum=MAX_TIMEOUT_S, error=TimeoutSettingError)
 
 
 def resolve(flag: float | None, env_name: str, default: float, environ: dict | None = None) -> float:
     """The flag when given, else the environment variable, else the default."""
-    if flag is not None:
-        return flag
-    raw = (os.environ if environ is None else environ).get(env_name, "").strip()
-    return parse_timeout(raw, env_name) if raw else default
+    return flag_or_env(flag, env_name, default, parse_timeout, environ)
 
 
 __all__ = [

@@ -30,6 +30,8 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from service.settings import flag_or_env, positive_number
+
 if TYPE_CHECKING:  # this module stays importable without Starlette (the CLI parser uses it)
     from starlette.requests import Request
 
@@ -77,9 +79,7 @@ class TrialSettings:
         env = os.environ if environ is None else environ
         if enabled is None:
             enabled = parse_bool(env.get(ENABLED_ENV, ""), ENABLED_ENV)
-        if memory_gib is None:
-            raw = env.get(MEMORY_ENV, "").strip()
-            memory_gib = parse_memory_gib(raw, MEMORY_ENV) if raw else DEFAULT_MEMORY_GIB
+        memory_gib = flag_or_env(memory_gib, MEMORY_ENV, DEFAULT_MEMORY_GIB, parse_memory_gib, env)
         token_file = token_file or env.get(TOKEN_FILE_ENV, "").strip() or None
         token: str | None
         if token_file:
@@ -99,13 +99,7 @@ def parse_bool(text: str, name: str) -> bool:
 
 
 def parse_memory_gib(text: str, name: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise TrialSettingsError(f"{name} must be a number of GiB, not {text[:40]!r}") from None
-    if not (0 < value <= MAX_MEMORY_GIB):  # also refuses nan and inf
-        raise TrialSettingsError(f"{name} must be a number of GiB above 0 and at most {MAX_MEMORY_GIB}, not {text[:40]!r}")
-    return value
+    return positive_number(text, name, unit="GiB", maximum=MAX_MEMORY_GIB, error=TrialSettingsError)
 
 
 def read_token_file(path: str) -> str:

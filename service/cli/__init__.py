@@ -29,17 +29,6 @@ SUBCOMMANDS = {
 }
 
 
-def port_number(text: str) -> int:
-    """argparse type for --port (serve and worker)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"expected a port number 0-65535, got {value}")
-    return value
-
-
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # one readable line, exit 2
         print(f"mambasizer: error: {message}", file=sys.stderr)

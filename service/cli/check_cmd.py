@@ -21,6 +21,7 @@ import sys
 from typing import Any
 
 from service.cli import EXIT_INVALID, EXIT_OK, EXIT_WOULD_NOT_START
+from service.cli.common import add_command, whole_number
 
 PROG = "mambasizer check"
 DEFAULT_TERMINATION_LOG = "/dev/termination-log"
@@ -40,14 +41,7 @@ class CheckFailure(Exception):
 # --------------------------------------------------------------------------- parser
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
+_positive_int = whole_number(1, "a positive integer")
 
 
 def _finite(unit: str):
@@ -83,11 +77,11 @@ _seconds = _positive(_finite("seconds"))
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "check",
         help="exit 0 if SGLang 0.5.23 would start and meet the requirements, 1 if not, 2 for invalid input",
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        doc=__doc__,
         epilog=(
             "forms:\n"
             "  mambasizer check REQUEST.json\n"

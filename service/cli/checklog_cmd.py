@@ -20,17 +20,18 @@ import json
 import sys
 from typing import Any
 
-from service.cli import EXIT_INVALID, EXIT_OK, EXIT_WOULD_NOT_START
+from service.cli import EXIT_OK, EXIT_WOULD_NOT_START
+from service.cli.common import add_command, error, read_source, source_label
 
 EXIT_DIFFERS = EXIT_WOULD_NOT_START  # 1
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "check-log",
         help="compare an SGLang start-up log with the plan (exit 0 all match, 1 some differ, 2 unreadable)",
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        doc=__doc__,
         epilog="exit codes: 0 every predicted figure matches, 1 some differ, 2 the log cannot be read",
     )
     p.add_argument(
@@ -42,19 +43,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help='print {"sglang_version", "gpu", "ranks": [...]} as POST /v1/check-log returns it')
     p.set_defaults(run=run)
     return p
-
-
-def _error(line: str) -> int:
-    print(f"mambasizer: error: {' '.join(line.split())}", file=sys.stderr)
-    return EXIT_INVALID
-
-
-def _read_bounded(source: str, limit: int) -> bytes:
-    """At most limit + 1 bytes: enough to tell a too-large log without reading it all."""
-    if source == "-":
-        return sys.stdin.buffer.read(limit + 1)
-    with open(source, "rb") as fh:
-        return fh.read(limit + 1)
 
 
 def _cell(value: Any) -> str:
@@ -88,33 +76,33 @@ def run(args: argparse.Namespace) -> int:
     inputs = list(args.inputs)
     args.log = inputs.pop(0) if inputs else "-"
     try:
-        raw = _read_bounded(args.log, MAX_LOG_BYTES)
+        raw = read_source(args.log, MAX_LOG_BYTES)
     except OSError as exc:
-        return _error(f"cannot read {args.log}: {exc.strerror or exc}")
+        return error(f"cannot read {args.log}: {exc.strerror or exc}")
     hf_config: dict | None = None
     if args.config is not None:
         try:
             with open(args.config, "rb") as fh:
                 cfg_raw = fh.read(MAX_LOG_BYTES + 1)
         except OSError as exc:
-            return _error(f"--config: cannot read {args.config}: {exc.strerror or exc}")
+            return error(f"--config: cannot read {args.config}: {exc.strerror or exc}")
         if len(cfg_raw) > MAX_LOG_BYTES:
-            return _error(f"--config: {args.config} is larger than 1 MiB")
+            return error(f"--config: {args.config} is larger than 1 MiB")
         try:
             hf_config = json.loads(cfg_raw)
         except (ValueError, RecursionError) as exc:
-            return _error(f"--config: {args.config} is not valid JSON ({str(exc).splitlines()[0]})")
+            return error(f"--config: {args.config} is not valid JSON ({str(exc).splitlines()[0]})")
         if not isinstance(hf_config, dict):
-            return _error(f"--config: {args.config} must hold a JSON object (a config.json)")
+            return error(f"--config: {args.config} must hold a JSON object (a config.json)")
     argv = [w for w in inputs if w != "--"] if inputs[:1] == ["--"] else inputs
     if argv and not argv[0].startswith("-"):
-        return _error(f"unexpected argument {argv[0]!r}: one log file at most; SGLang launch arguments go after `--`")
+        return error(f"unexpected argument {argv[0]!r}: one log file at most; SGLang launch arguments go after `--`")
     try:
         result = check_log(raw, hf_config=hf_config, sglang_args=argv or None)
     except BootLogError as exc:
-        return _error(f"{args.log if args.log != '-' else 'stdin'}: {exc}")
+        return error(f"{source_label(args.log)}: {exc}")
     except PlanInputError as exc:
-        return _error(f"--config: {exc.message}" if exc.field == "hf_config" else f"{exc.field}: {exc.message}")
+        return error(f"--config: {exc.message}" if exc.field == "hf_config" else f"{exc.field}: {exc.message}")
     if args.json:
         sys.stdout.write(json.dumps(result.data, indent=2, ensure_ascii=False) + "\n")
     else:

@@ -15,35 +15,24 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from service.cli import EXIT_INVALID, EXIT_OK, EXIT_WOULD_NOT_START
+from service.cli import EXIT_OK, EXIT_WOULD_NOT_START
+from service.cli.common import UnreadableInput, add_command, error, read_json_request
 
 GIB = float(1 << 30)
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "plan",
         help="size one request: per-stage table, or --json for the Plan (exit 0 starts, 1 would not, 2 invalid)",
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        doc=__doc__,
         epilog="exit codes: 0 SGLang would start, 1 it would not (error + remedies printed), 2 invalid input",
     )
     p.add_argument("request", metavar="REQUEST.json", help="a PlanRequest JSON file, or `-` for stdin")
     p.add_argument("--json", action="store_true", help="print the Plan JSON exactly as POST /v1/plan returns it")
     p.set_defaults(run=run)
     return p
-
-
-def _error(line: str) -> int:
-    print(f"mambasizer: error: {' '.join(line.split())}", file=sys.stderr)
-    return EXIT_INVALID
-
-
-def _read(source: str) -> bytes:
-    if source == "-":
-        return sys.stdin.buffer.read()
-    with open(source, "rb") as fh:
-        return fh.read()
 
 
 def _gib(n: int | None) -> str:
@@ -133,18 +122,15 @@ def run(args: argparse.Namespace) -> int:
     from service.api import wire
     from service.solver import PlanInputError, plan
 
-    label = "stdin" if args.request == "-" else args.request
     try:
-        data = _read(args.request)
-    except OSError as exc:
-        return _error(f"{label}: cannot read: {exc.strerror or exc}")
-    try:
-        prepared = wire.prepare(wire.decode_json(data, label=label), allow_trial=False)
+        prepared = wire.prepare(read_json_request(args.request), allow_trial=False)
         result = plan(prepared.request)
+    except UnreadableInput as exc:
+        return error(str(exc))
     except PlanInputError as exc:
         if exc.field == "trial":
-            return _error("trial: is only run by the HTTP API (POST /v1/plan); remove it to plan from the command line")
-        return _error(wire.input_error_line(exc))
+            return error("trial: is only run by the HTTP API (POST /v1/plan); remove it to plan from the command line")
+        return error(wire.input_error_line(exc))
 
     if args.json:
         body = wire.plan_json(result)

@@ -15,26 +15,22 @@ import shlex
 import sys
 from typing import Any
 
-from service.cli import EXIT_INVALID, EXIT_OK, EXIT_WOULD_NOT_START
+from service.cli import EXIT_OK, EXIT_WOULD_NOT_START
+from service.cli.common import UnreadableInput, add_command, error, read_json_request
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
+    p = add_command(
+        subparsers,
         "recommend",
         help="search the launch settings that reach a target (exit 0 met, 1 not met, 2 invalid)",
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        doc=__doc__,
         epilog="exit codes: 0 the best candidate meets every target, 1 none does (or none starts), 2 invalid input",
     )
     p.add_argument("request", metavar="REQUEST.json", help="a RecommendRequest JSON file, or `-` for stdin")
     p.add_argument("--json", action="store_true", help="print the answer exactly as POST /v1/recommend returns it")
     p.set_defaults(run=run)
     return p
-
-
-def _error(line: str) -> int:
-    print(f"mambasizer: error: {' '.join(line.split())}", file=sys.stderr)
-    return EXIT_INVALID
 
 
 def render(result: Any) -> str:
@@ -68,19 +64,12 @@ def run(args: argparse.Namespace) -> int:
     from service.recommend import recommend, response_json
     from service.solver import PlanInputError
 
-    label = "stdin" if args.request == "-" else args.request
     try:
-        if args.request == "-":
-            data = sys.stdin.buffer.read()
-        else:
-            with open(args.request, "rb") as fh:
-                data = fh.read()
-    except OSError as exc:
-        return _error(f"{label}: cannot read: {exc.strerror or exc}")
-    try:
-        result = recommend(wire.decode_json(data, label=label))
+        result = recommend(read_json_request(args.request))
+    except UnreadableInput as exc:
+        return error(str(exc))
     except PlanInputError as exc:
-        return _error(wire.input_error_line(exc))
+        return error(wire.input_error_line(exc))
     if args.json:
         sys.stdout.write(response_json(result).decode() + "\n")
     else:

@@ -11,7 +11,6 @@ finish (up to --graceful-timeout seconds) and run the app's shutdown.
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import Any
 
 from service.api.read_timeouts import (
@@ -24,35 +23,19 @@ from service.api.read_timeouts import (
     resolve,
 )
 from service.api.trials import DEFAULT_MEMORY_GIB, TrialSettingsError, parse_memory_gib
-from service.cli import EXIT_INVALID, EXIT_OK, port_number
-
-
-def _memory_gib(text: str) -> float:
-    try:
-        return parse_memory_gib(text, "--trial-memory-gib")
-    except TrialSettingsError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
-def _seconds(flag: str):
-    def parse(text: str) -> float:
-        try:
-            return parse_timeout(text, flag)
-        except TimeoutSettingError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-
-    return parse
+from service.cli import EXIT_OK
+from service.cli.common import add_command, add_listen_args, add_log_level, error, setting_type
 
 
 def add_read_timeouts(p: argparse.ArgumentParser) -> None:
     """--header-timeout / --body-timeout (serve and worker): slow clients are closed."""
     p.add_argument(
-        "--header-timeout", type=_seconds("--header-timeout"), metavar="SECONDS",
+        "--header-timeout", type=setting_type(parse_timeout, "--header-timeout"), metavar="SECONDS",
         help=f"close a connection whose request headers are not complete within this time: 408 "
         f"(env {HEADER_TIMEOUT_ENV}, default {DEFAULT_HEADER_TIMEOUT_S:g})",
     )
     p.add_argument(
-        "--body-timeout", type=_seconds("--body-timeout"), metavar="SECONDS",
+        "--body-timeout", type=setting_type(parse_timeout, "--body-timeout"), metavar="SECONDS",
         help=f"close a connection whose request body is not complete within this time after its headers "
         f"(env {BODY_TIMEOUT_ENV}, default {DEFAULT_BODY_TIMEOUT_S:g})",
     )
@@ -69,14 +52,8 @@ def http_protocol(args: argparse.Namespace):
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
-        "serve",
-        help="run the HTTP API (POST /v1/plan, /metrics, ...)",
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; 0.0.0.0 in a container)")
-    p.add_argument("--port", type=port_number, default=8000, help="port to bind (default 8000)")
+    p = add_command(subparsers, "serve", help="run the HTTP API (POST /v1/plan, /metrics, ...)", doc=__doc__)
+    add_listen_args(p, default_port=8000, port_help="port to bind (default 8000)")
     p.add_argument(
         "--deployments",
         metavar="FILE",
@@ -97,10 +74,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "or the token itself in MAMBASIZER_TRIAL_TOKEN); not the worker's token",
     )
     trials.add_argument(
-        "--trial-memory-gib", type=_memory_gib, metavar="GIB",
+        "--trial-memory-gib", type=setting_type(parse_memory_gib, "--trial-memory-gib"), metavar="GIB",
         help=f"most host memory one embedded CPU trial may allocate (env MAMBASIZER_TRIAL_MEMORY_GIB, default {DEFAULT_MEMORY_GIB:g})",
     )
-    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"], help="default info")
+    add_log_level(p)
     p.add_argument(
         "--graceful-timeout",
         type=float,
@@ -127,13 +104,11 @@ def run(args: argparse.Namespace) -> int:
         concurrency_from_env()  # checked here so a bad value is one line, not a traceback from create_app
         protocol = http_protocol(args)
     except (TrialSettingsError, TimeoutSettingError) as exc:
-        print(f"mambasizer: error: {exc}", file=sys.stderr)
-        return EXIT_INVALID
+        return error(str(exc))
     try:
         app = create_app(deployments_path=args.deployments, trials=trials)
     except DeploymentsFileError as exc:
-        print(f"mambasizer: error: --deployments {args.deployments}: {exc}", file=sys.stderr)
-        return EXIT_INVALID
+        return error(f"--deployments {args.deployments}: {exc}")
     uvicorn.run(
         app,
         host=args.host,

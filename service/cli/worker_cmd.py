@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
-import sys
 from typing import Any
 
 from service.api.read_timeouts import TimeoutSettingError
-from service.cli import EXIT_INVALID, EXIT_OK, port_number
+from service.cli import EXIT_OK
+from service.cli.common import add_command, add_listen_args, add_log_level, error, whole_number
 from service.cli.serve_cmd import add_read_timeouts, http_protocol
 
 
@@ -34,25 +34,12 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def _non_negative_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    return value
+_non_negative_int = whole_number(0, "a non-negative integer")
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    p = subparsers.add_parser(
-        "worker",
-        help="run the trial worker (POST /v1/trial) on a GPU node",
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1; 0.0.0.0 in a container)")
-    p.add_argument("--port", type=port_number, default=8001, help="port to bind (default 8001, as in the worker image)")
+    p = add_command(subparsers, "worker", help="run the trial worker (POST /v1/trial) on a GPU node", doc=__doc__)
+    add_listen_args(p, default_port=8001, port_help="port to bind (default 8001, as in the worker image)")
     p.add_argument(
         "--device", default="auto", choices=["auto", "cpu", "cuda"],
         help="where trials allocate (default auto: CUDA when torch sees a GPU, else the CPU)",
@@ -61,7 +48,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--queue-max", type=_non_negative_int, default=4, help="trials that may wait while one runs (default 4); more get 429")
     p.add_argument("--token-file", metavar="FILE", help="file holding the bearer token trials must present (wins over MAMBASIZER_WORKER_TOKEN)")
     add_read_timeouts(p)
-    p.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"], help="default info")
+    add_log_level(p)
     p.set_defaults(run=run)
     return p
 
@@ -73,28 +60,22 @@ def run(args: argparse.Namespace) -> int:
     try:
         token = read_token(args.token_file)
     except (OSError, ValueError) as exc:
-        print(f"mambasizer: error: --token-file: {exc}", file=sys.stderr)
-        return EXIT_INVALID
+        return error(f"--token-file: {exc}")
     try:
         protocol = http_protocol(args)
     except TimeoutSettingError as exc:
-        print(f"mambasizer: error: {exc}", file=sys.stderr)
-        return EXIT_INVALID
+        return error(str(exc))
     if token is None and not is_loopback(args.host):
-        print(
-            f"mambasizer: error: --host {args.host} is reachable beyond this machine, but no token is configured: "
-            "set MAMBASIZER_WORKER_TOKEN or --token-file (or bind 127.0.0.1)",
-            file=sys.stderr,
+        return error(
+            f"--host {args.host} is reachable beyond this machine, but no token is configured: "
+            "set MAMBASIZER_WORKER_TOKEN or --token-file (or bind 127.0.0.1)"
         )
-        return EXIT_INVALID
     try:
         import torch
     except ImportError:
-        print("mambasizer: error: the worker needs torch: pip install 'mambasizer[worker]' (see docs/worker.md)", file=sys.stderr)
-        return EXIT_INVALID
+        return error("the worker needs torch: pip install 'mambasizer[worker]' (see docs/worker.md)")
     if args.device == "cuda" and not torch.cuda.is_available():
-        print(f"mambasizer: error: --device cuda, but torch {torch.__version__} sees no CUDA device", file=sys.stderr)
-        return EXIT_INVALID
+        return error(f"--device cuda, but torch {torch.__version__} sees no CUDA device")
     import uvicorn
 
     runner = TrialRunner(RunnerConfig(device=args.device, queue_max=args.queue_max, cuda_index=args.cuda_index))

@@ -39,6 +39,7 @@ from service.recommend.flags import launch_flags
 from service.solver import gpus
 from service.solver.errors import PlanInputError
 from service.solver.launch import _capacity_defaults
+from service.solver.monotone import smallest_int
 from service.solver.plan import input_error_from_validation, model_layout, replan
 from service.solver.requests import ESTIMATE_MIN
 from service.solver.stages import pp_stages
@@ -385,12 +386,8 @@ class _Search:
         hi = max(lo, (p0.max_mamba_cache_size or lo))
         while not slots_free(hi) and hi < 1 << 40:
             lo, hi = hi, hi * 2
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if slots_free(mid):
-                hi = mid
-            else:
-                lo = mid + 1
+        first = smallest_int(lo, hi, slots_free)
+        lo = hi if first is None else first  # None: the doubling stopped at its bound
         for k in {lo, max(ratio, lo - ratio)}:
             p = at(k)
             if p is not None:

@@ -8,7 +8,6 @@ is never a guess: it is a setting this solver proves would start.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from schemas.plan import Plan
@@ -17,6 +16,7 @@ from service.solver import mamba
 from service.solver.errors import PlanInputError, SGLangStartupError
 from service.solver.launch import Launch
 from service.solver.layout import ModelLayout
+from service.solver.monotone import largest_int, smallest_int
 
 
 def _replan(req: PlanRequest, layout: ModelLayout) -> Plan | None:
@@ -41,31 +41,6 @@ def _with(req: PlanRequest, *, budget: dict | None = None, server_args: dict | N
     if server_args:
         update["server_args"] = req.server_args.model_copy(update=server_args)
     return req.model_copy(update=update)
-
-
-def _smallest_int(lo: int, hi: int, ok: Callable[[int], bool]) -> int | None:
-    """Smallest v in [lo, hi] with ok(v), assuming ok is monotone non-decreasing."""
-    if not ok(hi):
-        return None
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if ok(mid):
-            hi = mid
-        else:
-            lo = mid + 1
-    return lo
-
-
-def _largest_int(lo: int, hi: int, ok: Callable[[int], bool]) -> int | None:
-    if not ok(lo):
-        return None
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if ok(mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 def _ratio_or_1(launch: Launch) -> int:
@@ -123,12 +98,12 @@ def remedies_for(req: PlanRequest, layout: ModelLayout, launch: Launch, plan: Pl
         return _parallel_that_fits(req, layout)
     if b.rest_gib is not None:
         # Smallest rest (1/100 GiB steps) that starts.
-        best = _smallest_int(max(int(b.rest_gib * 100), 0), 1 << 27, lambda v: _starts(_with(req, budget={"rest_gib": v / 100}), layout))
+        best = smallest_int(max(int(b.rest_gib * 100), 0), 1 << 27, lambda v: _starts(_with(req, budget={"rest_gib": v / 100}), layout))
         if best is not None:
             out.append(f"a rest budget of at least {best / 100:.2f} GiB starts (rest_gib={best / 100:.2f})")
     elif launch.mem_fraction_static is not None:
         base = round(launch.mem_fraction_static * 1000)
-        best = _smallest_int(base, 999, lambda v: _starts(_with(req, server_args={"mem_fraction_static": v / 1000}), layout))
+        best = smallest_int(base, 999, lambda v: _starts(_with(req, server_args={"mem_fraction_static": v / 1000}), layout))
         if best is not None and best > base:
             out.append(f"--mem-fraction-static {best / 1000:.3f} starts (the smallest value that does, all else equal)")
         elif best is None:
@@ -139,16 +114,16 @@ def remedies_for(req: PlanRequest, layout: ModelLayout, launch: Launch, plan: Pl
         # Fewer than `ratio` slots per DP worker can never serve a request.
         floor = _ratio_or_1(launch) * launch.attn_dp_size
         hi = max(_slot_cap(launch, plan, args.max_mamba_cache_size), floor)
-        best = _largest_int(floor, hi, lambda v: _starts(_with(req, server_args={"max_mamba_cache_size": v}), layout))
+        best = largest_int(floor, hi, lambda v: _starts(_with(req, server_args={"max_mamba_cache_size": v}), layout))
         if best is not None:
             out.append(f"--max-mamba-cache-size {best} starts (the largest value that does)")
     if args.max_running_requests is not None and (args.disable_radix_cache or args.speculative_algorithm):
-        best = _largest_int(1, max(1, _slot_cap(launch, plan, args.max_running_requests)), lambda v: _starts(_with(req, server_args={"max_running_requests": v}), layout))
+        best = largest_int(1, max(1, _slot_cap(launch, plan, args.max_running_requests)), lambda v: _starts(_with(req, server_args={"max_running_requests": v}), layout))
         if best is not None:
             out.append(f"--max-running-requests {best} starts (the largest value that does)")
     draft_tokens = launch.num_draft_tokens or 0
     if args.speculative_algorithm and draft_tokens > 1:
-        best = _largest_int(1, draft_tokens, lambda v: _starts(_with(req, server_args={"speculative_num_draft_tokens": v}), layout))
+        best = largest_int(1, draft_tokens, lambda v: _starts(_with(req, server_args={"speculative_num_draft_tokens": v}), layout))
         if best is not None and best < draft_tokens:
             out.append(f"--speculative-num-draft-tokens {best} starts")
     if launch.ssm_dtype == "float32" and not _starts(req, layout):
@@ -208,7 +183,7 @@ def advice_for_target_concurrency(req: PlanRequest, layout: ModelLayout, launch:
 
     # No size above what the memory holds starts: the search ends there, not at the target
     # (ratio x a requested max_running_requests of up to 2^40).
-    best = _largest_int(floor, max(floor, _slot_cap(launch, plan, target)), useful)
+    best = largest_int(floor, max(floor, _slot_cap(launch, plan, target)), useful)
     if best is None or best <= (plan.max_mamba_cache_size or 0) * launch.attn_dp_size:
         return []
     p = replan(best)

@@ -9,30 +9,28 @@ import asyncio
 import os
 import signal
 import subprocess
+import textwrap
 import time
 
 import httpx
 import pytest
+import yaml
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
+from samples import TINY
 from service.api import deployment_trials
 from service.api.app import create_app
 from service.api.trials import TrialSettings, TrialSettingsError
-from test_api_slow_clients import _console_script, _free_port, start_serve, stop
+from serving import mambasizer_command, start_mambasizer
 
-# A few MiB (tests/worker/worker_helpers.py TINY), in deployments-file YAML.
-TINY = (
-    "  model:\n    layout:\n      num_hidden_layers: 4\n      mamba_layer_ids: [0, 1, 2]\n"
-    "      full_attention_layer_ids: [3]\n      state: {conv_shapes: [[256, 3]], temporal_shape: [4, 32, 32]}\n"
-    "      kv: {type: mha, num_kv_heads: 2, head_dim: 64}\n      context_length: 2048\n"
-    "  budget: {rest_gib: 0.02}\n"
-)
+# A few MiB, as the body of a deployments-file entry.
+TINY_YAML = textwrap.indent(yaml.safe_dump(TINY, sort_keys=False), "  ")
 POOLS = ("req_to_token", "conv_state", "ssm_state", "side_tables", "kv_pool")
 
 
 def _entry(name: str, trial: str = "true", extra: str = "") -> str:
-    return f"{name}:\n{TINY}{extra}  trial: {trial}\n"
+    return f"{name}:\n{TINY_YAML}{extra}  trial: {trial}\n"
 
 
 def _scrape(text: str) -> dict:
@@ -238,7 +236,7 @@ def test_bad_concurrency_is_a_named_error(raw):
 
 
 def test_serve_refuses_a_bad_concurrency_in_one_line(tmp_path):
-    out = subprocess.run(_console_script() + ["serve", "--port", "1"], capture_output=True, text=True, timeout=60,
+    out = subprocess.run(mambasizer_command() + ["serve", "--port", "1"], capture_output=True, text=True, timeout=60,
                          cwd=tmp_path, env={**os.environ, deployment_trials.CONCURRENCY_ENV: "0"})
     assert out.returncode == 2
     assert out.stderr.strip().splitlines()[-1].startswith(f"mambasizer: error: {deployment_trials.CONCURRENCY_ENV} must be")
@@ -248,35 +246,17 @@ def test_serve_refuses_a_bad_concurrency_in_one_line(tmp_path):
 # --------------------------------------------------------------------------- end to end
 
 
-def _start_worker(tmp_path) -> tuple[subprocess.Popen, int]:
-    port = _free_port()
-    log = (tmp_path / "worker.log").open("w+")
-    proc = subprocess.Popen(_console_script() + ["worker", "--host", "127.0.0.1", "--port", str(port), "--device", "cpu"],
-                            stdout=subprocess.DEVNULL, stderr=log, cwd=tmp_path, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/livez", timeout=2).status_code == 200:
-                return proc, port
-        except httpx.HTTPError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            log.seek(0)
-            pytest.fail(f"mambasizer worker did not start: {log.read()[-2000:]}")
-        time.sleep(0.2)
-
-
 @pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="POSIX signals")
 def test_end_to_end_with_the_real_cpu_worker(tmp_path):
     pytest.importorskip("torch")
-    worker, worker_port = _start_worker(tmp_path)
+    worker = start_mambasizer("worker", "--device", "cpu", cwd=tmp_path, log=tmp_path / "worker.log")
     path = tmp_path / "deployments.yaml"
     # two PP stages: one series per stage and pool
     pp2 = "  sglang_args: [--pp-size, '2', --served-model-name, tiny-pp2]\n"
     path.write_text(_entry("tiny", "{device: cpu}") + _entry("tiny-pp2", "{device: cpu}", pp2))
-    env = {"MAMBASIZER_WORKER_URL": f"http://127.0.0.1:{worker_port}", "MAMBASIZER_TRIALS_ENABLED": ""}
-    proc, port, stderr = start_serve(tmp_path, "--deployments", str(path), env=env)
+    env = {"MAMBASIZER_WORKER_URL": worker.base, "MAMBASIZER_TRIALS_ENABLED": ""}
+    srv = start_mambasizer("serve", "--deployments", str(path), cwd=tmp_path, log=tmp_path / "stderr.log", env=env)
+    proc, port = srv.proc, srv.port
     metrics = f"http://127.0.0.1:{port}/metrics"
     try:
         fams = _poll(lambda: _scrape(httpx.get(metrics, timeout=10).text),
@@ -300,8 +280,7 @@ def test_end_to_end_with_the_real_cpu_worker(tmp_path):
                      lambda f: "mambasizer_trial_status" not in f and "mambasizer_trial_predicted_bytes" not in f)
         assert {dict(k)["deployment"] for k in fams["mambasizer_deployment_input_valid"]} == {"tiny"}
     finally:
-        stop(proc, stderr)
-        worker.kill()
-        worker.wait(10)
-    stderr_text = (tmp_path / "stderr.log").read_text()
+        srv.stop()
+        worker.stop()
+    stderr_text = srv.log.read_text()
     assert "deployment_trial_done" in stderr_text

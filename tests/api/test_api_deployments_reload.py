@@ -17,7 +17,7 @@ import yaml
 
 from service.api import deployments
 from service.api.deployments import DeploymentStore
-from test_api_slow_clients import _console_script, _free_port, start_serve, stop
+from serving import free_port, mambasizer_command, start_mambasizer
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="POSIX signals")
 
@@ -48,8 +48,8 @@ def test_the_c_loader_is_used_where_pyyaml_has_it():
 def test_livez_keeps_answering_while_a_large_file_is_reloaded(tmp_path):
     path = tmp_path / "deployments.yaml"
     path.write_text(_entries(1))
-    proc, port, stderr = start_serve(tmp_path, "--deployments", str(path))
-    base = f"http://127.0.0.1:{port}"
+    srv = start_mambasizer("serve", "--deployments", str(path), cwd=tmp_path, log=tmp_path / "stderr.log")
+    proc, port, base = srv.proc, srv.port, srv.base
     try:
         for n, outcome in ((1000, "success"), (1001, "failure")):  # 1,001 entries: over the limit, refused
             before = _reloads(port)
@@ -83,15 +83,16 @@ def test_livez_keeps_answering_while_a_large_file_is_reloaded(tmp_path):
         assert 'deployment="d999"' in text and 'deployment="d1000"' not in text
         assert ready.status_code in (200, 503)
     finally:
-        stop(proc, stderr)
-    log = (tmp_path / "stderr.log").read_text()
+        srv.stop()
+    log = srv.log.read_text()
     assert "deployments_reload_failed" in log and "at most 1000" in log
 
 
 def test_a_burst_of_sighups_is_coalesced(tmp_path):
     path = tmp_path / "deployments.yaml"
     path.write_text(_entries(300))
-    proc, port, stderr = start_serve(tmp_path, "--deployments", str(path))
+    srv = start_mambasizer("serve", "--deployments", str(path), cwd=tmp_path, log=tmp_path / "stderr.log")
+    proc, port = srv.proc, srv.port
     try:
         for _ in range(20):
             proc.send_signal(signal.SIGHUP)
@@ -109,7 +110,7 @@ def test_a_burst_of_sighups_is_coalesced(tmp_path):
         assert 2 <= last <= 4, last
         assert httpx.get(f"http://127.0.0.1:{port}/livez", timeout=5).status_code == 200
     finally:
-        stop(proc, stderr)
+        srv.stop()
 
 
 def test_infeasible_deployments_are_logged_at_warning_with_their_error(tmp_path, caplog):
@@ -140,7 +141,7 @@ def test_infeasible_deployments_are_logged_at_warning_with_their_error(tmp_path,
 def test_an_unusable_file_at_start_up_is_one_line_and_exit_2(tmp_path, content, needle):
     bad = tmp_path / "d.yaml"
     bad.write_text(content)
-    out = subprocess.run(_console_script() + ["serve", "--port", str(_free_port()), "--deployments", str(bad)],
+    out = subprocess.run(mambasizer_command() + ["serve", "--port", str(free_port()), "--deployments", str(bad)],
                          capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert out.returncode == 2, out.stderr[-2000:]
     lines = [ln for ln in out.stderr.strip().splitlines() if not ln.startswith("{")]  # JSON log lines aside

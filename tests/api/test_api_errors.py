@@ -6,19 +6,12 @@ from __future__ import annotations
 import pytest
 
 from api_helpers import assert_problem, dumps, preset_request
+from samples import LAYOUT_8 as LAYOUT
 from service.api.problems import BODY_TOO_LARGE, INVALID_INPUT, MALFORMED_JSON
 from service.presets import PRESETS
 
 SIZABLE = sorted(p.name for p in PRESETS.values() if p.sizable)
 B = {"rest_gib": 30.0}
-LAYOUT = {
-    "num_hidden_layers": 8,
-    "mamba_layer_ids": [0, 1, 2, 4, 5, 6],
-    "full_attention_layer_ids": [3, 7],
-    "state": {"conv_shapes": [[10240, 3]], "temporal_shape": [128, 64, 128]},
-    "kv": {"type": "mha", "num_kv_heads": 8, "head_dim": 128},
-    "context_length": 32768,
-}
 
 
 @pytest.mark.parametrize(

@@ -5,17 +5,15 @@ and the CLI, and this test fails when the committed file has drifted from what t
 from __future__ import annotations
 
 import difflib
-import importlib.util
 from pathlib import Path
+
+from script_module import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _generator():
-    spec = importlib.util.spec_from_file_location("gen_api_examples", ROOT / "scripts" / "gen_api_examples.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(ROOT / "scripts" / "gen_api_examples.py", "gen_api_examples")
 
 
 def test_api_examples_doc_is_current():

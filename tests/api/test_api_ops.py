@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from api_helpers import assert_problem, preset_request
+from script_module import load_script
 from service import __version__
 from service.api.app import create_app
 from service.api.deployments import DeploymentsFileError
@@ -272,11 +273,7 @@ def test_one_structured_access_line_per_request(client, caplog):
 
 
 def test_committed_openapi_matches_the_app():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("export_openapi", ROOT / "scripts" / "export_openapi.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script(ROOT / "scripts" / "export_openapi.py", "export_openapi")
     committed = (ROOT / "openapi.json").read_text(encoding="utf-8")
     assert json.loads(committed) == create_app().openapi(), "run: python scripts/export_openapi.py"
     assert committed == mod.render(), "run: python scripts/export_openapi.py"

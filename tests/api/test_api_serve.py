@@ -5,13 +5,9 @@ graceful SIGTERM shutdown."""
 from __future__ import annotations
 
 import json
-import os
 import signal
-import socket
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import httpx
 import pytest
@@ -19,21 +15,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from api_helpers import preset_request
 from service.solver import plan
+from serving import free_port, mambasizer_command, start_mambasizer
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="POSIX signals")
-
-
-def _console_script() -> list[str]:
-    script = Path(sys.executable).with_name("mambasizer")
-    if script.exists():
-        return [str(script)]
-    return [sys.executable, "-c", "import sys; from service.cli import main; sys.exit(main())"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _tokens(base: str) -> dict:
@@ -52,39 +36,16 @@ def server(tmp_path):
     deployments.write_text(
         "qwen:\n  model: {preset: qwen3-next-80b-a3b-instruct}\n  server_args: {tp_size: 4}\n  budget: {rest_gib: 30}\n"
     )
-    port = _free_port()
-    stderr = (tmp_path / "stderr.log").open("w+")
-    proc = subprocess.Popen(
-        _console_script() + ["serve", "--host", "127.0.0.1", "--port", str(port), "--deployments", str(deployments)],
-        stdout=subprocess.DEVNULL,
-        stderr=stderr,
-        cwd=tmp_path,  # not the repository: the installed package must be enough
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            stderr.seek(0)
-            proc.kill()
-            pytest.fail(f"mambasizer serve did not become ready: {stderr.read()[-2000:]}")
-        time.sleep(0.1)
+    srv = start_mambasizer("serve", "--deployments", str(deployments), cwd=tmp_path, log=tmp_path / "stderr.log", ready="/readyz")
     try:
-        yield proc, base, deployments, stderr
+        yield srv, deployments
     finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
-        stderr.close()
+        srv.stop()
 
 
 def test_serve_over_a_real_socket(server):
-    proc, base, deployments, stderr = server
+    srv, deployments = server
+    proc, base = srv.proc, srv.base
     req = preset_request(tp_size=4)
 
     resp = httpx.post(f"{base}/v1/plan", json=req, timeout=10)
@@ -126,8 +87,7 @@ def test_serve_over_a_real_socket(server):
     # once it has shut down, so the status is "terminated by SIGTERM" (143 in a shell).
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(30) in (0, -signal.SIGTERM)
-    stderr.seek(0)
-    lines = [json.loads(line) for line in stderr.read().splitlines() if line.strip()]
+    lines = [json.loads(line) for line in srv.log.read_text().splitlines() if line.strip()]
     access = [rec for rec in lines if rec.get("logger") == "mambasizer.access"]
     assert access, lines
     for line in access:
@@ -143,7 +103,7 @@ def test_serve_refuses_an_unusable_deployments_file(tmp_path):
     bad = tmp_path / "d.yaml"
     bad.write_text("a: [unclosed\n")
     result = subprocess.run(
-        _console_script() + ["serve", "--port", str(_free_port()), "--deployments", str(bad)],
+        mambasizer_command() + ["serve", "--port", str(free_port()), "--deployments", str(bad)],
         capture_output=True, text=True, timeout=60,
     )
     assert result.returncode == 2

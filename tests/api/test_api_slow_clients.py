@@ -9,59 +9,15 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
-from pathlib import Path
 
 import httpx
 import pytest
 
 from api_helpers import preset_request
+from serving import free_port, mambasizer_command, start_mambasizer
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="POSIX sockets and signals")
-
-
-def _console_script() -> list[str]:
-    script = Path(sys.executable).with_name("mambasizer")
-    if script.exists():
-        return [str(script)]
-    return [sys.executable, "-c", "import sys; from service.cli import main; sys.exit(main())"]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def start_serve(tmp_path, *extra: str, env: dict | None = None):
-    port = _free_port()
-    stderr = (tmp_path / "stderr.log").open("w+")
-    proc = subprocess.Popen(
-        _console_script() + ["serve", "--host", "127.0.0.1", "--port", str(port), *extra],
-        stdout=subprocess.DEVNULL, stderr=stderr, cwd=tmp_path,
-        env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"{base}/livez", timeout=2).status_code == 200:
-                return proc, port, stderr
-        except httpx.HTTPError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            stderr.seek(0)
-            proc.kill()
-            pytest.fail(f"mambasizer serve did not start: {stderr.read()[-2000:]}")
-        time.sleep(0.1)
-
-
-def stop(proc, stderr) -> None:
-    if proc.poll() is None:
-        proc.kill()
-        proc.wait(10)
-    stderr.close()
 
 
 class Slow:
@@ -99,7 +55,8 @@ class Slow:
 
 
 def test_slow_clients_are_closed_after_their_deadline(tmp_path):
-    proc, port, stderr = start_serve(tmp_path, "--header-timeout", "1", "--body-timeout", "2")
+    srv = start_mambasizer("serve", "--header-timeout", "1", "--body-timeout", "2", cwd=tmp_path, log=tmp_path / "stderr.log")
+    port = srv.port
     try:
         t0 = time.monotonic()
         silent = Slow(port, b"", b"")
@@ -125,13 +82,14 @@ def test_slow_clients_are_closed_after_their_deadline(tmp_path):
         assert silent.reply.startswith(b"HTTP/1.1 408") and headers.reply.startswith(b"HTTP/1.1 408")
         assert httpx.get(f"http://127.0.0.1:{port}/livez", timeout=5).status_code == 200
     finally:
-        stop(proc, stderr)
-    stderr_text = (tmp_path / "stderr.log").read_text()
+        srv.stop()
+    stderr_text = srv.log.read_text()
     assert stderr_text.count('"event": "read_timeout"') + stderr_text.count('"event":"read_timeout"') >= 3, stderr_text[-2000:]
 
 
 def test_a_slow_but_timely_client_is_answered(tmp_path):
-    proc, port, stderr = start_serve(tmp_path, "--header-timeout", "2", "--body-timeout", "2")
+    srv = start_mambasizer("serve", "--header-timeout", "2", "--body-timeout", "2", cwd=tmp_path, log=tmp_path / "stderr.log")
+    port = srv.port
     try:
         body = httpx.Request("POST", "http://x/v1/plan", json=preset_request(tp_size=4)).content
         raw = (b"POST /v1/plan HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nConnection: close\r\n"
@@ -148,16 +106,16 @@ def test_a_slow_but_timely_client_is_answered(tmp_path):
                 reply += got
         assert reply.startswith(b"HTTP/1.1 200"), reply[:200]
     finally:
-        stop(proc, stderr)
+        srv.stop()
 
 
 def test_bad_timeouts_are_one_line_exit_2(tmp_path):
     for argv, env, needle in (
         (["serve", "--header-timeout", "0"], {}, "--header-timeout"),
         (["serve", "--body-timeout", "inf"], {}, "--body-timeout"),
-        (["serve", "--port", str(_free_port())], {"MAMBASIZER_BODY_TIMEOUT_S": "soon"}, "MAMBASIZER_BODY_TIMEOUT_S"),
+        (["serve", "--port", str(free_port())], {"MAMBASIZER_BODY_TIMEOUT_S": "soon"}, "MAMBASIZER_BODY_TIMEOUT_S"),
     ):
-        out = subprocess.run(_console_script() + argv, capture_output=True, text=True, timeout=60,
+        out = subprocess.run(mambasizer_command() + argv, capture_output=True, text=True, timeout=60,
                              env={**os.environ, **env}, cwd=tmp_path)
         assert out.returncode == 2, out.stderr
         lines = out.stderr.strip().splitlines()

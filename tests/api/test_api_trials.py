@@ -12,6 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api_helpers import assert_no_internals, preset_request
+from samples import TINY
 from service.api import trials
 from service.api.app import create_app
 from service.api.trials import TrialSettings, TrialSettingsError
@@ -152,15 +153,6 @@ def embedded_cpu():
     finally:
         client.set_embedded_runner(None)
 
-
-TINY = {
-    "model": {"layout": {
-        "num_hidden_layers": 4, "mamba_layer_ids": [0, 1, 2], "full_attention_layer_ids": [3],
-        "state": {"conv_shapes": [[256, 3]], "temporal_shape": [4, 32, 32]},
-        "kv": {"type": "mha", "num_kv_heads": 2, "head_dim": 64}, "context_length": 2048,
-    }},
-    "budget": {"rest_gib": 0.02},
-}
 
 
 def test_embedded_cpu_trials_are_capped_by_the_memory_budget(embedded_cpu, monkeypatch):
@@ -339,24 +331,24 @@ def test_real_serve_wires_the_trial_flags(tmp_path):
     pytest.importorskip("torch")
     import httpx
 
-    from test_api_slow_clients import start_serve, stop
+    from serving import start_mambasizer
 
     env = dict.fromkeys((trials.ENABLED_ENV, trials.TOKEN_ENV, trials.TOKEN_FILE_ENV, "MAMBASIZER_WORKER_URL"), "")
-    proc, port, stderr = start_serve(tmp_path, env=env)
+    srv = start_mambasizer("serve", cwd=tmp_path, log=tmp_path / "stderr.log", env=env)
     try:
-        r = httpx.post(f"http://127.0.0.1:{port}/v1/plan", json={**TINY, "trial": {}}, timeout=30)
+        r = httpx.post(f"{srv.base}/v1/plan", json={**TINY, "trial": {}}, timeout=30)
         assert r.status_code == 200 and r.json()["trial"] == {"status": "rejected", "detail": trials.DISABLED_DETAIL}
     finally:
-        stop(proc, stderr)
+        srv.stop()
     token = tmp_path / "trial-token"
     token.write_text("t-123\n")
-    proc, port, stderr = start_serve(tmp_path, "--enable-trials", "--trial-token-file", str(token), env=env)
+    srv = start_mambasizer("serve", "--enable-trials", "--trial-token-file", str(token), cwd=tmp_path, log=tmp_path / "stderr.log", env=env)
     try:
-        url = f"http://127.0.0.1:{port}/v1/plan"
+        url = f"{srv.base}/v1/plan"
         r = httpx.post(url, json={**TINY, "trial": {}}, timeout=30)
         assert r.json()["trial"] == {"status": "rejected", "detail": trials.NO_CREDENTIAL_DETAIL}
         r = httpx.post(url, json={**TINY, "trial": {"device": "cpu"}}, headers={"Authorization": "Bearer t-123"}, timeout=60)
         trial = r.json()["trial"]
         assert trial["status"] == "ok" and trial["device"] == "cpu" and trial["baseline_restored"] is True
     finally:
-        stop(proc, stderr)
+        srv.stop()

@@ -2,19 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
+
+from script_module import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_recommend_section_headline(capsys):
-    spec = importlib.util.spec_from_file_location("mambasizer_bench_run_rec", ROOT / "bench" / "run.py")
-    bench = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = bench
-    spec.loader.exec_module(bench)
+    bench = load_script(ROOT / "bench" / "run.py", "mambasizer_bench_run_rec")
     assert bench.main(["--skip-http", "--skip-inprocess", "--runs", "1", "--quick"]) == 0
     out = capsys.readouterr().out
     assert "-- recommend" in out and "looping plan() over the same" in out

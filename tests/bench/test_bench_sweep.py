@@ -3,18 +3,15 @@ asserted: the figures only have to exist, and every point of every case must hav
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
+
+from script_module import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_sweep_bench_small(capsys):
-    spec = importlib.util.spec_from_file_location("mambasizer_sweep_bench", ROOT / "bench" / "sweep_bench.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    module = load_script(ROOT / "bench" / "sweep_bench.py", "mambasizer_sweep_bench")
     from bench.run import load_requests  # the project root is on sys.path through sweep_bench
 
     res = module.bench_sweep(load_requests(), runs=1, points=50)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import copy
 import hashlib
-import importlib.util
 import shutil
 
 import pytest
@@ -28,6 +27,7 @@ from deploy_helpers import (
     one,
     render,
 )
+from script_module import load_script
 
 API_SELECTOR = {"app.kubernetes.io/name": "mambasizer", "app.kubernetes.io/instance": "ms",
                 "app.kubernetes.io/component": "api"}
@@ -446,9 +446,7 @@ def test_preflight_template_comes_from_the_library_dependency():
 def test_vendored_library_drift_is_detected(tmp_path, monkeypatch):
     """sync.py --check (run by test_derived_files_are_in_sync) fails once the library chart
     changes and the vendored archive does not."""
-    spec = importlib.util.spec_from_file_location("deploy_sync", ROOT / "tests" / "deploy" / "sync.py")
-    sync = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(sync)
+    sync = load_script(ROOT / "tests" / "deploy" / "sync.py", "deploy_sync")
     helm_copy = tmp_path / "helm"
     shutil.copytree(CHART, helm_copy / "mambasizer")  # with its vendored charts/*.tgz
     copy_chart(LIBRARY_CHART, helm_copy / "mambasizer-preflight")

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 
@@ -11,16 +10,14 @@ import pytest
 import yaml
 
 from deploy_helpers import CHART, ROOT
+from script_module import load_script
 
 SCRIPT = ROOT / "scripts" / "chart_values_table.py"
 
 
 @pytest.fixture(scope="module")
 def gen():
-    spec = importlib.util.spec_from_file_location("chart_values_table", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script(SCRIPT, "chart_values_table")
 
 
 def test_readme_values_table_is_current():

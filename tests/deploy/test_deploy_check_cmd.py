@@ -15,6 +15,7 @@ import pytest
 
 from deploy_helpers import ROOT
 from service.cli import main
+from serving import free_port
 
 PRESET = "qwen3-next-80b-a3b-instruct"
 GOOD = {"model": {"preset": PRESET}, "server_args": {"tp_size": 4}, "budget": {"rest_gib": 40}}
@@ -307,11 +308,7 @@ def test_url_problem_json_is_invalid_input(tmp_path, capsys, termination_log):
 
 
 def test_url_unreachable_is_one_line(tmp_path, capsys):
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_port()
     code, _, err = check(capsys, write(tmp_path, GOOD), "--url", f"http://127.0.0.1:{port}", "--timeout", "2")
     assert code == 2
     assert one_line(err).startswith(f"mambasizer check: error: cannot reach http://127.0.0.1:{port}/v1/plan")

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from deploy_helpers import ROOT
+from serving import free_port
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -120,7 +121,6 @@ def test_api_target():
     assert cmd[0] == "python" and "http://127.0.0.1:8000/livez" in cmd[-1]
     # the probe itself works: 0 when /livez answers 200, non-zero when nothing listens
     # (run against a port of our own; something else may hold 8000 on this machine)
-    import socket
     import threading
     from http.server import BaseHTTPRequestHandler, HTTPServer
 
@@ -145,10 +145,7 @@ def test_api_target():
     finally:
         server.shutdown()
         server.server_close()
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        free = sock.getsockname()[1]
-    result = probe(free)
+    result = probe(free_port())
     assert result.returncode != 0 and "SyntaxError" not in result.stderr
 
 

@@ -34,6 +34,8 @@ import pytest
 import yaml
 
 from deploy_helpers import CHART, DASHBOARD, FULL_VALUES, ROOT, documents, one, render
+from samples import TINY
+from serving import free_port, mambasizer_command, wait_http
 
 SGLANG_EXPOSITION = ROOT / "tests" / "data" / "prometheus" / "sglang-0.5.23-metrics.prom"
 RELEASE, NAMESPACE = "ms", "sizing"
@@ -49,44 +51,8 @@ DEPLOYMENTS = {
         "sglang_args": ["--tp-size", "2", "--pp-size", "2", "--served-model-name", "kimi-linear"],
         "budget": {"rest_gib": 40},
     },
-    "tiny": {
-        "model": {"layout": {
-            "num_hidden_layers": 4, "mamba_layer_ids": [0, 1, 2], "full_attention_layer_ids": [3],
-            "state": {"conv_shapes": [[256, 3]], "temporal_shape": [4, 32, 32]},
-            "kv": {"type": "mha", "num_kv_heads": 2, "head_dim": 64}, "context_length": 2048,
-        }},
-        "budget": {"rest_gib": 0.02},
-        "trial": {"device": "cpu"},
-    },
+    "tiny": {**TINY, "trial": {"device": "cpu"}},
 }
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _mambasizer() -> list[str]:
-    import sys
-
-    script = Path(sys.executable).with_name("mambasizer")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "service.cli"]
-
-
-def _wait_http(url: str, proc: subprocess.Popen, log: Path, what: str, timeout_s: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            if httpx.get(url, timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            pytest.fail(f"{what} did not start: {log.read_text()[-2000:]}")
-        time.sleep(0.2)
 
 
 class _Procs:
@@ -205,17 +171,17 @@ def test_dashboard_and_rules_on_a_real_prometheus(tmp_path):
     procs = _Procs()
     sglang = _static_metrics_server(SGLANG_EXPOSITION.read_bytes())
     try:
-        worker_port = _free_port()
-        worker = procs.start(_mambasizer() + ["worker", "--host", "127.0.0.1", "--port", str(worker_port), "--device", "cpu"],
+        worker_port = free_port()
+        worker = procs.start(mambasizer_command() + ["worker", "--host", "127.0.0.1", "--port", str(worker_port), "--device", "cpu"],
                              tmp_path / "worker.log", tmp_path)
-        _wait_http(f"http://127.0.0.1:{worker_port}/livez", worker, tmp_path / "worker.log", "mambasizer worker")
+        wait_http(f"http://127.0.0.1:{worker_port}/livez", worker, tmp_path / "worker.log", "mambasizer worker")
         deployments = tmp_path / "deployments.yaml"
         deployments.write_text(yaml.safe_dump(DEPLOYMENTS, sort_keys=False))
-        api_port = _free_port()
-        api = procs.start(_mambasizer() + ["serve", "--host", "127.0.0.1", "--port", str(api_port), "--deployments", str(deployments)],
+        api_port = free_port()
+        api = procs.start(mambasizer_command() + ["serve", "--host", "127.0.0.1", "--port", str(api_port), "--deployments", str(deployments)],
                           tmp_path / "api.log", tmp_path,
                           env={"MAMBASIZER_WORKER_URL": f"http://127.0.0.1:{worker_port}", "MAMBASIZER_TRIALS_ENABLED": ""})
-        _wait_http(f"http://127.0.0.1:{api_port}/readyz", api, tmp_path / "api.log", "mambasizer serve")
+        wait_http(f"http://127.0.0.1:{api_port}/readyz", api, tmp_path / "api.log", "mambasizer serve")
 
         rule = one(documents(render(CHART, FULL_VALUES, name=RELEASE, namespace=NAMESPACE)), "PrometheusRule")
         (tmp_path / "rules.yaml").write_text(yaml.safe_dump({"groups": rule["spec"]["groups"]}, sort_keys=False))
@@ -234,12 +200,12 @@ def test_dashboard_and_rules_on_a_real_prometheus(tmp_path):
             ],
         }
         (tmp_path / "prometheus.yml").write_text(yaml.safe_dump(config, sort_keys=False))
-        prom_port = _free_port()
+        prom_port = free_port()
         prom = procs.start([prometheus, f"--config.file={tmp_path / 'prometheus.yml'}",
                             f"--storage.tsdb.path={tmp_path / 'tsdb'}", f"--web.listen-address=127.0.0.1:{prom_port}",
                             "--log.level=warn"], tmp_path / "prometheus.log", tmp_path)
         base = f"http://127.0.0.1:{prom_port}"
-        _wait_http(f"{base}/-/ready", prom, tmp_path / "prometheus.log", "prometheus", timeout_s=60)
+        wait_http(f"{base}/-/ready", prom, tmp_path / "prometheus.log", "prometheus", timeout_s=60)
 
         # Traffic for the service panels: plans (200) and a refused one (422).
         client = httpx.Client(base_url=f"http://127.0.0.1:{api_port}", timeout=30)

@@ -9,15 +9,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 
-import httpx
 import pytest
+
+from serving import start_mambasizer
 
 CHROMIUM = os.environ.get("MAMBASIZER_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("MAMBASIZER_CHROMEDRIVER", "/usr/bin/chromedriver")
@@ -31,51 +28,15 @@ CHROMIUM_FLAGS = (
 _taken: list[Path] = []
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _console_script() -> list[str]:
-    script = Path(sys.executable).with_name("mambasizer")
-    if script.exists():
-        return [str(script)]
-    return [sys.executable, "-c", "import sys; from service.cli import main; sys.exit(main())"]
-
-
 @pytest.fixture(scope="session")
 def server(tmp_path_factory):
     """The base URL of a running `mambasizer serve`."""
-    port = _free_port()
     workdir = tmp_path_factory.mktemp("serve")
-    log = (workdir / "stderr.log").open("w+")
-    proc = subprocess.Popen(
-        _console_script() + ["serve", "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
-        stdout=subprocess.DEVNULL, stderr=log, cwd=workdir, env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while True:
-        try:
-            if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            log.seek(0)
-            pytest.fail(f"mambasizer serve did not become ready: {log.read()[-2000:]}")
-        time.sleep(0.1)
+    srv = start_mambasizer("serve", "--log-level", "warning", cwd=workdir, log=workdir / "stderr.log", ready="/readyz")
     try:
-        yield base
+        yield srv.base
     finally:
-        proc.terminate()
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-        log.close()
+        srv.stop(graceful_s=20)
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import sysconfig
@@ -24,6 +23,8 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
+from serving import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
@@ -43,12 +44,6 @@ def _clean_env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "PIP_", "VIRTUAL_ENV"))}
     env["PIP_DISABLE_PIP_VERSION_CHECK"] = "1"
     return env
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Installed:
@@ -157,7 +152,7 @@ def test_check_preset_with_sglang_args(installed):
 
 def test_serve_starts_and_answers(installed):
     shutil.copy2(EXAMPLES / "deployments.yaml", installed.run_dir / "deployments.yaml")
-    port = _free_port()
+    port = free_port()
     proc = subprocess.Popen([str(installed.exe), "serve", "--host", "127.0.0.1", "--port", str(port),
                              "--deployments", "deployments.yaml"], cwd=installed.run_dir, env=_clean_env(),
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

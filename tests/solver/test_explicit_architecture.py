@@ -7,20 +7,12 @@ from __future__ import annotations
 
 import pytest
 
+from samples import LAYOUT_8 as BASE
 from schemas.request import DEFAULT_LAYOUT_ARCHITECTURE, LAYOUT_ARCHITECTURES, Layout
 from service.presets import PRESETS
 from service.solver.errors import PlanInputError
 from service.solver.families import layout_from_explicit, layout_from_hf_config
 from service.solver.launch import mamba_chunk_size
-
-BASE = {
-    "num_hidden_layers": 8,
-    "mamba_layer_ids": [0, 1, 2, 4, 5, 6],
-    "full_attention_layer_ids": [3, 7],
-    "state": {"conv_shapes": [[10240, 3]], "temporal_shape": [128, 64, 128]},
-    "kv": {"type": "mha", "num_kv_heads": 8, "head_dim": 128},
-    "context_length": 32768,
-}
 
 
 def _explicit(arch: str):

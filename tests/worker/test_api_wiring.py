@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from worker_helpers import TINY, free_port
+from samples import TINY
+from serving import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -8,10 +8,10 @@ pytest.importorskip("torch")
 
 from fastapi.testclient import TestClient
 
+from samples import TINY
 from service.cli import build_parser
 from service.worker.app import create_app, read_token
 from service.worker.runner import RunnerConfig, TrialRunner
-from worker_helpers import TINY
 
 
 def client(token=None, **config) -> TestClient:

@@ -12,12 +12,13 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from samples import TINY  # noqa: E402
 from schemas.trial import TrialOptions  # noqa: E402
 from service.solver import plan  # noqa: E402
 from service.solver.budget import rest_gib  # noqa: E402
 from service.worker.devices import CudaBackend  # noqa: E402
 from service.worker.trial import run_trial  # noqa: E402
-from worker_helpers import TINY, req  # noqa: E402
+from worker_helpers import req  # noqa: E402
 
 MIB = 1 << 20
 GIB = 1 << 30

@@ -14,6 +14,7 @@ torch = pytest.importorskip("torch")
 
 import httpx  # noqa: E402
 
+from samples import TINY  # noqa: E402
 from schemas.trial import TrialOptions  # noqa: E402
 from service.solver import plan  # noqa: E402
 from service.solver.allocation import plan_stage_tensors  # noqa: E402
@@ -22,16 +23,8 @@ from service.worker.app import create_app  # noqa: E402
 from service.worker.devices import CpuBackend  # noqa: E402
 from service.worker.runner import QueueFull, RunnerConfig, TrialRunner  # noqa: E402
 from service.worker.trial import run_trial  # noqa: E402
-from worker_helpers import (  # noqa: E402
-    QWEN_SMALL,
-    TINY,
-    GatedBackend,
-    SingleBackendFactory,
-    free_port,
-    req,
-    serve,
-    wait_for,
-)
+from serving import free_port  # noqa: E402
+from worker_helpers import QWEN_SMALL, GatedBackend, SingleBackendFactory, req, serve, wait_for  # noqa: E402
 
 MIB = 1 << 20
 

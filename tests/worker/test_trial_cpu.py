@@ -8,12 +8,13 @@ import pytest
 
 pytest.importorskip("torch")
 
+from samples import TINY
 from schemas.trial import TrialOptions, TrialResult
 from service.solver import plan
 from service.solver.allocation import plan_stage_tensors
 from service.worker.devices import CpuBackend
 from service.worker.trial import run_trial
-from worker_helpers import KIMI_PP2, KIMI_REPLAY, LAYOUT_FP8, QWEN_SMALL, QWEN_SPEC, TINY, req
+from worker_helpers import KIMI_PP2, KIMI_REPLAY, LAYOUT_FP8, QWEN_SMALL, QWEN_SPEC, req
 
 MIB = 1 << 20
 POOL_FIELDS = ("conv_state", "ssm_state", "intermediate_state", "replayssm_ring", "kv_pool", "req_to_token", "side_tables")

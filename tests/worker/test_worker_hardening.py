@@ -8,6 +8,7 @@ import asyncio
 import socket
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -17,10 +18,11 @@ pytest.importorskip("torch")
 import httpx
 from fastapi.testclient import TestClient
 
+from samples import TINY
 from service.cli.worker_cmd import is_loopback
 from service.worker.app import MAX_BODY_BYTES, create_app
 from service.worker.runner import RunnerConfig, TrialRunner
-from worker_helpers import TINY, GatedBackend, SingleBackendFactory, serve, wait_for
+from worker_helpers import GatedBackend, SingleBackendFactory, serve, wait_for
 
 
 def _runner(**config) -> TrialRunner:
@@ -102,23 +104,29 @@ def test_a_cuda_worker_refuses_cpu_trials():
     assert TrialRunner(RunnerConfig(device="cpu"), backend_factory=gpu).resolve_device("cpu") == "cpu"
 
 
+def _post_and_leave(url: str, body: dict, started: threading.Event) -> None:
+    """POST `body` to `url` and, once the trial has started allocating, close the connection
+    mid-trial (the caller goes away)."""
+
+    async def call_and_leave():
+        async with httpx.AsyncClient() as c:
+            task = asyncio.create_task(c.post(url, json=body, timeout=60))
+            await asyncio.to_thread(started.wait, 10)
+            task.cancel()  # closes the connection mid-trial
+            try:
+                await task
+            except asyncio.CancelledError:
+                pass
+
+    asyncio.run(call_and_leave())
+
+
 def test_a_caller_that_goes_away_cancels_its_trial():
     backend = GatedBackend(delay_s=1.0)  # 6 tensors: 6 s uncancelled
     runner = TrialRunner(RunnerConfig(queue_max=0), backend_factory=SingleBackendFactory(backend))
     with serve(create_app(runner, token_from_env=False)) as url:
-
-        async def call_and_leave():
-            async with httpx.AsyncClient() as c:
-                task = asyncio.create_task(c.post(f"{url}/v1/trial", json={"request": TINY, "trial": {"timeout_s": 60}}, timeout=60))
-                await asyncio.to_thread(backend.started.wait, 10)
-                task.cancel()  # closes the connection mid-trial
-                try:
-                    await task
-                except asyncio.CancelledError:
-                    pass
-
         t0 = time.monotonic()
-        asyncio.run(call_and_leave())
+        _post_and_leave(f"{url}/v1/trial", {"request": TINY, "trial": {"timeout_s": 60}}, backend.started)
         assert wait_for(lambda: runner.status().get("cpu", {}).get("busy") is False, timeout=15)
         assert time.monotonic() - t0 < 15
     assert backend.live_bytes() == 0
@@ -150,8 +158,6 @@ def test_the_worker_refuses_to_bind_beyond_loopback_without_a_token(monkeypatch)
     assert "Traceback" not in out.stderr
 
 
-
-
 def test_a_client_that_leaves_the_api_aborts_the_remote_trial(monkeypatch):
     """Client -> API -> worker, all over real sockets: the client goes away mid-trial, the
     API cancels its call to the worker, and the worker stops and frees the trial."""
@@ -163,19 +169,8 @@ def test_a_client_that_leaves_the_api_aborts_the_remote_trial(monkeypatch):
     with serve(create_app(runner, token_from_env=False)) as worker_url:
         monkeypatch.setenv("MAMBASIZER_WORKER_URL", worker_url)
         with serve(create_api(trials=TrialSettings(enabled=True))) as api_url:
-
-            async def call_and_leave():
-                async with httpx.AsyncClient() as c:
-                    task = asyncio.create_task(c.post(f"{api_url}/v1/plan", json={**TINY, "trial": {"timeout_s": 60}}, timeout=60))
-                    await asyncio.to_thread(backend.started.wait, 10)
-                    task.cancel()
-                    try:
-                        await task
-                    except asyncio.CancelledError:
-                        pass
-
             t0 = time.monotonic()
-            asyncio.run(call_and_leave())
+            _post_and_leave(f"{api_url}/v1/plan", {**TINY, "trial": {"timeout_s": 60}}, backend.started)
             assert wait_for(lambda: runner.status().get("cpu", {}).get("busy") is False, timeout=15)
             assert time.monotonic() - t0 < 15  # long before the trial's own 60 s
     assert backend.live_bytes() == 0

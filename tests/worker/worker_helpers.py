@@ -4,13 +4,13 @@ uvicorn server on a free port for the client tests."""
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from contextlib import contextmanager
 
 from schemas.request import PlanRequest
 from service.worker.devices import CpuBackend
+from serving import free_port
 
 GIB = 1 << 30
 
@@ -48,17 +48,6 @@ LAYOUT_FP8 = {
     "server_args": {"kv_cache_dtype": "fp8_e4m3", "page_size": 64},
     "budget": {"rest_gib": 0.25},
 }
-# Tiny: a few MiB, for the queue / timeout / auth tests.
-TINY = {
-    "model": {"layout": {
-        "num_hidden_layers": 4, "mamba_layer_ids": [0, 1, 2], "full_attention_layer_ids": [3],
-        "state": {"conv_shapes": [[256, 3]], "temporal_shape": [4, 32, 32]},
-        "kv": {"type": "mha", "num_kv_heads": 2, "head_dim": 64}, "context_length": 2048,
-    }},
-    "budget": {"rest_gib": 0.02},
-}
-
-
 def req(body: dict) -> PlanRequest:
     return PlanRequest.model_validate(body)
 
@@ -102,12 +91,6 @@ def wait_for(predicate, timeout: float = 10.0, interval: float = 0.01) -> bool:
             return True
         time.sleep(interval)
     return predicate()
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextmanager
