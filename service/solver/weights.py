@@ -7,7 +7,8 @@ SGLang's model class builds it (`sglang/srt/models/<family>.py`):
 * which parameters each PP stage holds (`make_pp_layers` / `PPMissingLayer`): embeddings on
   the first stage, final norm and lm_head on the last; tied embeddings are one tensor at
   pp_size 1 and a separate lm_head on the last stage at pp_size > 1 (Granite-4.0-H cannot
-  build that at all: refused); Qwen3.5's vision tower on every stage, its pos_embed on the first;
+  build that at all: refused); Qwen3.5's and Kimi-K3's vision towers on every stage (Qwen3.5's
+  pos_embed on the first);
 * TP sharding of each linear (column / row / merged / QKV with KV heads replicated when fewer
   than TP / replicated), vocabulary padding (`pad_vocab`: to 64, or 64*tp when that does not
   split over TP), Mamba2 group replication, MoE experts over `ep_size` (moe_tp = tp / ep),
@@ -25,7 +26,7 @@ SGLang's model class builds it (`sglang/srt/models/<family>.py`):
 Exact (byte for byte against SGLang's own model classes built on the `meta` device,
 tests/conformance/test_weights_conformance.py): Nemotron-H (dense, MoE, latent MoE), Qwen3-Next,
 Qwen3.5 dense and MoE with the vision tower, Falcon-H1, Granite-4.0-H, LFM2, Kimi-Linear,
-Kimi-K3 with its vision tower, in bf16; fp8 block-wise and per-tensor; ModelOpt FP8 (flat form)
+Kimi-K3 with its vision tower (pp 1 to 8), in bf16; fp8 block-wise and per-tensor; ModelOpt FP8 (flat form)
 and NVFP4, ModelOpt MIXED_PRECISION (FP8 + W4A16_NVFP4, the nvidia Qwen3.6-27B-NVFP4
 release); compressed-tensors int4 pack-quantized and MXFP4 MoE (Kimi-K3 as shipped); AWQ /
 GPTQ int4 linear layers; the
@@ -40,7 +41,7 @@ to start; we answer bytes).
 Against real boot logs (tests/conformance/test_weights_bootlogs.py) the prediction is within 3%.
 
 Refused with a PlanInputError naming the field (never a bf16 guess): a quantization method or
-ModelOpt algorithm not listed above, Kimi-K3 at pp_size > 1, LFM2-MoE, an explicit layout (no config to derive weights from), a layout SGLang
+ModelOpt algorithm not listed above, LFM2-MoE, an explicit layout (no config to derive weights from), a layout SGLang
 refuses to build (TP not dividing heads / experts, block-fp8 shapes that do not fill blocks).
 """
 
@@ -1000,10 +1001,11 @@ def _walk_kimi_k3(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, la
     """KimiK3ForConditionalGeneration (models/kimi_k3.py): KDA with a full-rank gate fused into
     q/k/v (`fused_qkvg_proj`), MLA with a q LoRA (`fused_qkv_a_proj_with_mqa`), latent routed
     experts (replicated routed_expert_down/up_proj around experts of routed_expert_hidden_size)
-    and the MoonViT tower with its projector, replicated."""
+    and the MoonViT tower with its projector, replicated.
+    Under PP (make_pp_layers): the embedding on the first stage, the final norm (and its
+    attention-residual read) and lm_head on the last, each stage its own layers; the wrapper
+    builds the vision tower and projector on every stage. K3 has no MTP layers."""
     c = _cfg(lay)
-    if pp > 1:
-        raise PlanInputError("server_args.pp_size", "Kimi-K3 weights are modelled at pp_size 1 only; give a budget with measured memory for PP deployments")
     attn_res = bool(c.get("attn_res_block_size"))
     latent_norm = bool(c.get("latent_moe_use_norm"))
     mla_gate = bool(c.get("mla_use_output_gate"))
@@ -1019,7 +1021,8 @@ def _walk_kimi_k3(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, la
     moe_i, shared = int(c["moe_intermediate_size"]), int(_get(c, "num_shared_experts", 0))
     first_dense, freq = int(_get(c, "first_k_dense_replace", 0)), int(_get(c, "moe_layer_freq", 1))
     full = set(lay.full_attention_layer_ids)
-    r.vocab("embed", vocab, h, "language_model.model.embed_tokens")
+    if first:
+        r.vocab("embed", vocab, h, "language_model.model.embed_tokens")
     for i in _stage_layers(stage):
         p = f"language_model.model.layers.{i}.self_attn"
         if i in full:
@@ -1056,8 +1059,9 @@ def _walk_kimi_k3(r: _Rank, lay: ModelLayout, stage: StageRange, first: bool, la
         else:
             _gated_mlp(r, h, int(c["intermediate_size"]), m)
         r.params("norms", (2 + (4 if attn_res else 0)) * h)  # + attention-residual norms / projections
-    r.params("norms", (1 + (2 if attn_res else 0)) * h)
-    r.vocab("lm_head", vocab, h, "language_model.lm_head", quant=True)
+    if last:  # norm, + output_attn_res_norm / output_attn_res_proj; K3 never ties lm_head
+        r.params("norms", (1 + (2 if attn_res else 0)) * h)
+        r.vocab("lm_head", vocab, h, "language_model.lm_head", quant=True)
     vc = lay.hf_config.get("vision_config") or {}
     d = int(_get(vc, "vt_hidden_size", 1024))
     qkv = int(_get(vc, "qkv_hidden_size", 1536))

@@ -94,3 +94,21 @@ def test_ep_size_flag_reaches_the_weights(client):
         assert body["stages"][0]["weights_bytes"] == expected[0]
     assert tp["stages"][0]["weights_bytes"] != ep["stages"][0]["weights_bytes"]
     assert tp["max_total_num_tokens"] != ep["max_total_num_tokens"]
+
+
+def test_kimi_k3_tp8_pp8_plans_from_the_gpu_alone(client):
+    # The flagship layout (examples/kimi-k3-h200-tp8-pp8.json's flags, no measured budget): each
+    # stage charged its own weights as SGLang builds that PP rank (conformance-checked in
+    # tests/conformance/test_weights_conformance.py), the MoonViT tower on all eight.
+    req = {"model": {"preset": "kimi-k3"}, "server_args": {"tp_size": 8, "pp_size": 8, "mem_fraction_static": 0.88}}
+    body = client.post("/v1/plan", json={**req, "budget": {"gpu": "h200"}}).json()
+    assert body["feasible"] and body["budget_source"] == "estimated", body
+    layout = model_layout(parse_request({**req, "budget": {"rest_gib": 1.0}}))
+    stages = pp_stages(layout.num_hidden_layers, 8, None, layout.mamba_layer_ids, layout.full_attention_layer_ids)
+    want = stage_weight_bytes(layout, tp_size=8, pp_size=8, ep_size=1, stages=stages, load_nextn=False)
+    assert tuple(s["weights_bytes"] for s in body["stages"]) == want
+    # 11 layers on the first stage (with the embedding), 12 on the last (with lm_head): the last is largest
+    assert want[0] == 23_770_654_384 and want[-1] == 27_889_105_280 == max(want)
+    p = plan({**req, "budget": {"gpu": "h200"}})
+    assert (body["max_total_num_tokens"], body["max_running_requests"], body["max_mamba_cache_size"]) == (
+        p.max_total_num_tokens, p.max_running_requests, p.max_mamba_cache_size) == (11_700_777, 1655, 6622)

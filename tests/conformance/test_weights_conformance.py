@@ -2,14 +2,15 @@
 
 Every family is checked the same way, by building SGLang's model class for the rank on the
 `meta` device (tests/conformance/weights_ref.py) and comparing bytes exactly, for every PP
-stage, at tp 1/2/4/8 (pp 1) and pp 2/4 (tp 2) where the family supports PP, plus ep = tp for
+stage, at tp 1/2/4/8 (pp 1) and pp 2/4 (tp 2) where the family supports PP (Kimi-K3: pp 2/4/8
+at tp 1/2/4/8), plus ep = tp for
 MoE families at tp 8. No family needs the transformers fallback: all of them build on the CPU.
 
 Families / presets checked, bf16 (the checkpoints' dtype):
   Nemotron-H (dense 8B, Nemotron-3 Nano MoE, Nemotron-3 Super latent MoE), Qwen3-Next,
   Qwen3.5 dense (27B, with its vision tower) and MoE (35B-A3B), Falcon-H1 (0.5B, 34B),
   Granite-4.0-H (Tiny, Small), LFM2 (350M), Kimi-Linear (48B), Kimi-K3 (with its MoonViT tower;
-  pp 1 only).
+  pp 2/4/8 at every tp, and as shipped (MXFP4) at tp 8 x pp 8 with and without EP).
 
 Quantized (QUANT_CASES x 5 presets x tp/ep): fp8 block-wise and per-tensor (static and
 dynamic activations), ModelOpt FP8 and NVFP4, compressed-tensors int4 pack-quantized (W4A16); AWQ and GPTQ on dense
@@ -52,16 +53,21 @@ MODELS = (
     "kimi-k3",
 )
 MOE = {"nvidia-nemotron-3-nano-30b-a3b", "qwen3.5-35b-a3b", "granite-4.0-h-small", "kimi-linear-48b-a3b-instruct", "kimi-k3"}
-PP1_ONLY = {"kimi-k3"}  # weights.py models Kimi-K3 at pp_size 1 only (and says so)
+# Kimi-K3 is the flagship PP deployment (TP 8 x PP 8 on H200): every tp with pp 2/4/8, so
+# its 93 layers split unevenly (get_pp_indices gives the last stages one more) and the first /
+# last / middle stages (embedding, final attention-residual read + lm_head, the vision tower on
+# each) are all compared.
+PP_GRID = {"kimi-k3": ((1, 2, 4, 8), (2, 4, 8))}
 
 
 def _parallel_cases():
     for name in MODELS:
         for tp in (1, 2, 4, 8):
             yield name, tp, 1, 1
-        for pp in (2, 4):
-            if name not in PP1_ONLY:
-                yield name, 2, pp, 1
+        tps, pps = PP_GRID.get(name, ((2,), (2, 4)))
+        for pp in pps:
+            for tp in tps:
+                yield name, tp, pp, 1
         if name in MOE:
             yield name, 8, 1, 8
 
@@ -210,7 +216,7 @@ def test_shipped_mixed_precision_checkpoint_matches_sglang(tp):
 
 # Kimi-K3's full config.json as shipped (compressed-tensors MXFP4 experts, attention-residual
 # blocks, latent-MoE norm, MLA output gate), copied verbatim with its source.
-@pytest.mark.parametrize("tp,ep", ((4, 1), (8, 1), (8, 8)))
-def test_shipped_kimi_k3_mxfp4_checkpoint_matches_sglang(tp, ep):
+@pytest.mark.parametrize("tp,pp,ep", ((4, 1, 1), (8, 1, 1), (8, 1, 8), (8, 8, 1), (8, 8, 8), (8, 2, 1)))
+def test_shipped_kimi_k3_mxfp4_checkpoint_matches_sglang(tp, pp, ep):
     hf = json.loads((QUANT_DATA / "kimi-k3-mxfp4-config.json").read_text())
-    _check({k: v for k, v in hf.items() if not k.startswith("_")}, tp, 1, ep)
+    assert _check({k: v for k, v in hf.items() if not k.startswith("_")}, tp, pp, ep) is None  # compared, not refused

@@ -50,6 +50,23 @@ def test_pp_stages_split_the_model_and_embeddings_sit_at_the_ends():
         assert p.total_bytes == sum(b for _, b in p.groups)
 
 
+def test_kimi_k3_pp_stages_each_hold_the_vision_tower():
+    # KimiK3ForConditionalGeneration builds MoonViT and its projector on every PP rank; the
+    # language model's embedding sits on the first stage, its final read and lm_head on the last.
+    lay = _layout("kimi-k3")
+    whole = _bytes(lay, tp=8)[0]
+    stages = pp_stages(lay.num_hidden_layers, 8, None, lay.mamba_layer_ids, lay.full_attention_layer_ids)
+    parts = stage_weight_breakdown(lay, tp_size=8, pp_size=8, ep_size=1, stages=stages, load_nextn=False)
+    groups = [dict(p.groups) for p in parts]
+    vision = groups[0]["vision"]
+    assert vision > 0 and all(g["vision"] == vision for g in groups)
+    assert "embed" in groups[0] and all("embed" not in g for g in groups[1:])
+    assert "lm_head" in groups[-1] and all("lm_head" not in g for g in groups[:-1])
+    assert sum(p.total_bytes for p in parts) == whole + 7 * vision  # only the tower is repeated
+    # 93 layers over 8 stages: 11 on the first three, 12 on the last five (get_pp_indices)
+    assert [s.end - s.start for s in stages] == [11, 11, 11, 12, 12, 12, 12, 12]
+
+
 def test_tp_shards_and_ep_spreads_experts():
     lay = _layout("nvidia-nemotron-3-nano-30b-a3b")
     tp1, tp4 = _bytes(lay, tp=1)[0], _bytes(lay, tp=4)[0]
@@ -117,9 +134,6 @@ def test_explicit_layout_and_unmodelled_families_are_refused():
     with pytest.raises(PlanInputError) as e:
         _bytes(lay)
     assert e.value.field == "model.hf_config"
-    with pytest.raises(PlanInputError) as e:
-        _bytes(layout_from_hf_config(dict(PRESETS["kimi-k3"].hf_config)), tp=8, pp=8)
-    assert e.value.field == "server_args.pp_size" and "Kimi-K3" in e.value.message
     lfm2_moe = dict(PRESETS["lfm2-350m"].hf_config, model_type="lfm2_moe", num_experts=8)
     with pytest.raises(PlanInputError) as e:
         _bytes(layout_from_hf_config(lfm2_moe))
