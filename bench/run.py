@@ -378,7 +378,7 @@ def sglang_model_config_ms(request: dict, calls: int, min_time: float = 0.0) -> 
             return d
 
         return ms_per_call(
-            lambda d: sg.ModelConfig(d, context_length=context_length), calls, min_time, before=fresh_dir, after=shutil.rmtree,
+            lambda d: sg.ModelConfig(d, context_length=context_length, trust_remote_code=False), calls, min_time, before=fresh_dir, after=shutil.rmtree,
         )
 
 

@@ -67,3 +67,14 @@ def test_inprocess_figures_positive(bench):
     assert row["stages"] == 8
     assert row["outputs_differ"] == {}  # the benchmark times two sides that agree
     assert res["plan_speedup_vs_sglang"] == row["speedup_path"]  # one request: the smallest is its own
+
+
+@pytest.mark.skipif(not _has_sglang(), reason="needs the sglang==0.5.23 wheel (scripts/test.sh installs it)")
+@pytest.mark.parametrize("name", ["kimi-k3-tp8-pp8.json", "qwen3-next-tp4-eagle.json", "nemotron-h-56b-pp4-mamba512.json"])
+def test_sglang_config_load_times_every_request(bench, name):
+    """SGLang's config load, as a launch does it (trust_remote_code off), runs on each of the
+    three requests: the full config.json files carry `auto_map`, which must not send it looking
+    for the author's remote code."""
+    (req,) = bench.load_requests([name]).values()
+    times = bench.sglang_model_config_ms(bench.expand_preset(req), 1, 0.01)
+    assert times and min(times) > 0
