@@ -10,11 +10,11 @@
 # Environment:
 #   PYTHON                 interpreter (default .venv/bin/python, else python3)
 #   CUDA_INDEX             which GPU (default 0)
-#   KIMI_K3_WEIGHTS_GIB    weights held per rank for Kimi-K3 at tp 8 pp 8 (default 45:
-#                          ~2.7T parameters / 64 ranks at ~1 byte each, an FP8-class
-#                          checkpoint; set it to your checkpoint's per-rank size)
-#   QWEN3_NEXT_WEIGHTS_GIB weights held per rank for Qwen3-Next-80B at tp 4 (default 37.5:
-#                          80B parameters in bf16 / 4 ranks)
+#   KIMI_K3_WEIGHTS_GIB    weights held per rank for Kimi-K3 at tp 8 pp 8 (default: the
+#                          parameter bytes SGLang builds on stage 0's largest rank, from
+#                          service/solver/weights.py for the shipped MXFP4 config)
+#   QWEN3_NEXT_WEIGHTS_GIB weights held per rank for Qwen3-Next-80B at tp 4 (default: the
+#                          same for its bf16 config; the NEXTN case adds nothing on stage 0)
 #   GPU_CHECK_JSON         also write every TrialResult to this file
 #   GPU_CHECK_TIMEOUT_S    hard limit (default 290)
 #

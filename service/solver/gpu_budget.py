@@ -173,7 +173,11 @@ def request_weights(req: PlanRequest, layout: ModelLayout, launch: Launch, stage
     if launch.tp_size % ep != 0:
         raise PlanInputError("server_args.ep_size", f"must divide tp_size={launch.tp_size} (experts shard over ep_size, the rest over tp_size // ep_size)")
     draft = req.draft_model.num_layers if req.draft_model is not None else None
-    load_nextn = launch.speculative_algorithm in ("EAGLE", "NEXTN") and draft is None and layout.num_nextn_predict_layers > 0
+    # The MTP draft comes from the target checkpoint: `num_nextn_predict_layers` (DeepSeek-style
+    # configs) or, in Qwen3.5 / Qwen3-Next configs, `mtp_num_hidden_layers` (which SGLang does
+    # not read for the KV cell, SIZING_SPEC §8.5, but whose layers its draft worker builds).
+    has_mtp = layout.num_nextn_predict_layers > 0 or int(layout.hf_text_config.get("mtp_num_hidden_layers") or 0) > 0
+    load_nextn = launch.speculative_algorithm in ("EAGLE", "NEXTN") and draft is None and has_mtp
     key = (launch.tp_size, launch.pp_size, ep, tuple((s.start, s.end) for s in stage_ranges), load_nextn, draft)
     cached = _WEIGHTS_CACHE.get(id(layout))
     if cached is not None and cached[0] is layout and key in cached[2]:

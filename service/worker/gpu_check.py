@@ -21,17 +21,30 @@ from schemas.trial import TrialOptions
 GIB = 1 << 30
 H200_MIB = 143771  # what --plan-only assumes for the device (an H200)
 
+
+def held_weights_gib(body: dict, stage: int, env: str) -> float:
+    """The weights a case holds on its rank: `$env` when set, else the parameter bytes
+    SGLang 0.5.23 builds on that stage's largest rank (service/solver/weights.py, exact
+    against SGLang's model classes), read from the GPU-only plan of the same request."""
+    if env in os.environ:
+        return float(os.environ[env])
+    from service.solver import plan
+
+    stages = plan(PlanRequest.model_validate({**body, "budget": {"gpu": "h200"}})).stages
+    weights = stages[stage].weights_bytes
+    assert weights is not None  # a GPU-only plan carries every stage's weights
+    return round(weights / GIB, 3)
+
+
+_KIMI = {"model": {"preset": "kimi-k3"}, "server_args": {"tp_size": 8, "pp_size": 8}}
+_QWEN = {"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "server_args": {"tp_size": 4}}
+_QWEN_MTP = {"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "server_args": {"tp_size": 4, "speculative_algorithm": "NEXTN"}}
 CASES = [
     # (label, request without budget, pp ranks, weights held per rank)
-    ("Kimi-K3 tp8 pp8 (MLA + KDA), stage 0",
-     {"model": {"preset": "kimi-k3"}, "server_args": {"tp_size": 8, "pp_size": 8}},
-     [0], float(os.environ.get("KIMI_K3_WEIGHTS_GIB", "45"))),
-    ("Qwen3-Next-80B tp4 (MHA + GDN)",
-     {"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "server_args": {"tp_size": 4}},
-     [0], float(os.environ.get("QWEN3_NEXT_WEIGHTS_GIB", "37.5"))),
+    ("Kimi-K3 tp8 pp8 (MLA + KDA), stage 0", _KIMI, [0], held_weights_gib(_KIMI, 0, "KIMI_K3_WEIGHTS_GIB")),
+    ("Qwen3-Next-80B tp4 (MHA + GDN)", _QWEN, [0], held_weights_gib(_QWEN, 0, "QWEN3_NEXT_WEIGHTS_GIB")),
     ("Qwen3-Next-80B tp4 + MTP (NEXTN): deduplicated conv windows on CUDA",
-     {"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "server_args": {"tp_size": 4, "speculative_algorithm": "NEXTN"}},
-     [0], float(os.environ.get("QWEN3_NEXT_WEIGHTS_GIB", "37.5"))),
+     _QWEN_MTP, [0], held_weights_gib(_QWEN_MTP, 0, "QWEN3_NEXT_WEIGHTS_GIB")),
 ]
 
 

@@ -276,3 +276,22 @@ def test_ep_size_must_divide_tp_size(weights):
     with pytest.raises(PlanInputError) as info:
         plan({**QWEN_TP4, "server_args": {"tp_size": 4, "ep_size": 3}, "budget": {"gpu": "h200"}})
     assert info.value.field == "server_args.ep_size"
+
+
+def test_qwen_mtp_draft_weights_are_held_under_speculative_decoding():
+    """Qwen3.5 configs name their MTP layers `mtp_num_hidden_layers` (no
+    num_nextn_predict_layers): under NEXTN the draft worker still builds them from the target
+    checkpoint, so the GPU-only plan holds weights.py's MTP bytes on the last stage."""
+    from service.solver.plan import model_layout, parse_request
+    from service.solver.stages import pp_stages
+    from service.solver.weights import stage_weight_bytes
+
+    base = {"model": {"preset": "qwen3.5-397b-a17b"}, "budget": {"gpu": "h200"}}
+    plain = plan({**base, "server_args": {"tp_size": 8}})
+    mtp = plan({**base, "server_args": {"tp_size": 8, "speculative_algorithm": "NEXTN"}})
+    layout = model_layout(parse_request({**base, "server_args": {"tp_size": 8}}))
+    stages = pp_stages(layout.num_hidden_layers, 1)
+    with_draft = stage_weight_bytes(layout, tp_size=8, pp_size=1, ep_size=1, stages=stages, load_nextn=True)
+    without = stage_weight_bytes(layout, tp_size=8, pp_size=1, ep_size=1, stages=stages, load_nextn=False)
+    assert plain.stages[0].weights_bytes == without[0]
+    assert mtp.stages[0].weights_bytes == with_draft[0] > without[0]
