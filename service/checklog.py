@@ -2,13 +2,18 @@
 
     result = check_log(text, hf_config=None)
     result.data        # {"sglang_version", "gpu", "ranks": [{"rank", "figures": {NAME: {logged, predicted, cause}}}]}
-    result.all_match   # every predicted figure equals the logged one (exit 0)
+    result.all_match   # every predicted figure equals the logged one, every estimate is
+                       # within its stated error (exit 0)
 
 The plan request is rebuilt from the log itself (service.bootlog): the model from the
 preset whose model id matches `model_path` (or the config.json given), the flags from the
 `server_args` record (the modelled ones, by SGLang's own names), and the free memory SGLang
 measured before and after the weights load as the measured budget. Nothing else: the
 comparison is plan vs observed.
+
+Beside it, per rank, `estimated` holds the second comparison (service.checklog_estimate):
+the free memory before and after the load and the weights' usage predicted before a boot,
+from the model's weights and the GPU (the `gpu` argument or the log's GPU line).
 """
 
 from __future__ import annotations
@@ -30,9 +35,9 @@ GB_FIGURES = frozenset(n for n in FIGURES if n.endswith("_gb"))
 
 # Figures the plan takes as input or cannot know before a boot.
 NOT_PREDICTED = {
-    "avail_mem_before_load_gb": "measured at boot; the plan takes it as input (the measured budget)",
-    "avail_mem_after_load_gb": "measured at boot; the plan takes it as input (the measured budget)",
-    "weight_mem_usage_gb": "weights are measured at boot, not predicted (they are inside the measured budget)",
+    "avail_mem_before_load_gb": "measured at boot; the plan takes it as input (the measured budget); `estimated` predicts it",
+    "avail_mem_after_load_gb": "measured at boot; the plan takes it as input (the measured budget); `estimated` predicts it",
+    "weight_mem_usage_gb": "inside the measured budget the plan takes as input; `estimated` predicts it",
     "available_gpu_mem_gb": "free memory after the pools, CUDA graphs and activations: graph and activation memory are not modelled",
 }
 _HOPPER = ("H100", "H200", "H800", "H20", "GH200")
@@ -285,9 +290,13 @@ def difference(name: str, logged: Any, predicted: Any) -> Any:
 # --------------------------------------------------------------------------- entry point
 
 
-def check_log(text: str | bytes, hf_config: dict | None = None, sglang_args: list[str] | None = None) -> CheckResult:
+def check_log(text: str | bytes, hf_config: dict | None = None, sglang_args: list[str] | None = None, gpu: str | None = None) -> CheckResult:
     """Compare the log with the plan. BootLogError (a ValueError) when the log is unreadable;
-    PlanInputError when the given config.json or launch arguments cannot be used."""
+    PlanInputError when the given config.json, launch arguments or GPU name cannot be used."""
+    from service import checklog_estimate
+
+    if gpu is not None:
+        checklog_estimate.gpu_named(gpu)  # an unknown name is the caller's error, before any work
     log = parse_boot_log(text)
     ctx = _Context(version_cause=_version_cause(log.sglang_version), platform_cause=_platform_cause(log.gpu))
     ctx.request = rebuild_request(log, hf_config, ctx, sglang_args)
@@ -307,6 +316,7 @@ def check_log(text: str | bytes, hf_config: dict | None = None, sglang_args: lis
                 ctx.stage_tensors = plan_stage_tensors(ctx.request, ctx.plan)
             except ValueError:
                 ctx.stage_tensors = None
+    est = checklog_estimate.prepare(ctx.request, ctx.no_plan, gpu, log.gpu, ctx.platform_cause)
     all_match = True
     predicted_any = False
     ranks = []
@@ -330,9 +340,22 @@ def check_log(text: str | bytes, hf_config: dict | None = None, sglang_args: lis
                 all_match = False
                 cause = _difference_cause(ctx)
             figures[name] = {"logged": logged, "predicted": predicted, "cause": cause}
+        estimated: dict[str, dict] = {}
+        for name in checklog_estimate.ESTIMATED:
+            if name in logged_figures:
+                checked = checklog_estimate.check(name, _stage_index(rank), logged_figures[name], est, _difference_cause(ctx))
+                if checked["match"] is not None:
+                    predicted_any = True
+                    all_match = all_match and checked["match"]
+                estimated[name] = checked
         if figures:
-            ranks.append({"rank": rank, "figures": figures})
-    data = {"sglang_version": log.sglang_version, "gpu": log.gpu, "ranks": ranks}
+            ranks.append({"rank": rank, "figures": figures, "estimated": estimated})
+    data = {
+        "sglang_version": log.sglang_version,
+        "gpu": log.gpu,
+        "estimate_gpu": est.gpu.name if est.gpu is not None else None,
+        "ranks": ranks,
+    }
     notes = list(ctx.approximations)
     if ctx.request is not None:
         shown = dict(ctx.request)
