@@ -19,6 +19,7 @@ from the model's weights and the GPU (the `gpu` argument or the log's GPU line).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,6 +65,7 @@ class _Context:
     version_cause: str | None = None
     platform_cause: str | None = None
     stage_tensors: list | None = None
+    weights_cause: str | None = None  # why the weights of the logged checkpoint cannot be estimated
 
 
 # --------------------------------------------------------------------------- model
@@ -86,6 +88,54 @@ def preset_for_model_path(model_path: str) -> str | None:
                 if best is None or len(candidate) > best[0]:
                     best = (len(candidate), name)
     return best[1] if best else None
+
+
+# Words in a checkpoint's name that say its weights are quantised some way.
+_QUANT_WORDS = frozenset(
+    "fp8 fp4 nvfp4 mxfp4 mxfp8 int4 int8 awq gptq autoround w4a16 w8a8 w4a8 w8a16 4bit 8bit bnb gguf exl2 quantized".split()
+)
+
+
+def checkpoint_variant_cause(model_path: str, preset_name: str) -> str | None:
+    """Why a `model_path` that names a preset with a quantisation suffix (`...-FP8`, `...-AWQ-4bit`)
+    the preset's own checkpoint does not carry cannot take the preset's weights; None when it can."""
+    base = _norm(model_path)
+    preset = PRESETS[preset_name]
+    model_id = _norm(preset.model_id.split(" ", 1)[0])
+    for candidate in sorted({preset_name.lower(), model_id}, key=len, reverse=True):
+        if base == candidate or base.startswith(candidate + "-"):
+            marks = set(re.split(r"[-_.]", base[len(candidate):].lower())) & _QUANT_WORDS
+            missing = marks - set(re.split(r"[-_.]", model_id))
+            if missing:
+                return (
+                    f"model_path {model_path!r} is preset {preset_name!r} ({preset.model_id.split(' ', 1)[0]}) in another "
+                    f"quantisation ({'/'.join(sorted(missing)).upper()}): its weights are not the preset's; give its config.json "
+                    "(--config / hf_config) to estimate them"
+                )
+            return None
+    return None
+
+
+# SGLang flags that change what the weights load puts on the GPU, which weights.py does not model.
+_WEIGHT_FLAGS = {
+    "quantization": "online / explicit quantization",
+    "modelopt_quant": "ModelOpt online quantization",
+    "cpu_offload_gb": "part of the weights live in host memory",
+    "enable_fp32_lm_head": "an FP32 lm_head",
+}
+
+
+def _weight_flags_cause(record: dict, launch: Any) -> str | None:
+    _, by_dest = _flags()
+    found = []
+    for key, why in _WEIGHT_FLAGS.items():
+        value = record.get(key)
+        flag = by_dest.get(key)
+        if value is not None and (flag is None or value != flag.default):
+            found.append(f"{key}={value!r} ({why})")
+        elif launch is not None and "--" + key.replace("_", "-") in launch.ignored:
+            found.append(f"--{key.replace('_', '-')} ({why})")
+    return "weights not estimated: " + "; ".join(found) if found else None
 
 
 # --------------------------------------------------------------------------- request
@@ -157,6 +207,8 @@ def rebuild_request(log: BootLog, hf_config: dict | None, ctx: _Context, sglang_
             ctx.no_plan = f"model_path {model_path!r} matches no shipped preset; pass the model's config.json"
             return None
         model = {"preset": preset}
+        ctx.weights_cause = checkpoint_variant_cause(model_path, preset)
+    ctx.weights_cause = ctx.weights_cause or _weight_flags_cause(record, launch)
     server_args = _server_args(record, ctx)
     if launch is not None:
         server_args.update(launch.server_args)
@@ -226,6 +278,16 @@ def _difference_cause(ctx: _Context) -> str:
     if not causes:
         return "not explained: SGLang 0.5.23 on Hopper with these inputs should print the predicted value"
     return "; ".join(causes)
+
+
+def _estimate_cause(ctx: _Context) -> str:
+    """What may move an estimated figure: the run's version, platform and unmodelled flags
+    (the measured-memory approximations do not enter an estimate)."""
+    causes = [c for c in (ctx.version_cause, ctx.platform_cause) if c]
+    if ctx.unmodelled:
+        more = f" (+{len(ctx.unmodelled) - 8} more)" if len(ctx.unmodelled) > 8 else ""
+        causes.append("features not modelled: " + ", ".join(ctx.unmodelled[:8]) + more)
+    return "; ".join(causes) or "not explained: a healthy SGLang 0.5.23 boot on this GPU lands within the stated error"
 
 
 # --------------------------------------------------------------------------- prediction
@@ -316,7 +378,7 @@ def check_log(text: str | bytes, hf_config: dict | None = None, sglang_args: lis
                 ctx.stage_tensors = plan_stage_tensors(ctx.request, ctx.plan)
             except ValueError:
                 ctx.stage_tensors = None
-    est = checklog_estimate.prepare(ctx.request, ctx.no_plan, gpu, log.gpu, ctx.platform_cause)
+    est = checklog_estimate.prepare(ctx.request, ctx.no_plan, gpu, log.gpu, ctx.platform_cause, ctx.weights_cause)
     all_match = True
     predicted_any = False
     ranks = []
@@ -343,7 +405,7 @@ def check_log(text: str | bytes, hf_config: dict | None = None, sglang_args: lis
         estimated: dict[str, dict] = {}
         for name in checklog_estimate.ESTIMATED:
             if name in logged_figures:
-                checked = checklog_estimate.check(name, _stage_index(rank), logged_figures[name], est, _difference_cause(ctx))
+                checked = checklog_estimate.check(name, _stage_index(rank), logged_figures[name], est, _estimate_cause(ctx))
                 if checked["match"] is not None:
                     predicted_any = True
                     all_match = all_match and checked["match"]

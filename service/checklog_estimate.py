@@ -51,7 +51,7 @@ class Estimate:
     gpu_cause: str | None = None  # why avail_mem_* are not estimated
     stage_weights: tuple[int, ...] | None = None  # per stage, its largest TP rank
     weights_cause: str | None = None  # why nothing is estimated
-    world_size: int = 1
+    world_size: int | None = None  # tp_size * pp_size (the NCCL residents), once the request is known
 
 
 def _key(name: str) -> str:
@@ -86,8 +86,12 @@ def gpu_from_log(printed: str | None) -> tuple[gpus.Gpu | None, str | None]:
     )
 
 
-def prepare(request: dict | None, no_plan: str | None, gpu: str | None, log_gpu: str | None, platform_cause: str | None) -> Estimate:
-    """The weights per stage (for the rebuilt request) and the GPU, or the causes."""
+def prepare(
+    request: dict | None, no_plan: str | None, gpu: str | None, log_gpu: str | None, platform_cause: str | None,
+    weights_cause: str | None = None,
+) -> Estimate:
+    """The weights per stage (for the rebuilt request) and the GPU, or the causes.
+    `weights_cause`: why the logged checkpoint's weights are not the model's (checklog)."""
     est = Estimate()
     if gpu is not None:
         est.gpu, est.gpu_cause = gpu_named(gpu)  # the caller's GPU wins over the log's line
@@ -98,6 +102,11 @@ def prepare(request: dict | None, no_plan: str | None, gpu: str | None, log_gpu:
     if request is None:
         est.weights_cause = f"cannot plan: {no_plan}"
         return est
+    args = request.get("server_args", {})
+    est.world_size = int(args.get("tp_size", 1)) * int(args.get("pp_size", 1))
+    if weights_cause is not None:
+        est.weights_cause = weights_cause
+        return est
     from service.solver.gpu_budget import request_weights
     from service.solver.launch import resolve
     from service.solver.plan import model_layout, parse_request, stage_split
@@ -105,10 +114,10 @@ def prepare(request: dict | None, no_plan: str | None, gpu: str | None, log_gpu:
     try:
         req = parse_request(request)
         layout = model_layout(req)
-        launch = resolve(layout, req.server_args, req.env, gpu_memory_mib=None,
-                         draft_layers=req.draft_model.num_layers if req.draft_model else None, needs_mfs=True)
+        # The weights do not depend on mem_fraction_static: it need not be resolvable here.
+        launch = resolve(layout, req.server_args, req.env, gpu_memory_mib=est.gpu.memory_mib if est.gpu else None,
+                         draft_layers=req.draft_model.num_layers if req.draft_model else None, needs_mfs=False)
         est.stage_weights = request_weights(req, layout, launch, stage_split(req, layout, launch.pp_size))
-        est.world_size = launch.tp_size * launch.pp_size
     except PlanInputError as exc:
         est.weights_cause = f"weights cannot be computed: {exc.field}: {exc.message}"
     return est
@@ -120,6 +129,17 @@ def _gb(nbytes: float) -> float:
 
 def predict(name: str, stage_index: int, est: Estimate) -> tuple[float | None, float | None, str]:
     """(predicted GB as SGLang prints it, its stated error in GB, basis or why not)."""
+    if est.world_size is None:
+        return None, None, est.weights_cause or "the run's parallelism is not known"
+    gpu_basis, before = None, 0
+    if est.gpu is not None:
+        resident = resident_before_load_bytes(est.world_size)
+        before = est.gpu.memory_mib * MIB - resident
+        gpu_basis = _RESIDENTS_BASIS.format(cap=est.gpu.memory_mib, gpu=est.gpu.name, res=resident / GIB)
+    if name != "weight_mem_usage_gb" and gpu_basis is None:
+        return None, None, f"not estimated: {est.gpu_cause}"
+    if name == "avail_mem_before_load_gb":  # the GPU and the world size alone
+        return _gb(before), RESIDENTS_ERROR_GB, str(gpu_basis)
     if est.stage_weights is None:
         return None, None, est.weights_cause or "weights cannot be computed"
     if stage_index >= len(est.stage_weights):
@@ -128,16 +148,9 @@ def predict(name: str, stage_index: int, est: Estimate) -> tuple[float | None, f
     usage_error = max(WEIGHTS_ERROR * usage / GIB, MIN_ERROR_GB)
     if name == "weight_mem_usage_gb":
         return _gb(usage), round(usage_error, 2), _WEIGHTS_BASIS
-    if est.gpu is None:
-        return None, None, f"not estimated: {est.gpu_cause}"
-    resident = resident_before_load_bytes(est.world_size)
-    before = est.gpu.memory_mib * MIB - resident
-    basis = _RESIDENTS_BASIS.format(cap=est.gpu.memory_mib, gpu=est.gpu.name, res=resident / GIB)
-    if name == "avail_mem_before_load_gb":
-        return _gb(before), RESIDENTS_ERROR_GB, basis
     if before - usage < 0:
         return None, None, f"the weights ({usage / GIB:.2f} GiB) exceed the estimated free memory ({before / GIB:.2f} GiB): SGLang would not load them"
-    return _gb(before - usage), round(RESIDENTS_ERROR_GB + usage_error, 2), basis + "; " + _WEIGHTS_BASIS
+    return _gb(before - usage), round(RESIDENTS_ERROR_GB + usage_error, 2), f"{gpu_basis}; {_WEIGHTS_BASIS}"
 
 
 def check(name: str, stage_index: int, logged: Any, est: Estimate, difference_cause: str) -> dict:

@@ -14,12 +14,13 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.api.app import create_app
-from service.checklog import check_log
+from service.checklog import check_log, checkpoint_variant_cause, preset_for_model_path
 from service.checklog_estimate import Estimate, check, gpu_from_log
 from service.cli import main
 from service.solver import gpus
 from service.solver.gpu_budget import GIB
 from synth_log import estimated_budget, synth_log
+from test_checklog_cli import REAL_397B_ARGS
 
 ROOT = Path(__file__).resolve().parents[2]
 NANO = json.loads((ROOT / "tests/data/bootlogs/nemotron-3-nano-1.json").read_text())
@@ -146,3 +147,57 @@ def test_the_stated_error_is_the_match_boundary():
     assert (after["predicted"], after["error_gb"]) == (round(before - 10.06, 2), 1.30)
     # A stage the weights do not name (a rank beyond the plan's stages) is not guessed.
     assert check("weight_mem_usage_gb", 3, 1.0, est, "x")["predicted"] is None
+
+
+@pytest.mark.parametrize(
+    "model_path, preset, quant",
+    [
+        ("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "nvidia-nemotron-3-nano-30b-a3b", None),
+        ("Qwen/Qwen3.5-35B-A3B-Base-X", "qwen3.5-35b-a3b", None),
+        ("/data/nvme0n1p1/Qwen3.5-397B-A17B-FP8", "qwen3.5-397b-a17b", "(FP8)"),
+        ("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4", "nvidia-nemotron-3-super-120b-a12b", "(NVFP4)"),
+        ("nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8", "nvidia-nemotron-3-super-120b-a12b", None),
+        ("cyankiwi/Qwen3.5-35B-A3B-AWQ-4bit", "qwen3.5-35b-a3b", "(4BIT/AWQ)"),
+    ],
+)
+def test_a_differently_quantised_checkpoint_is_not_the_presets_weights(model_path, preset, quant):
+    assert preset_for_model_path(model_path) == preset
+    cause = checkpoint_variant_cause(model_path, preset)
+    assert cause is None if quant is None else (f"in another quantisation {quant}" in cause and "--config" in cause)
+
+
+def test_real_fp8_log_with_cpu_offload_is_not_estimated(tmp_path, capsys):
+    """ktransformers#1870: an FP8 checkpoint of the bf16 preset, 400 GB offloaded to the CPU:
+    predicting 370 GB of bf16 weights against 3.76 logged would be a false alarm."""
+    entry = json.loads((ROOT / "tests/data/bootlogs/qwen3.5-397b-a17b-1.json").read_text())
+    log = tmp_path / "kt.log"
+    log.write_text(entry["verbatim"])
+    main(["check-log", "--json", str(log), "--", *REAL_397B_ARGS])
+    est = json.loads(capsys.readouterr().out)["ranks"][0]["estimated"]
+    assert est["weight_mem_usage_gb"]["predicted"] is None and "another quantisation (FP8)" in est["weight_mem_usage_gb"]["cause"]
+    # The bf16 name with the same offload: the flag is the cause.
+    args = ["--model-path", "Qwen/Qwen3.5-397B-A17B", *REAL_397B_ARGS[2:]]
+    main(["check-log", "--json", str(log), "--", *args])
+    est = json.loads(capsys.readouterr().out)["ranks"][0]["estimated"]
+    assert est["weight_mem_usage_gb"]["predicted"] is None
+    assert "--cpu-offload-gb (part of the weights live in host memory)" in est["weight_mem_usage_gb"]["cause"]
+    assert "--quantization (online / explicit quantization)" in est["weight_mem_usage_gb"]["cause"]
+
+
+def test_weight_flag_in_the_record_is_named():
+    text = _synth().replace("'mem_fraction_static': 0.85", "'mem_fraction_static': 0.85, 'cpu_offload_gb': 10")
+    est = check_log(text).data["ranks"][0]["estimated"]
+    assert est["avail_mem_after_load_gb"]["predicted"] is None
+    assert est["weight_mem_usage_gb"]["cause"] == "weights not estimated: cpu_offload_gb=10 (part of the weights live in host memory)"
+    # The free memory before the load does not depend on the weights: still estimated.
+    assert est["avail_mem_before_load_gb"]["match"] is True
+
+
+def test_weights_larger_than_the_gpu_and_unknown_parallelism_are_not_guessed():
+    big = Estimate(gpu=gpus.CATALOG["h100"], stage_weights=(100 * GIB,), world_size=1)
+    after = check("avail_mem_after_load_gb", 0, 1.0, big, "x")
+    assert after["predicted"] is None and "exceed the estimated free memory" in after["cause"]
+    assert check("weight_mem_usage_gb", 0, 100.0, big, "x")["match"] is True  # 100.06 ± 3.00
+    unknown = Estimate(gpu=gpus.CATALOG["h100"], weights_cause="cannot plan: no model")
+    for name in ("avail_mem_before_load_gb", "avail_mem_after_load_gb", "weight_mem_usage_gb"):
+        assert check(name, 0, 1.0, unknown, "x") == {"logged": 1.0, "predicted": None, "error_gb": None, "match": None, "cause": "cannot plan: no model"}
