@@ -4,8 +4,10 @@ The first comparison (service.checklog) plans with the free memory the log measu
 pool sizes are exact given that memory. This one predicts the three figures that comparison
 takes as input, the way `budget: {"gpu": ...}` does (service.solver.gpu_budget):
 
-    weight_mem_usage_gb       = this stage's weights (largest TP rank; weights.py, exact
-                                parameter bytes) + the calibrated load residue
+    weight_mem_usage_gb       = this stage's target weights (largest TP rank; weights.py, exact
+                                parameter bytes) + the calibrated load residue. The log
+                                reader keeps a rank's first 'Load weight end' line: the
+                                target's, printed before MTP layers or a draft model load.
     avail_mem_before_load_gb  = GPU capacity - the calibrated CUDA/NCCL residents   (needs the GPU)
     avail_mem_after_load_gb   = before - weight_mem_usage                            (per rank)
 
@@ -40,6 +42,7 @@ _WEIGHTS_BASIS = (
     "weights estimated: exact parameter bytes of this stage's largest TP rank (SGLang's parameter shapes) "
     f"+ {LOAD_RESIDENT_GIB} GiB calibrated load residue; the load's allocator overhead is not modelled"
 )
+_TARGET_ONLY = " (the target model's: its line comes before the MTP / draft weights load)"
 _RESIDENTS_BASIS = "free memory estimated: GPU capacity {cap} MiB ({gpu}) - {res:.2f} GiB calibrated CUDA/NCCL residents"
 
 
@@ -52,6 +55,7 @@ class Estimate:
     stage_weights: tuple[int, ...] | None = None  # per stage, its largest TP rank
     weights_cause: str | None = None  # why nothing is estimated
     world_size: int | None = None  # tp_size * pp_size (the NCCL residents), once the request is known
+    speculative: bool = False  # the MTP layers / draft model load after the logged target line
 
 
 def _key(name: str) -> str:
@@ -107,9 +111,9 @@ def prepare(
     if weights_cause is not None:
         est.weights_cause = weights_cause
         return est
-    from service.solver.gpu_budget import request_weights
     from service.solver.launch import resolve
     from service.solver.plan import model_layout, parse_request, stage_split
+    from service.solver.weights import stage_weight_bytes
 
     try:
         req = parse_request(request)
@@ -117,9 +121,16 @@ def prepare(
         # The weights do not depend on mem_fraction_static: it need not be resolvable here.
         launch = resolve(layout, req.server_args, req.env, gpu_memory_mib=est.gpu.memory_mib if est.gpu else None,
                          draft_layers=req.draft_model.num_layers if req.draft_model else None, needs_mfs=False)
-        est.stage_weights = request_weights(req, layout, launch, stage_split(req, layout, launch.pp_size))
-    except PlanInputError as exc:
-        est.weights_cause = f"weights cannot be computed: {exc.field}: {exc.message}"
+        # The target model alone: its 'Load weight end' line (the one the log reader keeps)
+        # is printed before the MTP layers or a draft model load in their own worker.
+        est.stage_weights = stage_weight_bytes(
+            layout, tp_size=launch.tp_size, pp_size=launch.pp_size, ep_size=req.server_args.ep_size,
+            stages=stage_split(req, layout, launch.pp_size), load_nextn=False, draft_num_layers=None,
+        )
+        est.speculative = launch.speculative_algorithm is not None
+    except (PlanInputError, ValueError) as exc:
+        where = f"{exc.field}: {exc.message}" if isinstance(exc, PlanInputError) else str(exc)
+        est.weights_cause = f"weights cannot be computed: {where}"
     return est
 
 
@@ -146,11 +157,12 @@ def predict(name: str, stage_index: int, est: Estimate) -> tuple[float | None, f
         return None, None, f"rank is on pipeline stage {stage_index}; the plan has {len(est.stage_weights)}"
     usage = est.stage_weights[stage_index] + int(LOAD_RESIDENT_GIB * GIB)
     usage_error = max(WEIGHTS_ERROR * usage / GIB, MIN_ERROR_GB)
+    weights_basis = _WEIGHTS_BASIS + (_TARGET_ONLY if est.speculative else "")
     if name == "weight_mem_usage_gb":
-        return _gb(usage), round(usage_error, 2), _WEIGHTS_BASIS
+        return _gb(usage), round(usage_error, 2), weights_basis
     if before - usage < 0:
         return None, None, f"the weights ({usage / GIB:.2f} GiB) exceed the estimated free memory ({before / GIB:.2f} GiB): SGLang would not load them"
-    return _gb(before - usage), round(RESIDENTS_ERROR_GB + usage_error, 2), f"{gpu_basis}; {_WEIGHTS_BASIS}"
+    return _gb(before - usage), round(RESIDENTS_ERROR_GB + usage_error, 2), f"{gpu_basis}; {weights_basis}"
 
 
 def check(name: str, stage_index: int, logged: Any, est: Estimate, difference_cause: str) -> dict:

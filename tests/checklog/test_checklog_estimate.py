@@ -17,7 +17,11 @@ from service.api.app import create_app
 from service.checklog import check_log, checkpoint_variant_cause, preset_for_model_path
 from service.checklog_estimate import Estimate, check, gpu_from_log
 from service.cli import main
+from service.presets import PRESETS
 from service.solver import gpus
+from service.solver.families import layout_from_hf_config
+from service.solver.stages import pp_stages
+from service.solver.weights import stage_weight_bytes
 from service.solver.gpu_budget import GIB
 from synth_log import estimated_budget, synth_log
 from test_checklog_cli import REAL_397B_ARGS
@@ -201,3 +205,22 @@ def test_weights_larger_than_the_gpu_and_unknown_parallelism_are_not_guessed():
     unknown = Estimate(gpu=gpus.CATALOG["h100"], weights_cause="cannot plan: no model")
     for name in ("avail_mem_before_load_gb", "avail_mem_after_load_gb", "weight_mem_usage_gb"):
         assert check(name, 0, 1.0, unknown, "x") == {"logged": 1.0, "predicted": None, "error_gb": None, "match": None, "cause": "cannot plan: no model"}
+
+
+def test_speculative_run_estimates_the_target_line_alone():
+    """A rank's first 'Load weight end' line (the one the reader keeps) is the target model's:
+    SGLang loads the MTP layers in the draft worker after it. The estimate leaves them out."""
+    spec = {
+        "model": {"preset": "qwen3.5-35b-a3b"},
+        "server_args": {"tp_size": 2, "mem_fraction_static": 0.85, "speculative_algorithm": "NEXTN", "speculative_num_steps": 3,
+                        "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 4},
+    }
+    spec["budget"] = estimated_budget(spec)
+    text, _ = synth_log(spec, "Qwen/Qwen3.5-35B-A3B")
+    weights = check_log(text).data["ranks"][0]["estimated"]["weight_mem_usage_gb"]
+    lay = layout_from_hf_config(dict(PRESETS["qwen3.5-35b-a3b"].hf_config))
+    stages = pp_stages(lay.num_hidden_layers, 1, None, lay.mamba_layer_ids, lay.full_attention_layer_ids)
+    target, with_mtp = (stage_weight_bytes(lay, tp_size=2, pp_size=1, ep_size=1, stages=stages, load_nextn=n)[0] for n in (False, True))
+    assert with_mtp > target
+    assert weights["predicted"] == float(f"{(target + int(0.06 * GIB)) / GIB:.2f}")
+    assert "the target model's: its line comes before the MTP / draft weights load" in weights["cause"]
