@@ -20,9 +20,9 @@ from service.cli import main
 from service.presets import PRESETS
 from service.solver import gpus
 from service.solver.families import layout_from_hf_config
+from service.solver.gpu_budget import GIB
 from service.solver.stages import pp_stages
 from service.solver.weights import stage_weight_bytes
-from service.solver.gpu_budget import GIB
 from synth_log import estimated_budget, synth_log
 from test_checklog_cli import REAL_397B_ARGS
 
