@@ -48,8 +48,9 @@ class CheckLogRequest(BaseModel):
     gpu: str | None = Field(
         None,
         max_length=64,
-        description="The GPU the log was written on, by catalog name (`h100`, `h100-nvl`, `h200`; GET /v1/gpus), for the "
-        "memory estimates; it wins over the log's GPU line. An unknown name is a 422 naming `gpu`.",
+        description="The GPU the log was written on, by catalog name (`h100`, `h100-nvl`, `h200`; GET /v1/gpus) or its total "
+        "memory in MiB as nvidia-smi prints it (`81559`; a capacity outside the catalog is sized with Hopper's calibrated "
+        "residents), for the memory estimates; it wins over the log's GPU line. An unknown name is a 422 naming `gpu`.",
     )
 
 

@@ -63,15 +63,33 @@ def _key(name: str) -> str:
     return k[len("nvidia-"):] if k.startswith("nvidia-") else k
 
 
+MAX_CAPACITY_MIB = 1 << 22  # 4 TiB: no GPU comes near it
+
+
 def gpu_named(name: str) -> tuple[gpus.Gpu | None, str | None]:
-    """A caller's GPU name: the catalog part, or (None, cause) for a known part whose
-    platform is not modelled; PlanInputError (field `gpu`) for a name nobody knows."""
+    """A caller's GPU: a catalog name, or its total memory in MiB as nvidia-smi prints it
+    (`81559`, `81559MiB`): the catalog part, or one of that capacity sized with Hopper's
+    residents; (None, cause) for a known part whose platform is not modelled;
+    PlanInputError (field `gpu`) for anything else."""
+    digits = name.strip().lower().removesuffix("mib").strip()
+    if digits.isdigit():
+        capacity = int(digits[:12]) if len(digits) <= 12 else MAX_CAPACITY_MIB + 1  # no int() of a huge string
+        if not 1024 <= capacity <= MAX_CAPACITY_MIB:
+            raise PlanInputError(GPU_FIELD, f"a capacity of {digits[:20]}{'...' if len(digits) > 20 else ''} MiB is not a GPU's: give nvidia-smi's memory.total (e.g. 81559) or a catalog name")
+        known = gpus.by_capacity(capacity)
+        if known is not None:
+            return known, None
+        return gpus.Gpu(f"{capacity}MiB", "", capacity, "hopper (assumed)", ""), None
     key = gpus.ALIASES.get(_key(name), _key(name))
     if key in gpus.CATALOG:
         return gpus.CATALOG[key], None
     if key in gpus.NOT_MODELLED:
         return None, f"GPU {name!r} is {gpus.NOT_MODELLED[key]}: its platform is not modelled (the calibrated residents are Hopper's)"
-    raise PlanInputError(GPU_FIELD, f"unknown GPU {name!r}: give one of {', '.join(sorted(gpus.CATALOG))} (GET /v1/gpus)", sorted(gpus.CATALOG))
+    raise PlanInputError(
+        GPU_FIELD,
+        f"unknown GPU {name!r}: give one of {', '.join(sorted(gpus.CATALOG))} (GET /v1/gpus), or its total memory in MiB (nvidia-smi's memory.total)",
+        sorted(gpus.CATALOG),
+    )
 
 
 def gpu_from_log(printed: str | None) -> tuple[gpus.Gpu | None, str | None]:
@@ -147,6 +165,8 @@ def predict(name: str, stage_index: int, est: Estimate) -> tuple[float | None, f
         resident = resident_before_load_bytes(est.world_size)
         before = est.gpu.memory_mib * MIB - resident
         gpu_basis = _RESIDENTS_BASIS.format(cap=est.gpu.memory_mib, gpu=est.gpu.name, res=resident / GIB)
+        if est.gpu.name not in gpus.CATALOG:
+            gpu_basis += " (not a catalog GPU: Hopper's residents assumed)"
     if name != "weight_mem_usage_gb" and gpu_basis is None:
         return None, None, f"not estimated: {est.gpu_cause}"
     if name == "avail_mem_before_load_gb":  # the GPU and the world size alone

@@ -44,7 +44,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "arguments for a log cut without its server_args record (they win over the record)",
     )
     p.add_argument("--config", metavar="CONFIG_JSON", help="the model's config.json (when model_path matches no preset)")
-    p.add_argument("--gpu", metavar="NAME", help="the catalog GPU the log was written on (h100, h100-nvl, h200), for the memory estimates; wins over the log's GPU line")
+    p.add_argument("--gpu", metavar="NAME", help="the GPU the log was written on: a catalog name (h100, h100-nvl, h200) or its total memory in MiB (nvidia-smi's memory.total), for the memory estimates; wins over the log's GPU line")
     p.add_argument("--json", action="store_true", help='print {"sglang_version", "gpu", "estimate_gpu", "ranks": [...]} as POST /v1/check-log returns it')
     p.set_defaults(run=run)
     return p

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 
 from service.api.app import create_app
 from service.checklog import check_log, checkpoint_variant_cause, preset_for_model_path
-from service.checklog_estimate import Estimate, check, gpu_from_log
+from service.checklog_estimate import Estimate, check, gpu_from_log, gpu_named
 from service.cli import main
 from service.presets import PRESETS
 from service.solver import gpus
@@ -224,3 +224,27 @@ def test_speculative_run_estimates_the_target_line_alone():
     assert with_mtp > target
     assert weights["predicted"] == float(f"{(target + int(0.06 * GIB)) / GIB:.2f}")
     assert "the target model's: its line comes before the MTP / draft weights load" in weights["cause"]
+
+
+@pytest.mark.parametrize(
+    "given, name, memory_mib",
+    [("81559", "h100", 81559), ("143771MiB", "h200", 143771), ("95000", "95000MiB", 95000), ("H200", "h200", 143771)],
+)
+def test_gpu_by_total_memory(given, name, memory_mib):
+    gpu, cause = gpu_named(given)
+    assert (gpu.name, gpu.memory_mib, cause) == (name, memory_mib, None)
+
+
+def test_uncatalogued_capacity_says_hopper_is_assumed_and_silly_ones_are_refused(tmp_path, capsys):
+    log = tmp_path / "server.log"
+    log.write_text(_synth())
+    main(["check-log", "--json", str(log), "--gpu", "95000"])
+    data = json.loads(capsys.readouterr().out)
+    before = data["ranks"][0]["estimated"]["avail_mem_before_load_gb"]
+    assert data["estimate_gpu"] == "95000MiB"
+    assert before["predicted"] == float(f"{(95000 * 2**20 - int(2.29 * GIB)) / GIB:.2f}")
+    assert "(not a catalog GPU: Hopper's residents assumed)" in before["cause"]
+    for silly in ("0", "12", "99999999999999999999", "9" * 50_000):
+        assert main(["check-log", str(log), "--gpu", silly]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "--gpu: a capacity of" in err
