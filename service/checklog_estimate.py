@@ -95,7 +95,7 @@ def gpu_named(name: str) -> tuple[gpus.Gpu | None, str | None]:
 def gpu_from_log(printed: str | None) -> tuple[gpus.Gpu | None, str | None]:
     """The log's GPU line (`NVIDIA H200`, `NVIDIA H100 80GB`): the catalog part, or why not."""
     if printed is None:
-        return None, "the log prints no GPU name: give the GPU (`--gpu NAME`, JSON `gpu`) to estimate it"
+        return None, "the log prints no GPU name: give the GPU (`--gpu NAME` or its MiB, JSON `gpu`) to estimate it"
     key = gpus.ALIASES.get(_key(printed), _key(printed))
     for gpu in gpus.CATALOG.values():
         if key == gpu.name or printed.strip().lower() == gpu.product.lower():
@@ -103,8 +103,8 @@ def gpu_from_log(printed: str | None) -> tuple[gpus.Gpu | None, str | None]:
     if key in gpus.NOT_MODELLED or not any(h in printed.upper() for h in ("H100", "H200", "H800", "H20", "GH200")):
         return None, f"GPU {printed}: its platform is not modelled (the calibrated residents are Hopper's)"
     return None, (
-        f"GPU {printed}: a Hopper part whose capacity is not in the catalog; give a catalog GPU (`--gpu NAME`, JSON `gpu`) "
-        f"of the same capacity: {', '.join(sorted(gpus.CATALOG))}"
+        f"GPU {printed}: a Hopper part whose capacity is not in the catalog; give its total memory in MiB "
+        "(nvidia-smi's memory.total) as `--gpu` (JSON `gpu`)"
     )
 
 
