@@ -1,7 +1,10 @@
 """`POST /v1/check-log` and `mambasizer check-log --json`: a start-up log compared with the plan.
 
 The answer's shape is fixed so other tools can rely on it:
-`{"sglang_version", "gpu", "ranks": [{"rank": "TP0", "figures": {NAME: {"logged", "predicted", "cause"}}}]}`.
+`{"sglang_version", "gpu", "estimate_gpu", "ranks": [{"rank": "TP0", "figures": {NAME: {"logged", "predicted", "cause"}},
+"estimated": {NAME: {"logged", "predicted", "error_gb", "match", "cause"}}}]}`.
+`figures` is the plan run on the free memory the log measured (exact given that memory);
+`estimated` is the second comparison: the memory figures predicted before a boot.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ FigureName = Literal[
     "context_len",
     "available_gpu_mem_gb",
 ]
+EstimatedFigureName = Literal["avail_mem_before_load_gb", "avail_mem_after_load_gb", "weight_mem_usage_gb"]
 
 
 class CheckLogRequest(BaseModel):
@@ -41,6 +45,13 @@ class CheckLogRequest(BaseModel):
         None,
         description="The SGLang launch arguments, for a log cut without its server_args record; they win over the record.",
     )
+    gpu: str | None = Field(
+        None,
+        max_length=64,
+        description="The GPU the log was written on, by catalog name (`h100`, `h100-nvl`, `h200`; GET /v1/gpus) or its total "
+        "memory in MiB as nvidia-smi prints it (`81559`; a capacity outside the catalog is sized with Hopper's calibrated "
+        "residents), for the memory estimates; it wins over the log's GPU line. An unknown name is a 422 naming `gpu`.",
+    )
 
 
 class FigureCheck(BaseModel):
@@ -51,11 +62,30 @@ class FigureCheck(BaseModel):
     cause: str | None = Field(description="Why the figure differs or is not predicted; null when it matches.")
 
 
+class EstimateCheck(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    logged: int | float = Field(description="The value exactly as the log prints it (SGLang's 2-decimal GB, bytes / 2**30).")
+    predicted: float | None = Field(
+        description="Estimated before a boot, formatted as SGLang prints it: weights from exact parameter bytes plus a calibrated "
+        "load residue; free memory from the GPU's capacity minus calibrated CUDA/NCCL residents. Null when it cannot be estimated."
+    )
+    error_gb: float | None = Field(description="The estimate's stated error (GB): a logged value within it is a match.")
+    match: bool | None = Field(description="|logged - predicted| <= error_gb; null when not estimated.")
+    cause: str = Field(description="What the estimate rests on, and why it differs or is not estimated.")
+
+
 class RankCheck(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     rank: str = Field(description="The rank prefix as SGLang prints it (`TP0`, `PP1 TP0`, `DP0 TP1`); `TP0` for an unprefixed log.")
-    figures: dict[FigureName, FigureCheck]
+    figures: dict[FigureName, FigureCheck] = Field(
+        description="The plan on the free memory the log measured: pool sizes exact given that memory."
+    )
+    estimated: dict[EstimatedFigureName, EstimateCheck] = Field(
+        default_factory=dict,
+        description="The second comparison: the memory figures this rank prints, estimated before a boot (within a stated error).",
+    )
 
 
 class CheckLogResponse(BaseModel):
@@ -63,4 +93,7 @@ class CheckLogResponse(BaseModel):
 
     sglang_version: str | None = Field(description="The SGLang version where the log prints it.")
     gpu: str | None = Field(description="The GPU where the log prints it.")
+    estimate_gpu: str | None = Field(
+        None, description="The catalog GPU the free-memory estimates assume (the request's `gpu`, else the log's GPU line); null when none."
+    )
     ranks: list[RankCheck]

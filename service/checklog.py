@@ -2,18 +2,24 @@
 
     result = check_log(text, hf_config=None)
     result.data        # {"sglang_version", "gpu", "ranks": [{"rank", "figures": {NAME: {logged, predicted, cause}}}]}
-    result.all_match   # every predicted figure equals the logged one (exit 0)
+    result.all_match   # every predicted figure equals the logged one, every estimate is
+                       # within its stated error (exit 0)
 
 The plan request is rebuilt from the log itself (service.bootlog): the model from the
 preset whose model id matches `model_path` (or the config.json given), the flags from the
 `server_args` record (the modelled ones, by SGLang's own names), and the free memory SGLang
 measured before and after the weights load as the measured budget. Nothing else: the
 comparison is plan vs observed.
+
+Beside it, per rank, `estimated` holds the second comparison (service.checklog_estimate):
+the free memory before and after the load and the weights' usage predicted before a boot,
+from the model's weights and the GPU (the `gpu` argument or the log's GPU line).
 """
 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,9 +36,9 @@ GB_FIGURES = frozenset(n for n in FIGURES if n.endswith("_gb"))
 
 # Figures the plan takes as input or cannot know before a boot.
 NOT_PREDICTED = {
-    "avail_mem_before_load_gb": "measured at boot; the plan takes it as input (the measured budget)",
-    "avail_mem_after_load_gb": "measured at boot; the plan takes it as input (the measured budget)",
-    "weight_mem_usage_gb": "weights are measured at boot, not predicted (they are inside the measured budget)",
+    "avail_mem_before_load_gb": "measured at boot; the plan takes it as input (the measured budget); `estimated` predicts it",
+    "avail_mem_after_load_gb": "measured at boot; the plan takes it as input (the measured budget); `estimated` predicts it",
+    "weight_mem_usage_gb": "inside the measured budget the plan takes as input; `estimated` predicts it",
     "available_gpu_mem_gb": "free memory after the pools, CUDA graphs and activations: graph and activation memory are not modelled",
 }
 _HOPPER = ("H100", "H200", "H800", "H20", "GH200")
@@ -59,6 +65,7 @@ class _Context:
     version_cause: str | None = None
     platform_cause: str | None = None
     stage_tensors: list | None = None
+    weights_cause: str | None = None  # why the weights of the logged checkpoint cannot be estimated
 
 
 # --------------------------------------------------------------------------- model
@@ -81,6 +88,54 @@ def preset_for_model_path(model_path: str) -> str | None:
                 if best is None or len(candidate) > best[0]:
                     best = (len(candidate), name)
     return best[1] if best else None
+
+
+# Words in a checkpoint's name that say its weights are quantised some way.
+_QUANT_WORDS = frozenset(
+    "fp8 fp4 nvfp4 mxfp4 mxfp8 int4 int8 awq gptq autoround w4a16 w8a8 w4a8 w8a16 4bit 8bit bnb gguf exl2 quantized".split()
+)
+
+
+def checkpoint_variant_cause(model_path: str, preset_name: str) -> str | None:
+    """Why a `model_path` that names a preset with a quantisation suffix (`...-FP8`, `...-AWQ-4bit`)
+    the preset's own checkpoint does not carry cannot take the preset's weights; None when it can."""
+    base = _norm(model_path)
+    preset = PRESETS[preset_name]
+    model_id = _norm(preset.model_id.split(" ", 1)[0])
+    for candidate in sorted({preset_name.lower(), model_id}, key=len, reverse=True):
+        if base == candidate or base.startswith(candidate + "-"):
+            marks = set(re.split(r"[-_.]", base[len(candidate):].lower())) & _QUANT_WORDS
+            missing = marks - set(re.split(r"[-_.]", model_id))
+            if missing:
+                return (
+                    f"model_path {model_path!r} is preset {preset_name!r} ({preset.model_id.split(' ', 1)[0]}) in another "
+                    f"quantisation ({'/'.join(sorted(missing)).upper()}): its weights are not the preset's; give its config.json "
+                    "(--config / hf_config) to estimate them"
+                )
+            return None
+    return None
+
+
+# SGLang flags that change what the weights load puts on the GPU, which weights.py does not model.
+_WEIGHT_FLAGS = {
+    "quantization": "online / explicit quantization",
+    "modelopt_quant": "ModelOpt online quantization",
+    "cpu_offload_gb": "part of the weights live in host memory",
+    "enable_fp32_lm_head": "an FP32 lm_head",
+}
+
+
+def _weight_flags_cause(record: dict, launch: Any) -> str | None:
+    _, by_dest = _flags()
+    found = []
+    for key, why in _WEIGHT_FLAGS.items():
+        value = record.get(key)
+        flag = by_dest.get(key)
+        if value is not None and (flag is None or value != flag.default):
+            found.append(f"{key}={value!r} ({why})")
+        elif launch is not None and "--" + key.replace("_", "-") in launch.ignored:
+            found.append(f"--{key.replace('_', '-')} ({why})")
+    return "weights not estimated: " + "; ".join(found) if found else None
 
 
 # --------------------------------------------------------------------------- request
@@ -152,6 +207,8 @@ def rebuild_request(log: BootLog, hf_config: dict | None, ctx: _Context, sglang_
             ctx.no_plan = f"model_path {model_path!r} matches no shipped preset; pass the model's config.json"
             return None
         model = {"preset": preset}
+        ctx.weights_cause = checkpoint_variant_cause(model_path, preset)
+    ctx.weights_cause = ctx.weights_cause or _weight_flags_cause(record, launch)
     server_args = _server_args(record, ctx)
     if launch is not None:
         server_args.update(launch.server_args)
@@ -223,6 +280,16 @@ def _difference_cause(ctx: _Context) -> str:
     return "; ".join(causes)
 
 
+def _estimate_cause(ctx: _Context) -> str:
+    """What may move an estimated figure: the run's version, platform and unmodelled flags
+    (the measured-memory approximations do not enter an estimate)."""
+    causes = [c for c in (ctx.version_cause, ctx.platform_cause) if c]
+    if ctx.unmodelled:
+        more = f" (+{len(ctx.unmodelled) - 8} more)" if len(ctx.unmodelled) > 8 else ""
+        causes.append("features not modelled: " + ", ".join(ctx.unmodelled[:8]) + more)
+    return "; ".join(causes) or "not explained: a healthy SGLang 0.5.23 boot on this GPU lands within the stated error"
+
+
 # --------------------------------------------------------------------------- prediction
 
 
@@ -285,9 +352,13 @@ def difference(name: str, logged: Any, predicted: Any) -> Any:
 # --------------------------------------------------------------------------- entry point
 
 
-def check_log(text: str | bytes, hf_config: dict | None = None, sglang_args: list[str] | None = None) -> CheckResult:
+def check_log(text: str | bytes, hf_config: dict | None = None, sglang_args: list[str] | None = None, gpu: str | None = None) -> CheckResult:
     """Compare the log with the plan. BootLogError (a ValueError) when the log is unreadable;
-    PlanInputError when the given config.json or launch arguments cannot be used."""
+    PlanInputError when the given config.json, launch arguments or GPU name cannot be used."""
+    from service import checklog_estimate
+
+    if gpu is not None:
+        checklog_estimate.gpu_named(gpu)  # an unknown name is the caller's error, before any work
     log = parse_boot_log(text)
     ctx = _Context(version_cause=_version_cause(log.sglang_version), platform_cause=_platform_cause(log.gpu))
     ctx.request = rebuild_request(log, hf_config, ctx, sglang_args)
@@ -307,6 +378,7 @@ def check_log(text: str | bytes, hf_config: dict | None = None, sglang_args: lis
                 ctx.stage_tensors = plan_stage_tensors(ctx.request, ctx.plan)
             except ValueError:
                 ctx.stage_tensors = None
+    est = checklog_estimate.prepare(ctx.request, ctx.no_plan, gpu, log.gpu, ctx.platform_cause, ctx.weights_cause)
     all_match = True
     predicted_any = False
     ranks = []
@@ -330,9 +402,22 @@ def check_log(text: str | bytes, hf_config: dict | None = None, sglang_args: lis
                 all_match = False
                 cause = _difference_cause(ctx)
             figures[name] = {"logged": logged, "predicted": predicted, "cause": cause}
+        estimated: dict[str, dict] = {}
+        for name in checklog_estimate.ESTIMATED:
+            if name in logged_figures:
+                checked = checklog_estimate.check(name, _stage_index(rank), logged_figures[name], est, _estimate_cause(ctx))
+                if checked["match"] is not None:
+                    predicted_any = True
+                    all_match = all_match and checked["match"]
+                estimated[name] = checked
         if figures:
-            ranks.append({"rank": rank, "figures": figures})
-    data = {"sglang_version": log.sglang_version, "gpu": log.gpu, "ranks": ranks}
+            ranks.append({"rank": rank, "figures": figures, "estimated": estimated})
+    data = {
+        "sglang_version": log.sglang_version,
+        "gpu": log.gpu,
+        "estimate_gpu": est.gpu.name if est.gpu is not None else None,
+        "ranks": ranks,
+    }
     notes = list(ctx.approximations)
     if ctx.request is not None:
         shown = dict(ctx.request)

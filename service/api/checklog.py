@@ -1,8 +1,9 @@
 """`POST /v1/check-log`: an SGLang start-up log compared with mambasizer's plan.
 
 The body is the log itself (`text/plain`, or any non-JSON type: `curl --data-binary @server.log`)
-or JSON `{"log": "...", "hf_config": {...}, "sglang_args": [...]}` (both optional: the model's
-config.json, the launch command for a log cut without its server_args record). Bodies over 1 MiB are refused with 413 while
+or JSON `{"log": "...", "hf_config": {...}, "sglang_args": [...], "gpu": "h200"}` (all optional but
+`log`: the model's config.json, the launch command for a log cut without its server_args record,
+the catalog GPU for the memory estimates). Bodies over 1 MiB are refused with 413 while
 they stream in (the observability middleware's limit). The answer is what
 `mambasizer check-log --json` prints; an unreadable log is a 422 problem+json naming `log`.
 Parsing and planning run in the thread pool: a 1 MiB log takes longer than a plan.
@@ -44,7 +45,7 @@ EXAMPLE_LOG = """\
 _REQUEST_SCHEMA = standard_bounds(TypeAdapter(CheckLogRequest).json_schema(mode="validation"))
 # What only reading decides: a log with none of SGLang's lines, a config or launch line that
 # cannot be sized (tests/api/schemathesis_hooks.py: a 422 for a schema-valid body names one).
-_REQUEST_SCHEMA["x-semantic-fields"] = ["log", "hf_config", "sglang_args"]
+_REQUEST_SCHEMA["x-semantic-fields"] = ["log", "hf_config", "sglang_args", "gpu"]
 
 _RESPONSES: dict[Any, Any] = {
     200: {"model": CheckLogResponse, "description": "Every figure the log prints, per rank: logged, predicted, and the cause of each difference."},
@@ -61,7 +62,7 @@ _BODY = {
         },
         "application/json": {
             "schema": _REQUEST_SCHEMA,
-            "examples": {"log": {"summary": "The same log in the JSON form (hf_config optional)", "value": {"log": EXAMPLE_LOG}}},
+            "examples": {"log": {"summary": "The same log in the JSON form (hf_config optional)", "value": {"log": EXAMPLE_LOG, "gpu": "h100"}}},
         },
     },
 }
@@ -80,6 +81,7 @@ async def post_check_log(request: Request) -> Response:
     body = await read_body(request)
     hf_config = None
     sglang_args = None
+    gpu = None
     if _is_json(request):
         try:
             parsed = CheckLogRequest.model_validate(wire.decode_json(body))
@@ -90,10 +92,11 @@ async def post_check_log(request: Request) -> Response:
         text: Any = parsed.log
         hf_config = parsed.hf_config
         sglang_args = parsed.sglang_args
+        gpu = parsed.gpu
     else:
         text = body
     try:
-        result = await run_in_threadpool(check_log, text, hf_config, sglang_args)
+        result = await run_in_threadpool(check_log, text, hf_config, sglang_args, gpu)
     except BootLogError as exc:
         return _unreadable(request, str(exc))
     return Response(CheckLogResponse.model_validate(result.data).model_dump_json(), media_type="application/json")

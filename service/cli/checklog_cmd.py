@@ -2,15 +2,19 @@
 
     mambasizer check-log server.log                     # table: rank, figure, logged, predicted, diff, cause
     mambasizer check-log - --config config.json --json  # stdin; the model from its config.json; JSON out
+    mambasizer check-log server.log --gpu h200           # the GPU, for a log that does not print it
     mambasizer check-log --json server.log -- --model-path Qwen/Qwen3.5-35B-A3B --tp-size 2 --mem-fraction-static 0.85
                                                         # the launch command, for a log cut without its server_args record
                                                         # (options go before FILE when `--` follows it)
 
 The plan request is rebuilt from the log (the model from the preset matching `model_path`
 or --config, the flags from the `server_args` record, the free memory SGLang measured),
-then every figure the log prints is compared per rank. Exit 0 when every predicted figure
-equals the logged one, 1 when some differ (or none could be predicted), 2 when the log (or
-the config) cannot be read.
+then every figure the log prints is compared per rank. A second table compares the memory
+figures estimated before a boot (weights from exact parameter bytes; free memory from the
+GPU, --gpu or the log's GPU line, minus calibrated residents), each within a stated error.
+Exit 0 when every predicted figure equals the logged one and every estimate is within its
+error, 1 when some differ (or none could be predicted), 2 when the log (or the config, or
+the GPU name) cannot be read.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "check-log",
         help="compare an SGLang start-up log with the plan (exit 0 all match, 1 some differ, 2 unreadable)",
         doc=__doc__,
-        epilog="exit codes: 0 every predicted figure matches, 1 some differ, 2 the log cannot be read",
+        epilog="exit codes: 0 every predicted figure matches and every estimate is within its stated error, 1 some differ, 2 the log cannot be read",
     )
     p.add_argument(
         "inputs", nargs="*", metavar="FILE [-- SGLANG_ARGS]",
@@ -40,7 +44,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "arguments for a log cut without its server_args record (they win over the record)",
     )
     p.add_argument("--config", metavar="CONFIG_JSON", help="the model's config.json (when model_path matches no preset)")
-    p.add_argument("--json", action="store_true", help='print {"sglang_version", "gpu", "ranks": [...]} as POST /v1/check-log returns it')
+    p.add_argument("--gpu", metavar="NAME", help="the GPU the log was written on: a catalog name (h100, h100-nvl, h200) or its total memory in MiB (nvidia-smi's memory.total), for the memory estimates; wins over the log's GPU line")
+    p.add_argument("--json", action="store_true", help='print {"sglang_version", "gpu", "estimate_gpu", "ranks": [...]} as POST /v1/check-log returns it')
     p.set_defaults(run=run)
     return p
 
@@ -65,7 +70,21 @@ def render_table(data: dict) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r[:5], widths, strict=True)) + "  " + r[5] for r in rows]
     head = f"SGLang {data['sglang_version'] or '(version not printed)'}, GPU {data['gpu'] or '(not printed)'}"
-    return head + "\n" + "\n".join(line.rstrip() for line in lines) + "\n"
+    out = head + "\n" + "\n".join(line.rstrip() for line in lines) + "\n"
+    est_rows = [("rank", "figure", "logged", "estimated", "diff", "error", "verdict", "cause")]
+    for rank in data["ranks"]:
+        for name, fig in rank.get("estimated", {}).items():
+            diff = difference(name, fig["logged"], fig["predicted"])
+            verdict = "-" if fig["match"] is None else ("match" if fig["match"] else "differs")
+            error_text = "-" if fig["error_gb"] is None else f"±{fig['error_gb']:.2f}"
+            diff_text = "-" if diff is None else ("0" if diff == 0 else f"{diff:+.2f}")
+            est_rows.append((rank["rank"], name, _cell(fig["logged"]), _cell(fig["predicted"]), diff_text, error_text, verdict, fig["cause"]))
+    if len(est_rows) > 1:
+        gpu = data.get("estimate_gpu")
+        out += f"\nestimated before a boot (weights from parameter bytes{'; GPU ' + gpu if gpu else ''}; a match is within the stated error):\n"
+        widths = [max(len(r[i]) for r in est_rows) for i in range(7)]
+        out += "\n".join(("  ".join(c.ljust(w) for c, w in zip(r[:7], widths, strict=True)) + "  " + r[7]).rstrip() for r in est_rows) + "\n"
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
@@ -98,10 +117,12 @@ def run(args: argparse.Namespace) -> int:
     if argv and not argv[0].startswith("-"):
         return error(f"unexpected argument {argv[0]!r}: one log file at most; SGLang launch arguments go after `--`")
     try:
-        result = check_log(raw, hf_config=hf_config, sglang_args=argv or None)
+        result = check_log(raw, hf_config=hf_config, sglang_args=argv or None, gpu=args.gpu)
     except BootLogError as exc:
         return error(f"{source_label(args.log)}: {exc}")
     except PlanInputError as exc:
+        if exc.field == "gpu":
+            return error(f"--gpu: {exc.message}")
         return error(f"--config: {exc.message}" if exc.field == "hf_config" else f"{exc.field}: {exc.message}")
     if args.json:
         sys.stdout.write(json.dumps(result.data, indent=2, ensure_ascii=False) + "\n")
@@ -109,5 +130,5 @@ def run(args: argparse.Namespace) -> int:
         sys.stdout.write(render_table(result.data))
         for note in result.notes:
             print(f"note: {note}")
-        print("all predicted figures match" if result.all_match else "some figures differ or could not be predicted")
+        print("all predicted figures match (estimates within their stated error)" if result.all_match else "some figures differ or could not be predicted")
     return EXIT_OK if result.all_match else EXIT_DIFFERS

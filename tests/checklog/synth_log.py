@@ -16,6 +16,17 @@ from service.solver.allocation import plan_stage_tensors
 GB = 1 << 30
 
 
+def estimated_budget(request: dict, gpu: str = "h200") -> dict:
+    """The free memory a healthy boot on `gpu` logs, as mambasizer estimates it (the plan of
+    `budget: {"gpu": ...}`), printed to 2 decimals: a log made with it matches check-log's
+    estimates too (weights, free memory before and after the load)."""
+    estimate = solve({**request, "budget": {"gpu": gpu}})
+    return {
+        "free_gib_before_load": float(f"{estimate.free_gib_before_load:.2f}"),
+        "free_gib_after_load": float(f"{estimate.free_gib_after_load:.2f}"),
+    }
+
+
 def server_args_dict_repr(record: dict) -> str:
     """`server_args={...}` as SGLang 0.5.23's engine logs it (a dict's repr)."""
     return "server_args=" + repr(record)

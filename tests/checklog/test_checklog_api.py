@@ -65,7 +65,7 @@ def test_openapi_example_is_real_and_matches(client):
     assert all(f["logged"] == f["predicted"] for f in predicted.values())
     doc = client.get("/openapi.json").json()["paths"]["/v1/check-log"]["post"]
     assert set(doc["requestBody"]["content"]) == {"text/plain", "application/json"}
-    assert doc["requestBody"]["content"]["application/json"]["examples"]["log"]["value"] == {"log": EXAMPLE_LOG}
+    assert doc["requestBody"]["content"]["application/json"]["examples"]["log"]["value"] == {"log": EXAMPLE_LOG, "gpu": "h100"}
 
 
 def test_too_large_body_is_413(client):

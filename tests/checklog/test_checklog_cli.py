@@ -14,11 +14,13 @@ import pytest
 from service.checklog import check_log, preset_for_model_path
 from service.cli import main
 from service.presets import PRESETS
-from synth_log import synth_log
+from synth_log import estimated_budget, synth_log
 
 ROOT = Path(__file__).resolve().parents[2]
-BUDGET = {"free_gib_before_load": 139.6, "free_gib_after_load": 100.0}
-QWEN_TP2 = {"model": {"preset": "qwen3.5-35b-a3b"}, "server_args": {"tp_size": 2, "mem_fraction_static": 0.85}, "budget": BUDGET}
+QWEN_TP2_ARGS = {"model": {"preset": "qwen3.5-35b-a3b"}, "server_args": {"tp_size": 2, "mem_fraction_static": 0.85}}
+# The free memory a healthy boot on the synthetic logs' H200 prints (mambasizer's estimate).
+BUDGET = estimated_budget(QWEN_TP2_ARGS)
+QWEN_TP2 = {**QWEN_TP2_ARGS, "budget": BUDGET}
 PREDICTED = {"max_mamba_cache_size", "conv_state_gb", "ssm_state_gb", "kv_tokens", "max_total_num_tokens", "max_running_requests", "context_len"}
 MEASURED = {"avail_mem_before_load_gb", "avail_mem_after_load_gb", "weight_mem_usage_gb", "available_gpu_mem_gb"}
 
@@ -40,8 +42,8 @@ def test_synthetic_log_from_a_real_plan_matches_everywhere(tmp_path, capsys):
     code, out, err = run(capsys, "check-log", write(tmp_path, text), "--json")
     assert (code, err) == (0, "")
     data = json.loads(out)
-    assert list(data) == ["sglang_version", "gpu", "ranks"]
-    assert (data["sglang_version"], data["gpu"]) == ("0.5.23", "NVIDIA H200")
+    assert list(data) == ["sglang_version", "gpu", "estimate_gpu", "ranks"]
+    assert (data["sglang_version"], data["gpu"], data["estimate_gpu"]) == ("0.5.23", "NVIDIA H200", "h200")
     assert [r["rank"] for r in data["ranks"]] == ["TP0", "TP1"]
     tp0 = data["ranks"][0]["figures"]
     assert set(tp0) == PREDICTED | MEASURED
@@ -55,6 +57,18 @@ def test_synthetic_log_from_a_real_plan_matches_everywhere(tmp_path, capsys):
     assert list(tp0["kv_tokens"]) == ["logged", "predicted", "cause"]
     # TP1 prints no scheduler summary (tp_rank 0 only).
     assert "max_total_num_tokens" not in data["ranks"][1]["figures"]
+    # The second comparison: the log was written with the H200 estimate, so the estimates
+    # equal the logged figures (mem usage is the difference of two 2-decimal prints).
+    for rank in data["ranks"]:
+        est = rank["estimated"]
+        assert list(est) == ["avail_mem_before_load_gb", "avail_mem_after_load_gb", "weight_mem_usage_gb"]
+        assert est["avail_mem_before_load_gb"]["predicted"] == est["avail_mem_before_load_gb"]["logged"] == BUDGET["free_gib_before_load"] == 138.11
+        assert est["avail_mem_after_load_gb"]["predicted"] == est["avail_mem_after_load_gb"]["logged"] == BUDGET["free_gib_after_load"]
+        assert abs(est["weight_mem_usage_gb"]["predicted"] - est["weight_mem_usage_gb"]["logged"]) <= 0.01
+        assert all(f["match"] is True and f["cause"].startswith("within the estimate's stated error") for f in est.values())
+        assert est["avail_mem_before_load_gb"]["error_gb"] == 1.0
+        assert "143771 MiB (h200) - 2.29 GiB calibrated CUDA/NCCL residents" in est["avail_mem_before_load_gb"]["cause"]
+        assert "exact parameter bytes" in est["weight_mem_usage_gb"]["cause"] and "allocator overhead is not modelled" in est["weight_mem_usage_gb"]["cause"]
 
 
 @pytest.mark.parametrize(
@@ -83,7 +97,8 @@ def test_table_output_and_exit_codes(tmp_path, capsys):
 
 
 def test_pipeline_and_speculative_ranks_match(tmp_path):
-    pp = {"model": {"preset": "qwen3.5-35b-a3b"}, "server_args": {"tp_size": 2, "pp_size": 2, "mem_fraction_static": 0.85}, "budget": BUDGET}
+    pp = {"model": {"preset": "qwen3.5-35b-a3b"}, "server_args": {"tp_size": 2, "pp_size": 2, "mem_fraction_static": 0.85}}
+    pp["budget"] = estimated_budget(pp)
     text, _ = synth_log(pp, "Qwen/Qwen3.5-35B-A3B")
     result = check_log(text)
     assert result.all_match
@@ -92,8 +107,8 @@ def test_pipeline_and_speculative_ranks_match(tmp_path):
         "model": {"preset": "nvidia-nemotron-3-super-120b-a12b"},
         "server_args": {"tp_size": 4, "mem_fraction_static": 0.8, "speculative_algorithm": "NEXTN", "speculative_num_steps": 3,
                         "speculative_eagle_topk": 1, "speculative_num_draft_tokens": 4, "max_mamba_cache_size": 160},
-        "budget": {"free_gib_before_load": 139.6, "free_gib_after_load": 110.0},
     }
+    spec["budget"] = estimated_budget(spec)
     text, plan = synth_log(spec, "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-NVFP4")
     result = check_log(text)
     assert result.all_match, result.data
@@ -121,7 +136,8 @@ def test_unmodelled_flag_is_dropped_and_named(tmp_path):
 
 def test_config_json_for_a_model_without_preset(tmp_path, capsys):
     config = dict(PRESETS["nemotron-h-8b-base-8k"].hf_config)
-    request = {"model": {"preset": "nemotron-h-8b-base-8k"}, "server_args": {"mem_fraction_static": 0.85}, "budget": {"free_gib_before_load": 79.1, "free_gib_after_load": 63.6}}
+    request = {"model": {"preset": "nemotron-h-8b-base-8k"}, "server_args": {"mem_fraction_static": 0.85}}
+    request["budget"] = estimated_budget(request)
     text, _ = synth_log(request, "/models/my-finetune")
     log = write(tmp_path, text)
     code, out, _ = run(capsys, "check-log", log, "--json")
