@@ -449,6 +449,10 @@ def parse_boot_log(text: str | bytes) -> BootLog:
             log.lines_read += 1
             target = log.rank(label)
             for name, value in figures.items():
+                if name == "avail_mem_after_load_gb" and name in target:
+                    # A later load on this rank (a speculative draft model loads after the
+                    # target): SGLang sizes the pools after both (SIZING_SPEC §1.1, F_post).
+                    target["avail_mem_after_last_load_gb"] = value
                 target.setdefault(name, value)
     if not log.lines_read:
         raise BootLogError(

@@ -174,6 +174,14 @@ def _budget(log: BootLog, ctx: _Context) -> dict | None:
         return min(values) if values else None
 
     before, after, usage = low("avail_mem_before_load_gb"), low("avail_mem_after_load_gb"), low("weight_mem_usage_gb")
+    after_all = low("avail_mem_after_last_load_gb")  # set only where a rank loaded twice
+    if after is not None and after_all is not None and after_all < after:
+        # A draft model loaded after the target: SGLang sizes the pools after both loads.
+        ctx.approximations.append(
+            f"free memory after the load is the last 'Load weight end' reading ({after_all} GB, after the draft "
+            f"model), not the target's ({after} GB): SGLang sizes the pools after both loads"
+        )
+        after = after_all
     if after is None:
         ctx.no_plan = "no 'Load weight end ... avail mem=' line: the free memory SGLang measured is not in the log"
         return None
