@@ -119,14 +119,15 @@ def _with_sglang_args(raw: dict) -> dict:
 
 # Search knob -> the ServerArgs field it varies.
 _KNOBS = {
-    "tp_size": "tp_size", "pp_size": "pp_size", "attn_dp_size": "attn_dp_size",
+    "tp_size": "tp_size", "pp_size": "pp_size", "attn_dp_size": "attn_dp_size", "ep_size": "ep_size",
     "kv_cache_dtype": "kv_cache_dtype", "mamba_ssm_dtype": "mamba_ssm_dtype", "speculative": "speculative_algorithm",
 }
 _DEFAULT_TP = (1, 2, 4, 8)
 
 
 def _grid(req: RecommendRequest) -> list[dict]:
-    """Every grid point: the ServerArgs updates of one (tp, pp, dp, kv, ssm, spec) choice."""
+    """Every grid point: the ServerArgs updates of one (tp, pp, dp, ep, kv, ssm, spec) choice.
+    A point whose ep_size does not divide its tp_size stays in: the search counts it refused."""
     fixed = req.server_args.model_fields_set
     values: dict[str, list] = {}
     for knob, field in _KNOBS.items():
@@ -144,12 +145,12 @@ def _grid(req: RecommendRequest) -> list[dict]:
     if raw > MAX_GRID * 8:
         raise PlanInputError("search", f"{raw:,} combinations of the searched knobs; at most {MAX_GRID * 8:,} before the GPU-count filter: narrow a knob")
     out = []
-    for tp, pp, dp, kv, ssm, spec in product(*(values[f] for f in _KNOBS.values())):
+    for tp, pp, dp, ep, kv, ssm, spec in product(*(values[f] for f in _KNOBS.values())):
         if gpus is not None and tp * pp not in gpus:
             continue
         if tp % dp:
             continue  # attention DP must divide TP (SGLang asserts it): not a setting
-        out.append({"tp_size": tp, "pp_size": pp, "attn_dp_size": dp, "kv_cache_dtype": kv, "mamba_ssm_dtype": ssm, "speculative_algorithm": spec})
+        out.append({"tp_size": tp, "pp_size": pp, "attn_dp_size": dp, "ep_size": ep, "kv_cache_dtype": kv, "mamba_ssm_dtype": ssm, "speculative_algorithm": spec})
     if not out:
         raise PlanInputError("gpus", "no searched tp_size x pp_size gives one of these GPU counts (attention DP must divide tp_size)")
     if len(out) > MAX_GRID:
@@ -261,6 +262,12 @@ class _Search:
 
     def grid_point(self, i: int, upd: dict) -> None:
         args = self.base.server_args.model_copy(update=upd)
+        if args.tp_size % args.ep_size:
+            # SGLang builds its MoE groups as ep_size x (tp_size // ep_size) ranks of the TP
+            # group: not a launch. The solver checks it only where it computes weights (the
+            # GPU-only budget), so the search refuses it here for every budget.
+            self.refused["invalid server_args.ep_size"] += 1
+            return
         base_plan = self.run(args, None)
         if base_plan is None:
             return
