@@ -8,7 +8,13 @@ the pipeline without remedies). For every parallel layout and dtype choice in th
 2. the mamba/KV split: SGLang's default, plus `--max-mamba-cache-size` at the least value that
    serves `running_requests` (every other byte to KV), or at the balance where neither the
    mamba slots nor the KV tokens (per `tokens_per_request`) are idle (bisection: the slots grow
-   and the KV-side limits shrink with the cache size, so the crossing is found exactly);
+   and the KV-side limits shrink with the cache size, so the crossing is found exactly).
+   `--mamba-full-memory-ratio` is never emitted: in SGLang 0.5.23's `_handle_max_mamba_cache`
+   a ratio only chooses the slot count K of its automatic branch, and everything after (the
+   speculative intermediate rows, the (K + 1) state rows charged, the KV tokens, the requests)
+   reads K and the rest through the same expressions as the explicit branch, where
+   K = max_mamba_cache_size // attn_dp. Every ratio's plan is therefore the plan of the cache
+   size K x attn_dp, which the search can set to any K (tests/recommend/test_mamba_ratio.py);
 3. `--mem-fraction-static`, when asked, up to the largest value that keeps SGLang's pre-capture
    activation reserve (`pre_capture_activation_reserve_mb`, the floor its post-capture sizing
    keeps) out of the pre-load free memory.
