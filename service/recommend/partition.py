@@ -19,8 +19,10 @@ of thousands of generated layer sequences, and against plan() on real presets.
 
 Under SGLang's default ratio split (no cache size given) the slots K = floor(B / P) - 1 still
 fall with M, but the KV keeps B mod P (the floor's remainder), so the KV tokens can RISE with a
-larger M by less than one slot's bytes per stage. There the search is exact for the monotone
-part and may miss such a remainder (0.05% of the tokens on the one case the tests show).
+larger M (or a larger W, whose smaller rest moves the remainder) by less than one slot's bytes.
+There the Pareto partitions are not enough: `triples_within` walks every other triple that an
+upper bound built from the real plans (search.py, `_remainder_partitions`, with its proof) does
+not rule out, and the search plans them, so the answer is exact there too.
 
 Stages hold at least one layer each (SGLang's parser would accept 0, the model classes are not
 written for an empty stage).
@@ -28,7 +30,7 @@ written for an empty stage).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import accumulate
 from typing import NamedTuple
 
@@ -245,3 +247,89 @@ def all_partitions(n: int, pp: int):
     for first in range(1, n - pp + 2):
         for rest in all_partitions(n - first, pp - 1):
             yield (first, *rest)
+
+
+def triples_within(costs: LayerCosts, pp: int, keep: Callable[[int, int, int, int], bool], max_steps: int = MAX_STEPS,
+                   steps: list[int] | None = None) -> dict[Triple, tuple[int, ...]]:
+    """One partition per (W, M, F) triple of every contiguous partition into `pp` non-empty
+    stages that `keep` does not rule out. `keep(W, m_low, m_high, F)` sees the running maxima
+    of a prefix of stages (the final W and F are at least these, the final M lies in
+    [m_low, m_high]) and must answer False only when no completion can matter: it prunes the
+    depth-first walk, which visits each (start, stages left, W, M, F) state once. Raises
+    PartitionSearchTooLarge past `max_steps` layer-steps."""
+    px = _Prefix(costs)
+    n = px.n
+    found: dict[Triple, tuple[int, ...]] = {}
+    if pp < 1 or n < pp:
+        return found
+    seen: set[tuple[int, int, int, int, int]] = set()
+    cuts: list[int] = [0]
+    memo: dict[tuple[int, int, int, int], bool] = {}
+
+    def kept(W: int, lo: int, hi: int, F: int) -> bool:
+        key = (W, lo, hi, F)
+        got = memo.get(key)
+        if got is None:
+            got = memo[key] = keep(W, lo, hi, F)
+        return got
+
+    # No stage of a kept partition weighs more than w_cap (keep is monotone in W), so none
+    # holds more mamba layers than the heaviest-in-mamba stage within w_cap: a tighter upper
+    # end for M than "every mamba layer left" when layers weigh (the estimated budget).
+    total_m = px.m[n]
+    w_hi = px.seg(0, n)[0] + px.middle
+    if not kept(0, 0, total_m, 0):
+        return found
+    lo_w, hi_w = 0, w_hi
+    while lo_w < hi_w:
+        mid = (lo_w + hi_w + 1) // 2
+        if kept(mid, 0, total_m, 0):
+            lo_w = mid
+        else:
+            hi_w = mid - 1
+    m_cap = 0
+    for a in range(n):
+        for b in range(a + 1, n + 1):
+            if px.seg(a, b)[0] > lo_w:
+                break
+            m_cap = max(m_cap, px.m[b] - px.m[a])
+    px.steps += n
+
+    def walk(i: int, k: int, W: int, M: int, F: int) -> None:
+        if (i, k, W, M, F) in seen:
+            return
+        seen.add((i, k, W, M, F))
+        if k == 1:
+            px.steps += 1
+            w, m, f = px.seg(i, n)
+            t = Triple(max(W, w), max(M, m), max(F, f))
+            if t not in found and kept(t.weights, t.mamba, t.mamba, t.full):
+                found[t] = tuple(b - a for a, b in zip(cuts, [*cuts[1:], n], strict=True))
+            return
+        for j in range(i + 1, n - k + 2):
+            px.steps += 1
+            if px.steps > max_steps:
+                raise PartitionSearchTooLarge(list(found.values()))
+            w, m, f = px.seg(i, j)
+            nW, nM, nF = max(W, w), max(M, m), max(F, f)
+            # W, F and the stage's mamba count only grow with j: once even the most mamba
+            # layers any stage could hold cannot keep the prefix, no longer stage can.
+            if not kept(nW, nM, max(nM, m_cap), nF):
+                break
+            # The k - 1 stages after j: each count's largest stage is at least its average,
+            # and so is the weight (the last stage's extra and the middle stages' counted).
+            q = k - 1
+            rest_w = px.w[n] - px.w[j] + px.last + (q - 1) * px.middle
+            lw, lm, lf = -(-rest_w // q), -(-(px.m[n] - px.m[j]) // q), -(-(px.f[n] - px.f[j]) // q)
+            if not kept(max(nW, lw), max(nM, lm), max(nM, min(m_cap, px.m[n] - px.m[j])), max(nF, lf)):
+                continue
+            cuts.append(j)
+            walk(j, k - 1, nW, nM, nF)
+            cuts.pop()
+
+    try:
+        walk(0, pp, 0, 0, 0)
+    finally:
+        if steps is not None:
+            steps.append(px.steps)
+    return found
