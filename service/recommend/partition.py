@@ -30,6 +30,7 @@ written for an empty stage).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from itertools import accumulate
 from typing import NamedTuple
@@ -273,27 +274,34 @@ def triples_within(costs: LayerCosts, pp: int, keep: Callable[[int, int, int, in
             got = memo[key] = keep(W, lo, hi, F)
         return got
 
-    # No stage of a kept partition weighs more than w_cap (keep is monotone in W), so none
-    # holds more mamba layers than the heaviest-in-mamba stage within w_cap: a tighter upper
-    # end for M than "every mamba layer left" when layers weigh (the estimated budget).
-    total_m = px.m[n]
+    # Caps every stage of a kept partition obeys (keep is monotone): at most w_cap bytes and
+    # f_cap full layers (else even the most mamba layers cannot keep it), hence at most m_cap
+    # mamba layers (the most any such segment holds); a smaller m_cap tightens the other two,
+    # until nothing moves. They bound M far below "every mamba layer left" wherever mamba
+    # layers come with weights or full-attention layers between them.
+    total_m, total_f = px.m[n], px.f[n]
     w_hi = px.seg(0, n)[0] + px.middle
-    if not kept(0, 0, total_m, 0):
-        return found
-    lo_w, hi_w = 0, w_hi
-    while lo_w < hi_w:
-        mid = (lo_w + hi_w + 1) // 2
-        if kept(mid, 0, total_m, 0):
-            lo_w = mid
-        else:
-            hi_w = mid - 1
-    m_cap = 0
-    for a in range(n):
-        for b in range(a + 1, n + 1):
-            if px.seg(a, b)[0] > lo_w:
-                break
-            m_cap = max(m_cap, px.m[b] - px.m[a])
-    px.steps += n
+    m_cap = total_m
+    while True:
+        if not kept(0, 0, m_cap, 0):
+            return found
+        w_cap = _last_true(functools.partial(_kept_w, kept, m_cap), 0, w_hi)
+        f_cap = _last_true(functools.partial(_kept_f, kept, m_cap), 0, total_f)
+        new_cap = 0
+        for a in range(n):
+            if px.steps > max_steps:
+                raise PartitionSearchTooLarge([])
+            for b in range(a + 1, n + 1):
+                px.steps += 1
+                w, m, f = px.seg(a, b)
+                if w > w_cap or f > f_cap:
+                    break
+                new_cap = max(new_cap, m)
+        if new_cap >= m_cap:
+            break
+        m_cap = new_cap
+    if not any(costs.weights) and not (costs.first_extra or costs.last_extra or costs.middle_extra or costs.once):
+        return _counts_only(px, pp, kept, m_cap, f_cap, found)
 
     def walk(i: int, k: int, W: int, M: int, F: int) -> None:
         if (i, k, W, M, F) in seen:
@@ -332,4 +340,92 @@ def triples_within(costs: LayerCosts, pp: int, keep: Callable[[int, int, int, in
     finally:
         if steps is not None:
             steps.append(px.steps)
+    return found
+
+
+def _kept_w(kept: Callable[[int, int, int, int], bool], m_cap: int, w: int) -> bool:
+    return kept(w, 0, m_cap, 0)
+
+
+def _kept_f(kept: Callable[[int, int, int, int], bool], m_cap: int, f: int) -> bool:
+    return kept(0, 0, m_cap, f)
+
+
+def _last_true(pred: Callable[[int], bool], lo: int, hi: int) -> int:
+    """The largest x in [lo, hi] with pred(x), pred monotone (true then false) and pred(lo)."""
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if pred(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _counts_only(px: _Prefix, pp: int, kept: Callable[[int, int, int, int], bool], m_cap: int, f_cap: int,
+                 found: dict[Triple, tuple[int, ...]]) -> dict[Triple, tuple[int, ...]]:
+    """No weights (a measured budget): a partition is its (M, F) alone, and with M fixed the
+    plan only loses with F (the KV cell grows, the slots stay). So per M, the least F of a
+    partition whose largest mamba stage holds exactly M layers is the only triple to plan:
+    some stage [a, b) holds M mamba and at most F full layers, the layers before it split
+    into k1 stages within the caps and those after into k2, k1 + k2 = pp - 1. The fewest
+    stages of a prefix within caps is the greedy's count (each greedy stage reaches furthest);
+    the most is one layer each (a single layer is within any caps at least ceil(total / pp))."""
+    n = px.n
+    total_m, total_f = px.m[n], px.f[n]
+
+    def greedy(M: int, F: int, reverse: bool) -> list[int]:
+        """fewest[a]: the least stages covering the first (reverse: last) a layers within caps."""
+        fewest = [0] * (n + 1)
+        count, end = 0, 0  # layers covered by `count` greedy stages
+        pos = 0
+        while end < n:
+            start, j = end, end
+            while j < n:
+                lo, hi = (n - j - 1, n - start) if reverse else (start, j + 1)
+                if px.m[hi] - px.m[lo] > M or px.f[hi] - px.f[lo] > F:
+                    break
+                j += 1
+            px.steps += j - start + 1
+            if j == start:
+                return [n + 1] * (n + 1)  # a single layer over the caps: nothing fits
+            count += 1
+            for a in range(pos + 1, j + 1):
+                fewest[a] = count
+            pos, end = j, j
+        return fewest
+
+    def parts_of(a: int, b: int, k1: int, M: int, F: int) -> tuple[int, ...]:
+        """The partition: [0, a) into k1 stages, [a, b), [b, n) into the rest, within caps."""
+        def split(lo: int, hi: int, k: int) -> list[int]:
+            cuts = [lo]
+            while cuts[-1] < hi:  # greedy from the left
+                j = cuts[-1]
+                while j < hi and px.m[j + 1] - px.m[cuts[-1]] <= M and px.f[j + 1] - px.f[cuts[-1]] <= F:
+                    j += 1
+                cuts.append(j)
+            return list(_refine(cuts, k)) if k else []
+        return (*split(0, a, k1), b - a, *split(b, n, pp - 1 - k1))
+
+    for M in range(-(-total_m // pp), m_cap + 1):
+        for F in range(-(-total_f // pp), f_cap + 1):
+            if not kept(0, M, M, F):
+                break  # a larger F only loses more
+            pre, suf = greedy(M, F, False), greedy(M, F, True)
+            hit = None
+            for a in range(n):
+                for b in range(a + 1, n + 1):
+                    px.steps += 1
+                    m, f = px.m[b] - px.m[a], px.f[b] - px.f[a]
+                    if m > M or f > F:
+                        break
+                    if m == M and pre[a] + suf[n - b] + 1 <= pp <= a + (n - b) + 1:
+                        k1 = max(pre[a], pp - 1 - (n - b))
+                        hit = parts_of(a, b, k1, M, F)
+                        break
+                if hit is not None:
+                    break
+            if hit is not None:
+                found[Triple(0, M, F)] = hit
+                break  # the least F for this M
     return found

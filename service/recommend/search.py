@@ -289,13 +289,13 @@ class _Search:
             self.partition_point(i, a, p0, raised=mfs is not None)
 
     def partition_point(self, i: int, args: ServerArgs, p0: Plan, raised: bool) -> None:
+        start = len(self.settings)
         self.mamba_point(i, args, None, p0, raised)
         if args.pp_size == 1 or not self.req.search.pp_partition or self.base.env.SGLANG_PP_LAYER_PARTITION is not None:
             return
         costs = self._costs(args)
         if costs is None:
             return
-        start = len(self.settings)
         default = tuple(s.end - s.start for s in pp_stages(self.layout.num_hidden_layers, args.pp_size))
         t0 = partition.triple_of(costs, default)
         tried = {default}
@@ -345,11 +345,18 @@ class _Search:
         ratio = p_ref.mamba_ratio
         full = p_ref.mamba_cache_per_req_bytes
         planned = [s.plan for s in self.settings[start:]]
-        scaled = all(st.stage_per_req_bytes == int(full * (max(x.mamba_layers for x in q.stages) / n_mamba))
-                     for q in planned for st in q.stages[:1])
+        # Every rank charges the largest stage's share of the slot (or, under whole-model
+        # accounting, all of it): the share is a lower bound either way, an upper one only
+        # once the planned settings show the share is what they were charged.
+        shares = [st.stage_per_req_bytes == int(full * (max(x.mamba_layers for x in q.stages) / n_mamba))
+                  for q in planned for st in q.stages[:1]]
+        scaled = bool(shares) and all(shares)
+
+        def slot_low(m: int) -> int:
+            return int(full * (m / n_mamba))
 
         def per_slot(m: int) -> int:
-            return int(full * (m / n_mamba)) if scaled else full  # unscaled: every stage pays it all
+            return slot_low(m) if scaled else full
 
         cells: dict[int, int] = {}
         for q in planned:
@@ -373,8 +380,8 @@ class _Search:
             cell = max((c for f, c in levels if f <= F), default=0)
             t = math.floor(kv / cell) if cell > 0 else math.inf
             n = t // 2
-            if ratio is not None and per_slot(m_low) > 0:
-                n = min(n, math.floor(rest * r / (1 + r) / per_slot(m_low)) // ratio)
+            if ratio is not None and slot_low(m_low) > 0:
+                n = min(n, math.floor(rest * r / (1 + r) / slot_low(m_low)) // ratio)
             if mrr is not None:
                 n = min(n, max(1, mrr // dp))
             elif t != math.inf:

@@ -204,3 +204,27 @@ def test_triples_within_finds_every_triple_and_honours_the_bound():
         cap_w, cap_f, need_m = rng.randint(0, 60), rng.randint(0, 6), rng.randint(0, 6)
         kept = triples_within(costs, pp, lambda W, lo, hi, F, cw=cap_w, cf=cap_f, nm=need_m: W <= cw and F <= cf and hi >= nm)
         assert set(kept) == {t for t in every if t.weights <= cap_w and t.full <= cap_f and t.mamba >= need_m}
+
+
+def test_triples_within_on_counts_alone_gives_the_least_full_count_per_mamba_count():
+    """A measured budget (no weights): per largest-stage mamba count M, the least largest-stage
+    full-attention count of any partition with exactly M, and a partition that has both."""
+    from service.recommend.partition import triples_within
+
+    rng = random.Random(5)
+    for _ in range(1500):
+        n = rng.randint(1, 11)
+        pp = rng.randint(1, min(n, 5))
+        c = _random_costs(rng, n)
+        costs = LayerCosts((0,) * n, c.mamba, c.full)
+        least: dict[int, int] = {}
+        for p in all_partitions(n, pp):
+            t = triple_of(costs, p)
+            least[t.mamba] = min(least.get(t.mamba, t.full), t.full)
+        found = triples_within(costs, pp, lambda W, lo, hi, F: True)
+        assert {t.mamba: t.full for t in found} == least
+        for t, parts in found.items():
+            assert triple_of(costs, parts) == t and len(parts) == pp and min(parts) >= 1
+        cap = rng.randint(0, 4)
+        kept = triples_within(costs, pp, lambda W, lo, hi, F, cf=cap: F <= cf)
+        assert {t.mamba: t.full for t in kept} == {m: f for m, f in least.items() if f <= cap}
