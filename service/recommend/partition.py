@@ -256,9 +256,19 @@ def triples_within(costs: LayerCosts, pp: int, keep: Callable[[int, int, int, in
     stages that `keep` does not rule out. `keep(W, m_low, m_high, F)` sees the running maxima
     of a prefix of stages (the final W and F are at least these, the final M lies in
     [m_low, m_high]) and must answer False only when no completion can matter: it prunes the
-    depth-first walk, which visits each (start, stages left, W, M, F) state once. Raises
+    depth-first walk, which visits each (start, stages left, W, M, F) state once. Without
+    weights (a measured budget) only the least F per M is returned (see _counts_only). Raises
     PartitionSearchTooLarge past `max_steps` layer-steps."""
     px = _Prefix(costs)
+    try:
+        return _triples_within(px, costs, pp, keep, max_steps)
+    finally:
+        if steps is not None:
+            steps.append(px.steps)
+
+
+def _triples_within(px: _Prefix, costs: LayerCosts, pp: int, keep: Callable[[int, int, int, int], bool],
+                    max_steps: int) -> dict[Triple, tuple[int, ...]]:
     n = px.n
     found: dict[Triple, tuple[int, ...]] = {}
     if pp < 1 or n < pp:
@@ -301,7 +311,7 @@ def triples_within(costs: LayerCosts, pp: int, keep: Callable[[int, int, int, in
             break
         m_cap = new_cap
     if not any(costs.weights) and not (costs.first_extra or costs.last_extra or costs.middle_extra or costs.once):
-        return _counts_only(px, pp, kept, m_cap, f_cap, found)
+        return _counts_only(px, pp, kept, m_cap, f_cap, found, max_steps)
 
     def walk(i: int, k: int, W: int, M: int, F: int) -> None:
         if (i, k, W, M, F) in seen:
@@ -335,11 +345,7 @@ def triples_within(costs: LayerCosts, pp: int, keep: Callable[[int, int, int, in
             walk(j, k - 1, nW, nM, nF)
             cuts.pop()
 
-    try:
-        walk(0, pp, 0, 0, 0)
-    finally:
-        if steps is not None:
-            steps.append(px.steps)
+    walk(0, pp, 0, 0, 0)
     return found
 
 
@@ -363,7 +369,7 @@ def _last_true(pred: Callable[[int], bool], lo: int, hi: int) -> int:
 
 
 def _counts_only(px: _Prefix, pp: int, kept: Callable[[int, int, int, int], bool], m_cap: int, f_cap: int,
-                 found: dict[Triple, tuple[int, ...]]) -> dict[Triple, tuple[int, ...]]:
+                 found: dict[Triple, tuple[int, ...]], max_steps: int) -> dict[Triple, tuple[int, ...]]:
     """No weights (a measured budget): a partition is its (M, F) alone, and with M fixed the
     plan only loses with F (the KV cell grows, the slots stay). So per M, the least F of a
     partition whose largest mamba stage holds exactly M layers is the only triple to plan:
@@ -414,6 +420,8 @@ def _counts_only(px: _Prefix, pp: int, kept: Callable[[int, int, int, int], bool
             pre, suf = greedy(M, F, False), greedy(M, F, True)
             hit = None
             for a in range(n):
+                if px.steps > max_steps:
+                    raise PartitionSearchTooLarge(list(found.values()))
                 for b in range(a + 1, n + 1):
                     px.steps += 1
                     m, f = px.m[b] - px.m[a], px.f[b] - px.f[a]

@@ -228,3 +228,19 @@ def test_triples_within_on_counts_alone_gives_the_least_full_count_per_mamba_cou
         cap = rng.randint(0, 4)
         kept = triples_within(costs, pp, lambda W, lo, hi, F, cf=cap: F <= cf)
         assert {t.mamba: t.full for t in kept} == {m: f for m, f in least.items() if f <= cap}
+
+
+def test_the_remainder_walk_stops_at_its_work_bound():
+    from service.recommend.partition import PartitionSearchTooLarge, triples_within
+
+    costs = _random_costs(random.Random(9), 300)
+    steps: list[int] = []
+    with pytest.raises(PartitionSearchTooLarge):
+        triples_within(costs, 30, lambda W, lo, hi, F: True, max_steps=20_000, steps=steps)
+    assert 20_000 < steps[0] <= 20_000 + 300  # one row of layer-steps past the bound at most
+
+    counts = LayerCosts((0,) * 300, costs.mamba, costs.full)  # the measured budget's path
+    steps = []
+    with pytest.raises(PartitionSearchTooLarge):
+        triples_within(counts, 30, lambda W, lo, hi, F: True, max_steps=2_000, steps=steps)
+    assert 2_000 < steps[0] <= 2_000 + 2 * 300
