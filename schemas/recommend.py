@@ -66,6 +66,10 @@ class Search(Strict):
     tp_size: ParallelKnob | None = Field(None, description="Tensor-parallel sizes to try.")
     pp_size: ParallelKnob | None = Field(None, description="Pipeline-parallel sizes to try.")
     attn_dp_size: ParallelKnob | None = Field(None, description="Attention data-parallel sizes to try (each must divide tp_size).")
+    ep_size: ParallelKnob | None = Field(
+        None, description="Expert-parallel sizes to try (`--ep-size`; each must divide tp_size, else counted under refused). "
+        "They change the weights per GPU only when planned from the GPU alone (`gpu`).",
+    )
     kv_cache_dtype: KVKnob | None = Field(None, description="KV cache dtypes to try (`--kv-cache-dtype`).")
     mamba_ssm_dtype: SsmKnob | None = Field(None, description="Mamba SSM state dtypes to try (`--mamba-ssm-dtype`).")
     speculative: SpecKnob | None = Field(None, description="Speculative algorithms to try (null in the list: none); null keeps the base.")

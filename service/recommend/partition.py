@@ -19,8 +19,10 @@ of thousands of generated layer sequences, and against plan() on real presets.
 
 Under SGLang's default ratio split (no cache size given) the slots K = floor(B / P) - 1 still
 fall with M, but the KV keeps B mod P (the floor's remainder), so the KV tokens can RISE with a
-larger M by less than one slot's bytes per stage. There the search is exact for the monotone
-part and may miss such a remainder (0.05% of the tokens on the one case the tests show).
+larger M (or a larger W, whose smaller rest moves the remainder) by less than one slot's bytes.
+There the Pareto partitions are not enough: `triples_within` walks every other triple that an
+upper bound built from the real plans (search.py, `_remainder_partitions`, with its proof) does
+not rule out, and the search plans them, so the answer is exact there too.
 
 Stages hold at least one layer each (SGLang's parser would accept 0, the model classes are not
 written for an empty stage).
@@ -28,7 +30,8 @@ written for an empty stage).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 from itertools import accumulate
 from typing import NamedTuple
 
@@ -245,3 +248,192 @@ def all_partitions(n: int, pp: int):
     for first in range(1, n - pp + 2):
         for rest in all_partitions(n - first, pp - 1):
             yield (first, *rest)
+
+
+def triples_within(costs: LayerCosts, pp: int, keep: Callable[[int, int, int, int], bool], max_steps: int = MAX_STEPS,
+                   steps: list[int] | None = None) -> dict[Triple, tuple[int, ...]]:
+    """One partition per (W, M, F) triple of every contiguous partition into `pp` non-empty
+    stages that `keep` does not rule out. `keep(W, m_low, m_high, F)` sees the running maxima
+    of a prefix of stages (the final W and F are at least these, the final M lies in
+    [m_low, m_high]) and must answer False only when no completion can matter: it prunes the
+    depth-first walk, which visits each (start, stages left, W, M, F) state once. Without
+    weights (a measured budget) only the least F per M is returned (see _counts_only). Raises
+    PartitionSearchTooLarge past `max_steps` layer-steps."""
+    px = _Prefix(costs)
+    try:
+        return _triples_within(px, costs, pp, keep, max_steps)
+    finally:
+        if steps is not None:
+            steps.append(px.steps)
+
+
+def _triples_within(px: _Prefix, costs: LayerCosts, pp: int, keep: Callable[[int, int, int, int], bool],
+                    max_steps: int) -> dict[Triple, tuple[int, ...]]:
+    n = px.n
+    found: dict[Triple, tuple[int, ...]] = {}
+    if pp < 1 or n < pp:
+        return found
+    seen: set[tuple[int, int, int, int, int]] = set()
+    cuts: list[int] = [0]
+    memo: dict[tuple[int, int, int, int], bool] = {}
+
+    def kept(W: int, lo: int, hi: int, F: int) -> bool:
+        key = (W, lo, hi, F)
+        got = memo.get(key)
+        if got is None:
+            got = memo[key] = keep(W, lo, hi, F)
+        return got
+
+    # Caps every stage of a kept partition obeys (keep is monotone): at most w_cap bytes and
+    # f_cap full layers (else even the most mamba layers cannot keep it), hence at most m_cap
+    # mamba layers (the most any such segment holds); a smaller m_cap tightens the other two,
+    # until nothing moves. They bound M far below "every mamba layer left" wherever mamba
+    # layers come with weights or full-attention layers between them.
+    total_m, total_f = px.m[n], px.f[n]
+    w_hi = px.seg(0, n)[0] + px.middle
+    m_cap = total_m
+    while True:
+        if not kept(0, 0, m_cap, 0):
+            return found
+        w_cap = _last_true(functools.partial(_kept_w, kept, m_cap), 0, w_hi)
+        f_cap = _last_true(functools.partial(_kept_f, kept, m_cap), 0, total_f)
+        new_cap = 0
+        for a in range(n):
+            if px.steps > max_steps:
+                raise PartitionSearchTooLarge([])
+            for b in range(a + 1, n + 1):
+                px.steps += 1
+                w, m, f = px.seg(a, b)
+                if w > w_cap or f > f_cap:
+                    break
+                new_cap = max(new_cap, m)
+        if new_cap >= m_cap:
+            break
+        m_cap = new_cap
+    if not any(costs.weights) and not (costs.first_extra or costs.last_extra or costs.middle_extra or costs.once):
+        return _counts_only(px, pp, kept, m_cap, f_cap, found, max_steps)
+
+    def walk(i: int, k: int, W: int, M: int, F: int) -> None:
+        if (i, k, W, M, F) in seen:
+            return
+        seen.add((i, k, W, M, F))
+        if k == 1:
+            px.steps += 1
+            w, m, f = px.seg(i, n)
+            t = Triple(max(W, w), max(M, m), max(F, f))
+            if t not in found and kept(t.weights, t.mamba, t.mamba, t.full):
+                found[t] = tuple(b - a for a, b in zip(cuts, [*cuts[1:], n], strict=True))
+            return
+        for j in range(i + 1, n - k + 2):
+            px.steps += 1
+            if px.steps > max_steps:
+                raise PartitionSearchTooLarge(list(found.values()))
+            w, m, f = px.seg(i, j)
+            nW, nM, nF = max(W, w), max(M, m), max(F, f)
+            # W, F and the stage's mamba count only grow with j: once even the most mamba
+            # layers any stage could hold cannot keep the prefix, no longer stage can.
+            if not kept(nW, nM, max(nM, m_cap), nF):
+                break
+            # The k - 1 stages after j: each count's largest stage is at least its average,
+            # and so is the weight (the last stage's extra and the middle stages' counted).
+            q = k - 1
+            rest_w = px.w[n] - px.w[j] + px.last + (q - 1) * px.middle
+            lw, lm, lf = -(-rest_w // q), -(-(px.m[n] - px.m[j]) // q), -(-(px.f[n] - px.f[j]) // q)
+            if not kept(max(nW, lw), max(nM, lm), max(nM, min(m_cap, px.m[n] - px.m[j])), max(nF, lf)):
+                continue
+            cuts.append(j)
+            walk(j, k - 1, nW, nM, nF)
+            cuts.pop()
+
+    walk(0, pp, 0, 0, 0)
+    return found
+
+
+def _kept_w(kept: Callable[[int, int, int, int], bool], m_cap: int, w: int) -> bool:
+    return kept(w, 0, m_cap, 0)
+
+
+def _kept_f(kept: Callable[[int, int, int, int], bool], m_cap: int, f: int) -> bool:
+    return kept(0, 0, m_cap, f)
+
+
+def _last_true(pred: Callable[[int], bool], lo: int, hi: int) -> int:
+    """The largest x in [lo, hi] with pred(x), pred monotone (true then false) and pred(lo)."""
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if pred(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _counts_only(px: _Prefix, pp: int, kept: Callable[[int, int, int, int], bool], m_cap: int, f_cap: int,
+                 found: dict[Triple, tuple[int, ...]], max_steps: int) -> dict[Triple, tuple[int, ...]]:
+    """No weights (a measured budget): a partition is its (M, F) alone, and with M fixed the
+    plan only loses with F (the KV cell grows, the slots stay). So per M, the least F of a
+    partition whose largest mamba stage holds exactly M layers is the only triple to plan:
+    some stage [a, b) holds M mamba and at most F full layers, the layers before it split
+    into k1 stages within the caps and those after into k2, k1 + k2 = pp - 1. The fewest
+    stages of a prefix within caps is the greedy's count (each greedy stage reaches furthest);
+    the most is one layer each (a single layer is within any caps at least ceil(total / pp))."""
+    n = px.n
+    total_m, total_f = px.m[n], px.f[n]
+
+    def greedy(M: int, F: int, reverse: bool) -> list[int]:
+        """fewest[a]: the least stages covering the first (reverse: last) a layers within caps."""
+        fewest = [0] * (n + 1)
+        count, end = 0, 0  # layers covered by `count` greedy stages
+        pos = 0
+        while end < n:
+            start, j = end, end
+            while j < n:
+                lo, hi = (n - j - 1, n - start) if reverse else (start, j + 1)
+                if px.m[hi] - px.m[lo] > M or px.f[hi] - px.f[lo] > F:
+                    break
+                j += 1
+            px.steps += j - start + 1
+            if j == start:
+                return [n + 1] * (n + 1)  # a single layer over the caps: nothing fits
+            count += 1
+            for a in range(pos + 1, j + 1):
+                fewest[a] = count
+            pos, end = j, j
+        return fewest
+
+    def parts_of(a: int, b: int, k1: int, M: int, F: int) -> tuple[int, ...]:
+        """The partition: [0, a) into k1 stages, [a, b), [b, n) into the rest, within caps."""
+        def split(lo: int, hi: int, k: int) -> list[int]:
+            cuts = [lo]
+            while cuts[-1] < hi:  # greedy from the left
+                j = cuts[-1]
+                while j < hi and px.m[j + 1] - px.m[cuts[-1]] <= M and px.f[j + 1] - px.f[cuts[-1]] <= F:
+                    j += 1
+                cuts.append(j)
+            return list(_refine(cuts, k)) if k else []
+        return (*split(0, a, k1), b - a, *split(b, n, pp - 1 - k1))
+
+    for M in range(-(-total_m // pp), m_cap + 1):
+        for F in range(-(-total_f // pp), f_cap + 1):
+            if not kept(0, M, M, F):
+                break  # a larger F only loses more
+            pre, suf = greedy(M, F, False), greedy(M, F, True)
+            hit = None
+            for a in range(n):
+                if px.steps > max_steps:
+                    raise PartitionSearchTooLarge(list(found.values()))
+                for b in range(a + 1, n + 1):
+                    px.steps += 1
+                    m, f = px.m[b] - px.m[a], px.f[b] - px.f[a]
+                    if m > M or f > F:
+                        break
+                    if m == M and pre[a] + suf[n - b] + 1 <= pp <= a + (n - b) + 1:
+                        k1 = max(pre[a], pp - 1 - (n - b))
+                        hit = parts_of(a, b, k1, M, F)
+                        break
+                if hit is not None:
+                    break
+            if hit is not None:
+                found[Triple(0, M, F)] = hit
+                break  # the least F for this M
+    return found

@@ -8,7 +8,13 @@ the pipeline without remedies). For every parallel layout and dtype choice in th
 2. the mamba/KV split: SGLang's default, plus `--max-mamba-cache-size` at the least value that
    serves `running_requests` (every other byte to KV), or at the balance where neither the
    mamba slots nor the KV tokens (per `tokens_per_request`) are idle (bisection: the slots grow
-   and the KV-side limits shrink with the cache size, so the crossing is found exactly);
+   and the KV-side limits shrink with the cache size, so the crossing is found exactly).
+   `--mamba-full-memory-ratio` is never emitted: in SGLang 0.5.23's `_handle_max_mamba_cache`
+   a ratio only chooses the slot count K of its automatic branch, and everything after (the
+   speculative intermediate rows, the (K + 1) state rows charged, the KV tokens, the requests)
+   reads K and the rest through the same expressions as the explicit branch, where
+   K = max_mamba_cache_size // attn_dp. Every ratio's plan is therefore the plan of the cache
+   size K x attn_dp, which the search can set to any K (tests/recommend/test_mamba_ratio.py);
 3. `--mem-fraction-static`, when asked, up to the largest value that keeps SGLang's pre-capture
    activation reserve (`pre_capture_activation_reserve_mb`, the floor its post-capture sizing
    keeps) out of the pre-load free memory.
@@ -41,7 +47,7 @@ from service.solver.errors import PlanInputError
 from service.solver.launch import _capacity_defaults
 from service.solver.monotone import smallest_int
 from service.solver.plan import input_error_from_validation, model_layout, replan
-from service.solver.requests import ESTIMATE_MIN
+from service.solver.requests import ESTIMATE_MAX, ESTIMATE_MIN
 from service.solver.stages import pp_stages
 
 GIB = 1 << 30
@@ -119,14 +125,15 @@ def _with_sglang_args(raw: dict) -> dict:
 
 # Search knob -> the ServerArgs field it varies.
 _KNOBS = {
-    "tp_size": "tp_size", "pp_size": "pp_size", "attn_dp_size": "attn_dp_size",
+    "tp_size": "tp_size", "pp_size": "pp_size", "attn_dp_size": "attn_dp_size", "ep_size": "ep_size",
     "kv_cache_dtype": "kv_cache_dtype", "mamba_ssm_dtype": "mamba_ssm_dtype", "speculative": "speculative_algorithm",
 }
 _DEFAULT_TP = (1, 2, 4, 8)
 
 
 def _grid(req: RecommendRequest) -> list[dict]:
-    """Every grid point: the ServerArgs updates of one (tp, pp, dp, kv, ssm, spec) choice."""
+    """Every grid point: the ServerArgs updates of one (tp, pp, dp, ep, kv, ssm, spec) choice.
+    A point whose ep_size does not divide its tp_size stays in: the search counts it refused."""
     fixed = req.server_args.model_fields_set
     values: dict[str, list] = {}
     for knob, field in _KNOBS.items():
@@ -144,12 +151,12 @@ def _grid(req: RecommendRequest) -> list[dict]:
     if raw > MAX_GRID * 8:
         raise PlanInputError("search", f"{raw:,} combinations of the searched knobs; at most {MAX_GRID * 8:,} before the GPU-count filter: narrow a knob")
     out = []
-    for tp, pp, dp, kv, ssm, spec in product(*(values[f] for f in _KNOBS.values())):
+    for tp, pp, dp, ep, kv, ssm, spec in product(*(values[f] for f in _KNOBS.values())):
         if gpus is not None and tp * pp not in gpus:
             continue
         if tp % dp:
             continue  # attention DP must divide TP (SGLang asserts it): not a setting
-        out.append({"tp_size": tp, "pp_size": pp, "attn_dp_size": dp, "kv_cache_dtype": kv, "mamba_ssm_dtype": ssm, "speculative_algorithm": spec})
+        out.append({"tp_size": tp, "pp_size": pp, "attn_dp_size": dp, "ep_size": ep, "kv_cache_dtype": kv, "mamba_ssm_dtype": ssm, "speculative_algorithm": spec})
     if not out:
         raise PlanInputError("gpus", "no searched tp_size x pp_size gives one of these GPU counts (attention DP must divide tp_size)")
     if len(out) > MAX_GRID:
@@ -261,6 +268,12 @@ class _Search:
 
     def grid_point(self, i: int, upd: dict) -> None:
         args = self.base.server_args.model_copy(update=upd)
+        if args.tp_size % args.ep_size:
+            # SGLang builds its MoE groups as ep_size x (tp_size // ep_size) ranks of the TP
+            # group: not a launch. The solver checks it only where it computes weights (the
+            # GPU-only budget), so the search refuses it here for every budget.
+            self.refused["invalid server_args.ep_size"] += 1
+            return
         base_plan = self.run(args, None)
         if base_plan is None:
             return
@@ -276,6 +289,7 @@ class _Search:
             self.partition_point(i, a, p0, raised=mfs is not None)
 
     def partition_point(self, i: int, args: ServerArgs, p0: Plan, raised: bool) -> None:
+        start = len(self.settings)
         self.mamba_point(i, args, None, p0, raised)
         if args.pp_size == 1 or not self.req.search.pp_partition or self.base.env.SGLANG_PP_LAYER_PARTITION is not None:
             return
@@ -284,14 +298,116 @@ class _Search:
             return
         default = tuple(s.end - s.start for s in pp_stages(self.layout.num_hidden_layers, args.pp_size))
         t0 = partition.triple_of(costs, default)
+        tried = {default}
         for parts in self._pareto(costs, args):
             if parts == default:
                 continue
             t = partition.triple_of(costs, parts)
             if t.weights >= t0.weights and t.mamba >= t0.mamba and t.full >= t0.full:
                 continue  # the default partition is at least as good in every figure (monotonicity)
+            tried.add(parts)
             text = ",".join(map(str, parts))
             self.mamba_point(i, args, text, self.run(args, text), raised)
+        if _ratio_split(args):
+            self._remainder_partitions(i, args, p0, costs, t0.weights, start, tried, raised)
+
+    def _remainder_partitions(self, i: int, args: ServerArgs, p0: Plan, costs: partition.LayerCosts, w0: int,
+                              start: int, tried: set[tuple[int, ...]], raised: bool) -> None:
+        """SGLang's default ratio split keeps K = floor(B / P) - 1 slots of P bytes out of the
+        mamba budget B = R x r / (1 + r): the KV gets R - floor(B / P) x P, which lies in
+        [R / (1 + r), R / (1 + r) + P). Not monotone in the triple: a larger stage (more mamba
+        layers: a larger P; more weights: a smaller R) can leave up to P bytes more KV. The
+        Pareto partitions above are the monotone part; here every other triple is bounded from
+        above with the real pipeline's own figures and planned unless a setting already
+        planned at this point is at least as good in both tokens and requests:
+
+          R(W)   <= R(W0) + (W0 - W) + eps   (F_post = probe(free - W): linear in the largest
+                                              stage's weights up to the float32 probe's 2^-24)
+          KV     <  R(W) / (1 + r) + P(M)    (floor(B / P) > B / P - 1)
+          tokens <= KV / cell(F)             (the MIN across stages is at most the stage with F
+                                              full layers; cell(F) >= any planned stage's cell
+                                              with at most F full layers)
+          reqs   <= min(tokens // 2, (floor(B / P(M)) - 1) // ratio, the estimate or the cap)
+
+        Any partition that could beat the answer on tokens or requests survives the bound, so
+        the answer is the exact optimum over contiguous partitions (tests/recommend/
+        test_partition.py checks it against plan() on every partition)."""
+        refs = [(p0, w0)] + [(s.plan, partition.triple_of(costs, tuple(map(int, s.partition.split(",")))).weights)
+                             for s in self.settings[start:] if s.partition is not None]
+        ref = next(((q, w) for q, w in refs if q.rest_gib is not None), None)
+        if ref is None:
+            return  # no partition reached the split: nothing to bound the others with
+        p_ref, w_ref = ref
+        n_mamba = sum(costs.mamba)
+        if n_mamba == 0:
+            return  # no mamba pool: nothing rounds
+        r = p_ref.resolved.mamba_full_memory_ratio
+        ratio = p_ref.mamba_ratio
+        full = p_ref.mamba_cache_per_req_bytes
+        planned = [s.plan for s in self.settings[start:]]
+        # Every rank charges the largest stage's share of the slot (or, under whole-model
+        # accounting, all of it): the share is a lower bound either way, an upper one only
+        # once the planned settings show the share is what they were charged.
+        shares = [st.stage_per_req_bytes == int(full * (max(x.mamba_layers for x in q.stages) / n_mamba))
+                  for q in planned for st in q.stages[:1]]
+        scaled = bool(shares) and all(shares)
+
+        def slot_low(m: int) -> int:
+            return int(full * (m / n_mamba))
+
+        def per_slot(m: int) -> int:
+            return slot_low(m) if scaled else full
+
+        cells: dict[int, int] = {}
+        for q in planned:
+            for st in q.stages:
+                cells[st.full_attention_layers] = st.kv_cell_bytes
+        levels = sorted(cells.items())
+        eps = int((p_ref.free_gib_before_load or 0.0) * GIB * 2.0 ** -22) + 4096
+        assert p_ref.rest_gib is not None
+        r_ref = p_ref.rest_gib * GIB + eps
+        ctx = p_ref.resolved.context_length
+        dp = args.attn_dp_size
+        mrr = args.max_running_requests
+        ratio_plans = [(_known(q.max_total_num_tokens), _known(q.max_running_requests), s.args.max_mamba_cache_size is None)
+                       for s, q in zip(self.settings[start:], planned, strict=True)]
+
+        def bound(W: int, m_low: int, m_high: int, F: int) -> tuple[float, float]:
+            rest = r_ref + (w_ref - W)
+            if rest <= 0:
+                return -1, -1
+            kv = rest / (1 + r) + per_slot(m_high) + 4096
+            cell = max((c for f, c in levels if f <= F), default=0)
+            t = math.floor(kv / cell) if cell > 0 else math.inf
+            n = t // 2
+            if ratio is not None and slot_low(m_low) > 0:
+                n = min(n, math.floor(rest * r / (1 + r) / slot_low(m_low)) // ratio)
+            if mrr is not None:
+                n = min(n, max(1, mrr // dp))
+            elif t != math.inf:
+                n = min(n, max(min(int(t / ctx * 512), ESTIMATE_MAX), ESTIMATE_MIN))
+            return t, n
+
+        def keep(W: int, m_low: int, m_high: int, F: int) -> bool:
+            t, n = bound(W, m_low, m_high, F)
+            if t < 0:
+                return False
+            return not any(tb >= t and nb >= n and (plain or tb > t or nb > n) for tb, nb, plain in ratio_plans)
+
+        try:
+            found = _triples_within(costs, args.pp_size, keep, self.partition_steps)
+        except partition.PartitionSearchTooLarge as exc:
+            self._not_proven()
+            found = {partition.triple_of(costs, p): p for p in exc.found}
+        for t, parts in sorted(found.items(), key=lambda kv: bound(kv[0].weights, kv[0].mamba, kv[0].mamba, kv[0].full), reverse=True):
+            if parts in tried or not keep(t.weights, t.mamba, t.mamba, t.full):
+                continue  # the plans since have settled it
+            tried.add(parts)
+            text = ",".join(map(str, parts))
+            before = len(self.settings)
+            self.mamba_point(i, args, text, self.run(args, text), raised)
+            ratio_plans += [(_known(s.plan.max_total_num_tokens), _known(s.plan.max_running_requests), s.args.max_mamba_cache_size is None)
+                            for s in self.settings[before:]]
 
     def _costs(self, args: ServerArgs) -> partition.LayerCosts | None:
         if not self.base.budget.estimated:
@@ -312,11 +428,14 @@ class _Search:
         try:
             return _pareto_partitions(costs, args.pp_size, self.partition_steps)
         except partition.PartitionSearchTooLarge as exc:
-            note = ("mambasizer: the layer partition search passed its work bound for this layout; the partitions it had "
-                    "found are still tried, but the partition is not proven optimal")
-            if note not in self.warnings:
-                self.warnings.append(note)
+            self._not_proven()
             return tuple(exc.found)
+
+    def _not_proven(self) -> None:
+        note = ("mambasizer: the layer partition search passed its work bound for this layout; the partitions it had "
+                "found are still tried, but the partition is not proven optimal")
+        if note not in self.warnings:
+            self.warnings.append(note)
 
     def _mfs_ceiling(self, args: ServerArgs, p: Plan) -> float | None:
         """The largest mem_fraction_static whose slack F_pre x (1 - mfs) still holds SGLang's
@@ -421,6 +540,23 @@ def _pareto_partitions(costs: partition.LayerCosts, pp: int, budget: list[int]) 
         _PARETO.pop(next(iter(_PARETO)))
     _PARETO[key] = got
     return got
+
+
+def _ratio_split(args: ServerArgs) -> bool:
+    """SGLang sizes the mamba pool by --mamba-full-memory-ratio (its automatic branch)."""
+    return (args.max_mamba_cache_size is None and not (args.disable_radix_cache and args.max_running_requests is not None)
+            and args.speculative_algorithm is None)
+
+
+def _triples_within(costs: partition.LayerCosts, pp: int, keep, budget: list[int]) -> dict:
+    """partition.triples_within charged to the search's step allowance (see _pareto_partitions)."""
+    if budget[0] <= 0:
+        raise partition.PartitionSearchTooLarge([])
+    steps: list[int] = []
+    try:
+        return partition.triples_within(costs, pp, keep, max_steps=min(partition.MAX_STEPS, budget[0]), steps=steps)
+    finally:
+        budget[0] -= sum(steps)
 
 
 def _requests_served(req: RecommendRequest, p: Plan) -> int:

@@ -136,3 +136,111 @@ def test_a_huge_search_grid_is_refused_before_it_is_built():
             "kv_cache_dtype": ["auto", "bfloat16", "fp8_e4m3", "fp8_e5m2"], "mamba_ssm_dtype": ["float32", "bfloat16", "float16"],
         }})
     assert exc.value.field == "search"
+
+
+def _brute_ratio(model: dict, sa: dict, budget: dict, layers: int, requests: int | None) -> tuple[int, int]:
+    """SGLang's default ratio split only (no cache size set): the best (tokens, requests) over
+    every contiguous partition planned by plan(), among those serving `requests` when given."""
+    best: tuple[int, int] | None = None
+    for parts in all_partitions(layers, sa["pp_size"]):
+        q = plan({"model": model, "server_args": sa, "budget": budget, "env": {"SGLANG_PP_LAYER_PARTITION": ",".join(map(str, parts))}})
+        if q.feasible and q.max_running_requests is not None and q.max_total_num_tokens is not None:
+            if requests is None or q.max_running_requests >= requests:
+                key = (q.max_total_num_tokens, q.max_running_requests)
+                best = key if best is None or key > best else best
+    assert best is not None
+    return best
+
+
+RATIO_CASES = [
+    # (preset, layers, tp, pp, budget, running_requests or None: most_tokens with no target)
+    ("kimi-linear-48b-a3b-instruct", 27, 2, 3, {"gpu": "h100"}, None),
+    ("kimi-linear-48b-a3b-instruct", 27, 1, 4, {"gpu": "h200"}, 64),
+    ("kimi-linear-48b-a3b-instruct", 27, 2, 2, {"rest_gib": 7.3}, None),
+    ("nvidia-nemotron-3-nano-30b-a3b", 52, 1, 3, {"gpu": "h100"}, None),
+    ("nvidia-nemotron-3-nano-30b-a3b", 52, 2, 2, {"rest_gib": 11.0}, 100),
+    ("nemotron-h-8b-base-8k", 52, 1, 3, {"rest_gib": 30.0}, None),
+    ("nemotron-h-8b-base-8k", 52, 1, 2, {"gpu": "h100"}, 50),
+    ("qwen3.5-35b-a3b", 40, 1, 2, {"gpu": "h100"}, None),
+    ("qwen3.5-35b-a3b", 40, 2, 3, {"rest_gib": 20.0}, None),
+]
+
+
+@pytest.mark.parametrize("preset,layers,tp,pp,budget,requests", RATIO_CASES)
+def test_search_partition_is_exact_under_the_default_ratio_split(preset, layers, tp, pp, budget, requests):
+    """most_tokens with no running_requests, or "mamba_cache": false: the plan keeps SGLang's
+    ratio split, whose rounding can favour a stage with more mamba layers or weights; the best
+    of every contiguous partition planned by plan() must not beat the search's answer."""
+    sa = {"tp_size": tp, "pp_size": pp}
+    model = {"preset": preset}
+    want = _brute_ratio(model, sa, budget, layers, requests)
+    body: dict = {"model": model, "server_args": sa, "objective": "most_tokens", "limit": 1}
+    if requests is not None:
+        body.update({"target": {"running_requests": requests}, "search": {"mamba_cache": False}})
+    body.update({"gpu": budget["gpu"]} if "gpu" in budget else {"budget": budget})
+    got = recommend(body)
+    best = got.candidates[0]
+    assert best.meets_target and best.plan.feasible and "--max-mamba-cache-size" not in best.sglang_args
+    assert (best.plan.max_total_num_tokens, best.plan.max_running_requests) == want
+    assert not any("not proven optimal" in w for w in got.warnings)
+
+
+def test_triples_within_finds_every_triple_and_honours_the_bound():
+    """The walk the ratio-split check uses: with nothing pruned, every (W, M, F) of every
+    contiguous partition, each with a partition that has it; with a monotone bound, exactly the
+    triples the bound keeps."""
+    from service.recommend.partition import triples_within
+
+    rng = random.Random(11)
+    for _ in range(1500):
+        n = rng.randint(1, 10)
+        pp = rng.randint(1, min(n, 4))
+        costs = _random_costs(rng, n)
+        every = {triple_of(costs, p) for p in all_partitions(n, pp)}
+        found = triples_within(costs, pp, lambda W, lo, hi, F: True)
+        assert set(found) == every
+        for t, parts in found.items():
+            assert triple_of(costs, parts) == t and len(parts) == pp
+        cap_w, cap_f, need_m = rng.randint(0, 60), rng.randint(0, 6), rng.randint(0, 6)
+        kept = triples_within(costs, pp, lambda W, lo, hi, F, cw=cap_w, cf=cap_f, nm=need_m: W <= cw and F <= cf and hi >= nm)
+        assert set(kept) == {t for t in every if t.weights <= cap_w and t.full <= cap_f and t.mamba >= need_m}
+
+
+def test_triples_within_on_counts_alone_gives_the_least_full_count_per_mamba_count():
+    """A measured budget (no weights): per largest-stage mamba count M, the least largest-stage
+    full-attention count of any partition with exactly M, and a partition that has both."""
+    from service.recommend.partition import triples_within
+
+    rng = random.Random(5)
+    for _ in range(1500):
+        n = rng.randint(1, 11)
+        pp = rng.randint(1, min(n, 5))
+        c = _random_costs(rng, n)
+        costs = LayerCosts((0,) * n, c.mamba, c.full)
+        least: dict[int, int] = {}
+        for p in all_partitions(n, pp):
+            t = triple_of(costs, p)
+            least[t.mamba] = min(least.get(t.mamba, t.full), t.full)
+        found = triples_within(costs, pp, lambda W, lo, hi, F: True)
+        assert {t.mamba: t.full for t in found} == least
+        for t, parts in found.items():
+            assert triple_of(costs, parts) == t and len(parts) == pp and min(parts) >= 1
+        cap = rng.randint(0, 4)
+        kept = triples_within(costs, pp, lambda W, lo, hi, F, cf=cap: F <= cf)
+        assert {t.mamba: t.full for t in kept} == {m: f for m, f in least.items() if f <= cap}
+
+
+def test_the_remainder_walk_stops_at_its_work_bound():
+    from service.recommend.partition import PartitionSearchTooLarge, triples_within
+
+    costs = _random_costs(random.Random(9), 300)
+    steps: list[int] = []
+    with pytest.raises(PartitionSearchTooLarge):
+        triples_within(costs, 30, lambda W, lo, hi, F: True, max_steps=20_000, steps=steps)
+    assert 20_000 < steps[0] <= 20_000 + 300  # one row of layer-steps past the bound at most
+
+    counts = LayerCosts((0,) * 300, costs.mamba, costs.full)  # the measured budget's path
+    steps = []
+    with pytest.raises(PartitionSearchTooLarge):
+        triples_within(counts, 30, lambda W, lo, hi, F: True, max_steps=2_000, steps=steps)
+    assert 2_000 < steps[0] <= 2_000 + 2 * 300

@@ -261,3 +261,46 @@ def test_a_large_search_stops_at_its_plan_bound_and_says_so(monkeypatch):
     assert got.searched == 40
     assert any("stopped at its bound of 40 plans" in w for w in got.warnings)
     assert all(c.plan.feasible for c in got.candidates)
+
+
+def _ep(c) -> int:
+    a = c.sglang_args
+    return int(a[a.index("--ep-size") + 1]) if "--ep-size" in a else 1
+
+
+def test_ep_size_is_searched_refused_where_it_does_not_divide_tp_and_emitted():
+    """search.ep_size: each value feeds the GPU-only weights (weights.py through gpu_budget.py);
+    one that does not divide tp_size is counted refused, never returned."""
+    body = {"model": {"preset": "kimi-k3"}, "gpu": "h200", "server_args": {"tp_size": 8, "pp_size": 8},
+            "search": {"ep_size": [1, 8, 16], "pp_partition": False}, "target": {"running_requests": 64}, "objective": "most_tokens"}
+    got = recommend(body)
+    assert got.refused == {"invalid server_args.ep_size": 1}  # 16 does not divide tp 8
+    best = got.candidates[0]
+    assert best.sglang_args[best.sglang_args.index("--ep-size") + 1] == "8"
+    assert [_ep(c) for c in got.candidates] == [8, 1]
+    p = _replan(body, best)
+    assert p.model_dump() == best.plan.model_dump()
+    # Kimi-K3's experts over 8 EP ranks hold fewer bytes on the largest rank than over TP.
+    ep1 = plan({"model": body["model"], "budget": {"gpu": "h200"}, "server_args": {"tp_size": 8, "pp_size": 8, "max_mamba_cache_size": best.max_mamba_cache_size}})
+    assert max(s.weights_bytes or 0 for s in best.plan.stages) < max(s.weights_bytes or 0 for s in ep1.stages)
+    assert best.max_total_num_tokens > ep1.max_total_num_tokens == got.candidates[1].max_total_num_tokens
+
+
+def test_ep_size_that_costs_weights_loses_and_a_measured_budget_still_refuses_it():
+    # Qwen3-Next's experts over EP hold more bytes on the largest rank: ep 1 keeps the most KV.
+    got = recommend({"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "gpu": "h200", "server_args": {"tp_size": 4},
+                     "search": {"ep_size": [1, 2, 4, 8]}, "objective": "most_tokens"})
+    assert got.refused == {"invalid server_args.ep_size": 1}
+    tokens = {_ep(c): c.max_total_num_tokens for c in got.candidates}
+    for ep, t in tokens.items():
+        want = plan({"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "budget": {"gpu": "h200"}, "server_args": {"tp_size": 4, "ep_size": ep}})
+        assert want.max_total_num_tokens == t
+    assert sorted(tokens) == [1, 2, 4] and tokens[1] > tokens[2] > tokens[4]
+    assert "--ep-size" not in got.candidates[0].sglang_args
+    # A measured budget does not read ep_size, but SGLang still refuses ep 3 on tp 2.
+    m = recommend({"model": {"preset": "qwen3.5-35b-a3b"}, "budget": {"rest_gib": 20.0}, "server_args": {"tp_size": 2}, "search": {"ep_size": [1, 2, 3]}})
+    assert m.refused == {"invalid server_args.ep_size": 1}
+    assert sorted(_ep(c) for c in m.candidates) == [1, 2]
+    with pytest.raises(PlanInputError) as exc:
+        recommend({"model": {"preset": "qwen3.5-35b-a3b"}, "gpu": "h200", "server_args": {"ep_size": 2}, "search": {"ep_size": [1, 2]}})
+    assert exc.value.field == "search.ep_size"
