@@ -35,6 +35,8 @@ from collections.abc import Callable, Sequence
 from itertools import accumulate
 from typing import NamedTuple
 
+from service.solver.monotone import largest_int
+
 
 class LayerCosts(NamedTuple):
     weights: tuple[int, ...]  # per layer: bytes on the largest TP rank
@@ -295,8 +297,9 @@ def _triples_within(px: _Prefix, costs: LayerCosts, pp: int, keep: Callable[[int
     while True:
         if not kept(0, 0, m_cap, 0):
             return found
-        w_cap = _last_true(functools.partial(_kept_w, kept, m_cap), 0, w_hi)
-        f_cap = _last_true(functools.partial(_kept_f, kept, m_cap), 0, total_f)
+        w_cap = largest_int(0, w_hi, functools.partial(_kept_w, kept, m_cap))
+        f_cap = largest_int(0, total_f, functools.partial(_kept_f, kept, m_cap))
+        assert w_cap is not None and f_cap is not None  # kept(0, 0, m_cap, 0) held just above
         new_cap = 0
         for a in range(n):
             if px.steps > max_steps:
@@ -355,17 +358,6 @@ def _kept_w(kept: Callable[[int, int, int, int], bool], m_cap: int, w: int) -> b
 
 def _kept_f(kept: Callable[[int, int, int, int], bool], m_cap: int, f: int) -> bool:
     return kept(0, 0, m_cap, f)
-
-
-def _last_true(pred: Callable[[int], bool], lo: int, hi: int) -> int:
-    """The largest x in [lo, hi] with pred(x), pred monotone (true then false) and pred(lo)."""
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if pred(mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
 
 
 def _counts_only(px: _Prefix, pp: int, kept: Callable[[int, int, int, int], bool], m_cap: int, f_cap: int,

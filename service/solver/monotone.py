@@ -1,5 +1,6 @@
 """Bisection over a monotone predicate on integers: the one search behind the remedies
-(smallest budget, largest cache size that starts) and the recommend search's cache sizing."""
+(smallest budget, largest cache size that starts) and the recommend search (cache sizing,
+the partition walk's per-stage caps)."""
 
 from __future__ import annotations
 
