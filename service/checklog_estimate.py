@@ -25,7 +25,13 @@ from typing import Any
 
 from service.solver import gpus
 from service.solver.errors import PlanInputError
-from service.solver.gpu_budget import GIB, LOAD_RESIDENT_GIB, MIB, resident_before_load_bytes
+from service.solver.gpu_budget import (
+    GIB,
+    LOAD_RESIDENT_GIB,
+    MIB,
+    load_bytes,
+    resident_before_load_bytes,
+)
 
 ESTIMATED = ("avail_mem_before_load_gb", "avail_mem_after_load_gb", "weight_mem_usage_gb")
 GPU_FIELD = "gpu"
@@ -58,11 +64,6 @@ class Estimate:
     speculative: bool = False  # the MTP layers / draft model load after the logged target line
 
 
-def _key(name: str) -> str:
-    k = name.strip().lower().replace("_", "-").replace(" ", "-")
-    return k[len("nvidia-"):] if k.startswith("nvidia-") else k
-
-
 MAX_CAPACITY_MIB = 1 << 22  # 4 TiB: no GPU comes near it
 
 
@@ -80,7 +81,7 @@ def gpu_named(name: str) -> tuple[gpus.Gpu | None, str | None]:
         if known is not None:
             return known, None
         return gpus.Gpu(f"{capacity}MiB", "", capacity, "hopper (assumed)", ""), None
-    key = gpus.ALIASES.get(_key(name), _key(name))
+    key = gpus.canonical_name(name)
     if key in gpus.CATALOG:
         return gpus.CATALOG[key], None
     if key in gpus.NOT_MODELLED:
@@ -96,7 +97,7 @@ def gpu_from_log(printed: str | None) -> tuple[gpus.Gpu | None, str | None]:
     """The log's GPU line (`NVIDIA H200`, `NVIDIA H100 80GB`): the catalog part, or why not."""
     if printed is None:
         return None, "the log prints no GPU name: give the GPU (`--gpu NAME` or its MiB, JSON `gpu`) to estimate it"
-    key = gpus.ALIASES.get(_key(printed), _key(printed))
+    key = gpus.canonical_name(printed)
     for gpu in gpus.CATALOG.values():
         if key == gpu.name or printed.strip().lower() == gpu.product.lower():
             return gpu, None
@@ -175,7 +176,7 @@ def predict(name: str, stage_index: int, est: Estimate) -> tuple[float | None, f
         return None, None, est.weights_cause or "weights cannot be computed"
     if stage_index >= len(est.stage_weights):
         return None, None, f"rank is on pipeline stage {stage_index}; the plan has {len(est.stage_weights)}"
-    usage = est.stage_weights[stage_index] + int(LOAD_RESIDENT_GIB * GIB)
+    usage = load_bytes(est.stage_weights[stage_index])
     usage_error = max(WEIGHTS_ERROR * usage / GIB, MIN_ERROR_GB)
     weights_basis = _WEIGHTS_BASIS + (_TARGET_ONLY if est.speculative else "")
     if name == "weight_mem_usage_gb":

@@ -64,6 +64,12 @@ def resident_before_load_bytes(world_size: int) -> int:
     return int(gib * GIB)
 
 
+def load_bytes(weights_bytes: int) -> int:
+    """What loading a rank's weights takes from its free memory: the parameters and what the
+    load leaves besides them."""
+    return weights_bytes + int(LOAD_RESIDENT_GIB * GIB)
+
+
 def probe_gib(free_bytes: int, distributed: bool) -> float:
     """`get_available_gpu_memory`: with `distributed`, the byte count goes through a float32
     tensor (the MIN all-reduce) before the GiB conversion."""
@@ -101,9 +107,8 @@ def estimate(
     distributed = world > 1
     resident = int(reserved_gib * GIB) if reserved_gib is not None else resident_before_load_bytes(world)
     free_before = capacity_mib * MIB - resident
-    load_other = int(LOAD_RESIDENT_GIB * GIB)
     weights = tuple(int(w * weights_scale) for w in stage_weights_bytes)
-    after = tuple(free_before - w - load_other for w in weights)
+    after = tuple(free_before - load_bytes(w) for w in weights)
     low = min(after)
     return EstimatedBudget(
         capacity_mib=capacity_mib,

@@ -56,7 +56,8 @@ NOT_MODELLED = {
 }
 
 
-def _key(name: str) -> str:
+def canonical_name(name: str) -> str:
+    """`name` as the catalog spells it: lower case, dashes, no `NVIDIA ` prefix, aliases resolved."""
     k = name.strip().lower().replace("_", "-").replace(" ", "-")
     if k.startswith("nvidia-"):
         k = k[len("nvidia-"):]
@@ -68,7 +69,7 @@ def lookup(name: str) -> Gpu:
     gpu = CATALOG.get(name)  # the common case: the catalog spelling
     if gpu is not None:
         return gpu
-    key = _key(name)
+    key = canonical_name(name)
     gpu = CATALOG.get(key)
     if gpu is not None:
         return gpu
