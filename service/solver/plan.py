@@ -178,13 +178,22 @@ def sized(req: PlanRequest, layout: ModelLayout, stage_ranges: tuple[stages.Stag
             return None
         ranges = stage_ranges if stage_ranges is not None else stage_split(req, layout, launch.pp_size)
         p = _Partial()
-        if req.budget.estimated:  # the same estimate _run makes (weights are cached per layout and parallelism)
-            p.estimate = gpu_budget.for_request(req, launch, gpu_budget.request_weights(req, layout, launch, ranges))
+        _estimate(req, layout, launch, ranges, p)
         _pipeline(req, layout, launch, ranges, _state(layout, launch), req.accounting == "whole-model", p, [])
     except (PlanInputError, SGLangStartupError):
         return None
     assert p.limit is not None and p.tokens is not None  # _pipeline sets both or raises
     return Sized(p.limit.max_running_requests, p.tokens, p.limit.binding_limit)
+
+
+def _estimate(req: PlanRequest, layout: ModelLayout, launch: Launch, stage_ranges, p: _Partial) -> tuple[int, ...] | None:
+    """The GPU-only budget's weights per stage, with `p.estimate` set from them; None (and
+    nothing set) for a measured budget. Weights are cached per layout and parallelism."""
+    if not req.budget.estimated:
+        return None
+    weights = gpu_budget.request_weights(req, layout, launch, stage_ranges)
+    p.estimate = gpu_budget.for_request(req, launch, weights)
+    return weights
 
 
 def starts(req: PlanRequest, layout: ModelLayout, stage_ranges: tuple[stages.StageRange, ...] | None = None) -> bool:
@@ -205,10 +214,8 @@ def _run(req: PlanRequest, layout: ModelLayout, launch: Launch, sensitivity: boo
     if launch.rejections:
         first = launch.rejections[0]
         error = SGLangStartupError("launch_rejected", first.exception, first.message)
-    weights: tuple[int, ...] | None = None
-    if req.budget.estimated:
-        weights = gpu_budget.request_weights(req, layout, launch, stage_ranges)
-        p.estimate = gpu_budget.for_request(req, launch, weights)
+    weights = _estimate(req, layout, launch, stage_ranges, p)
+    if weights is not None:
         warnings.extend(gpu_budget.request_warnings(req))
     try:
         _pipeline(req, layout, launch, stage_ranges, state, whole_model, p, warnings)
