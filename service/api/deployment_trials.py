@@ -42,6 +42,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from service.api.trials import TrialSettings, TrialSettingsError
+from service.settings import flag_or_env
 
 if TYPE_CHECKING:  # pragma: no cover
     from service.api.deployments import Deployment, Snapshot
@@ -84,17 +85,18 @@ class TrialState:
     finished_at: float | None = None
 
 
-def concurrency_from_env(environ: dict | None = None) -> int:
-    raw = (os.environ if environ is None else environ).get(CONCURRENCY_ENV, "").strip()
-    if not raw:
-        return DEFAULT_CONCURRENCY
+def _concurrency(raw: str, name: str) -> int:
     try:
         value = int(raw)
     except ValueError:
         value = 0
     if not 1 <= value <= MAX_CONCURRENCY:
-        raise TrialSettingsError(f"{CONCURRENCY_ENV} must be a whole number from 1 to {MAX_CONCURRENCY}, not {raw[:40]!r}")
+        raise TrialSettingsError(f"{name} must be a whole number from 1 to {MAX_CONCURRENCY}, not {raw[:40]!r}")
     return value
+
+
+def concurrency_from_env(environ: dict | None = None) -> int:
+    return flag_or_env(None, CONCURRENCY_ENV, DEFAULT_CONCURRENCY, _concurrency, environ)
 
 
 def pool_figures(result: dict) -> tuple[PoolFigure, ...]:
