@@ -39,13 +39,15 @@ def held_weights_gib(body: dict, stage: int, env: str) -> float:
 _KIMI = {"model": {"preset": "kimi-k3"}, "server_args": {"tp_size": 8, "pp_size": 8}}
 _QWEN = {"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "server_args": {"tp_size": 4}}
 _QWEN_MTP = {"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "server_args": {"tp_size": 4, "speculative_algorithm": "NEXTN"}}
-CASES = [
-    # (label, request without budget, pp ranks, weights held per rank)
-    ("Kimi-K3 tp8 pp8 (MLA + KDA), stage 0", _KIMI, [0], held_weights_gib(_KIMI, 0, "KIMI_K3_WEIGHTS_GIB")),
-    ("Qwen3-Next-80B tp4 (MHA + GDN)", _QWEN, [0], held_weights_gib(_QWEN, 0, "QWEN3_NEXT_WEIGHTS_GIB")),
-    ("Qwen3-Next-80B tp4 + MTP (NEXTN): deduplicated conv windows on CUDA",
-     _QWEN_MTP, [0], held_weights_gib(_QWEN_MTP, 0, "QWEN3_NEXT_WEIGHTS_GIB")),
-]
+def default_cases() -> list[tuple[str, dict, list[int], float]]:
+    """(label, request without budget, pp ranks, weights held per rank); the weights are
+    planned when the check runs, not when this module is imported."""
+    return [
+        ("Kimi-K3 tp8 pp8 (MLA + KDA), stage 0", _KIMI, [0], held_weights_gib(_KIMI, 0, "KIMI_K3_WEIGHTS_GIB")),
+        ("Qwen3-Next-80B tp4 (MHA + GDN)", _QWEN, [0], held_weights_gib(_QWEN, 0, "QWEN3_NEXT_WEIGHTS_GIB")),
+        ("Qwen3-Next-80B tp4 + MTP (NEXTN): deduplicated conv windows on CUDA",
+         _QWEN_MTP, [0], held_weights_gib(_QWEN_MTP, 0, "QWEN3_NEXT_WEIGHTS_GIB")),
+    ]
 
 
 def gib(n):
@@ -56,7 +58,7 @@ def plan_only(cases=None):
     from service.solver import plan
     from service.solver.allocation import plan_stage_tensors, pool_bytes
 
-    for label, body, stages, weights in cases or CASES:
+    for label, body, stages, weights in cases or default_cases():
         free_before = 139.5  # an H200 after CUDA / NCCL init
         req = PlanRequest.model_validate({**body, "budget": {
             "free_gib_before_load": free_before, "free_gib_after_load": free_before - weights, "gpu_memory_mib": H200_MIB}})
@@ -93,7 +95,7 @@ def gpu(cases=None, backend=None):
     print(f"device: {backend.label}, total {total / GIB:.2f} GiB, free {free / GIB:.2f} GiB; "
           f"torch {torch.__version__}, CUDA {torch.version.cuda}")
     results, ok = [], True
-    for label, body, stages, weights in cases or CASES:
+    for label, body, stages, weights in cases or default_cases():
         t0 = time.monotonic()
         req = PlanRequest.model_validate({**body, "budget": {"rest_gib": 1.0}})  # replaced by the device's own
         res = run_trial(req, TrialOptions(budget="device", hold_weights_gib=weights, stages=stages, timeout_s=120), backend)
