@@ -65,12 +65,29 @@ class _PlanBudgetSpent(Exception):
 RESERVE_BASE_MB, RESERVE_PER_TOKEN_MB, RESERVE_FLOOR_MB = 512, 1.5, 10 * 1024
 
 
+class PlanSummary(NamedTuple):
+    """What ranking, the Pareto front and the re-plan check read of a kept plan. A search keeps
+    these once its grid point is done, not whole plans: a 90-stage Plan holds ~90 stage
+    records, and thousands of them (730 MiB for one request) took the API down."""
+
+    max_running_requests: int | None
+    max_total_num_tokens: int | None
+    max_mamba_cache_size: int | None
+    binding_limit: str | None
+    resolved: Any  # schemas.plan.Resolved (shared with the Plan, not copied)
+
+    @classmethod
+    def of(cls, p: Plan) -> PlanSummary:
+        return cls(p.max_running_requests, p.max_total_num_tokens, p.max_mamba_cache_size, p.binding_limit, p.resolved)
+
+
 class Setting(NamedTuple):
-    """One evaluated setting: the server_args, the partition env value, and its plan."""
+    """One evaluated setting: the server_args, the partition env value, and its plan (whole
+    while its grid point is searched, a PlanSummary after)."""
 
     args: ServerArgs
     partition: str | None
-    plan: Plan
+    plan: Any  # Plan | PlanSummary
     grid: int  # index of its grid point
     raised_mfs: bool
 
@@ -267,6 +284,14 @@ class _Search:
             self.settings.append(Setting(args, part, p, grid, raised))
 
     def grid_point(self, i: int, upd: dict) -> None:
+        start = len(self.settings)
+        try:
+            self._grid_point(i, upd)
+        finally:
+            # The partition bounds read whole plans of this point only; keep summaries after.
+            self.settings[start:] = [s._replace(plan=PlanSummary.of(s.plan)) for s in self.settings[start:]]
+
+    def _grid_point(self, i: int, upd: dict) -> None:
         args = self.base.server_args.model_copy(update=upd)
         if args.tp_size % args.ep_size:
             # SGLang builds its MoE groups as ep_size x (tp_size // ep_size) ranks of the TP
