@@ -27,6 +27,7 @@ from service.api import (
     explorer,
     gpus,
     health,
+    jobs,
     metrics,
     openapi,
     plan,
@@ -34,7 +35,6 @@ from service.api import (
     problems,
     recommend,
     sweep,
-    wire,
 )
 from service.api.deployment_trials import DeploymentTrials, concurrency_from_env
 from service.api.deployments import DeploymentsFileError, DeploymentStore
@@ -42,9 +42,7 @@ from service.api.metrics import Metrics
 from service.api.middleware import ObservabilityMiddleware
 from service.api.trials import TrialSettings, TrialSettingsError
 from service.api.wire import MAX_BODY_BYTES
-from service.presets import PRESETS
-from service.solver import PlanInputError
-from service.solver import plan as solve
+from service.api.workpool import HeavyPool, PoolSettingError, PoolSettings
 
 log = logging.getLogger("mambasizer.api")
 
@@ -59,7 +57,7 @@ own error and the remedies. Input that cannot be sized is a 422 `application/pro
 naming the failing `field` and, when known, the `allowed` values.
 """
 
-__all__ = ["DeploymentsFileError", "TrialSettings", "TrialSettingsError", "create_app"]
+__all__ = ["DeploymentsFileError", "PoolSettingError", "PoolSettings", "TrialSettings", "TrialSettingsError", "create_app"]
 
 
 def _trial_hook(worker: Any) -> TrialHook | None:
@@ -69,19 +67,6 @@ def _trial_hook(worker: Any) -> TrialHook | None:
     if not callable(hook):
         raise TypeError("worker must be an async callable (plan, request, trial_options) or have a run_trial method")
     return hook
-
-
-def _warm_up() -> None:
-    """Plan every sizable preset once and read SGLang's flag table once, so the solver's
-    preset layouts are built, no request reads a file, and the first real request is as
-    fast as the others."""
-    wire.parse_sglang_args(["--tp-size", "1"])
-    for preset in PRESETS.values():
-        if preset.sizable:
-            try:
-                solve({"model": {"preset": preset.name}, "budget": {"rest_gib": 40.0}})
-            except PlanInputError:  # pragma: no cover - a preset the solver cannot size
-                log.warning("preset cannot be sized", extra={"fields": {"event": "preset_unsizable", "preset": preset.name}})
 
 
 def _log_trial_settings(settings: TrialSettings) -> None:
@@ -119,19 +104,23 @@ def _coalescing_reload(loop: asyncio.AbstractEventLoop, store: DeploymentStore) 
 
 
 def create_app(deployments_path: str | None = None, worker: Any = None,
-               trials: TrialSettings | None = None) -> FastAPI:
+               trials: TrialSettings | None = None, pool: PoolSettings | None = None) -> FastAPI:
     """Build the app. Raises DeploymentsFileError when the deployments file cannot be
-    used at start-up (a later SIGHUP reload with a broken file keeps the old one), and
+    used at start-up (a later SIGHUP reload with a broken file keeps the old one),
     TrialSettingsError when `trials` is None and the trial environment variables cannot
-    be used. Trials are off unless `trials.enabled` (service.api.trials)."""
+    be used, and PoolSettingError likewise for `pool` (service.api.workpool). Trials are
+    off unless `trials.enabled` (service.api.trials)."""
     if trials is None:
         trials = TrialSettings.from_env()
-    _warm_up()
+    if pool is None:
+        pool = PoolSettings.resolve()
+    jobs.warm()
     store = DeploymentStore(deployments_path)
     deployment_trials = DeploymentTrials(trials, _trial_hook(worker), concurrency_from_env())
     store.listeners.append(deployment_trials.on_load)
     store.load()
     app_metrics = Metrics(store, deployment_trials)
+    heavy = HeavyPool(pool, app_metrics)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -145,6 +134,7 @@ def create_app(deployments_path: str | None = None, worker: Any = None,
                 # Not the main thread (e.g. an in-process test client): reload() still works.
                 log.info("SIGHUP reload not installed (not on the main thread)", extra={"fields": {"event": "sighup_unavailable"}})
         deployment_trials.start(loop)
+        await loop.run_in_executor(None, lambda: heavy.start(wait=True))  # forked before the first request
         app.state.ready = True
         log.info("mambasizer API ready", extra={"fields": {"event": "ready", "version": __version__, "deployments": len(store.snapshot.deployments)}})
         try:
@@ -154,6 +144,7 @@ def create_app(deployments_path: str | None = None, worker: Any = None,
             if hup:
                 loop.remove_signal_handler(signal.SIGHUP)
             await deployment_trials.stop()
+            await loop.run_in_executor(None, heavy.stop)
             closer = getattr(worker, "aclose", None) or getattr(worker, "close", None)
             if closer is not None:
                 try:
@@ -184,6 +175,7 @@ def create_app(deployments_path: str | None = None, worker: Any = None,
     app.state.worker = worker
     app.state.trial_hook = _trial_hook(worker)
     app.state.trials = trials
+    app.state.heavy = heavy
     _log_trial_settings(trials)
 
     problems.install(app)

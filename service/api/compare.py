@@ -14,7 +14,6 @@ by planning them under SGLang 0.5.23's accounting.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -23,9 +22,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from schemas import Plan, PlanRequest
 from schemas.plan import REFERENCE
-from service.api import wire
 from service.api.openapi import COMPARE_EXAMPLES, request_body
-from service.api.problems import problem_doc
+from service.api.problems import heavy_docs, problem_doc
+from service.api.workpool import run_heavy
 from service.solver import plan
 
 BASELINE = "whole-model"
@@ -255,14 +254,11 @@ router = APIRouter(tags=["plan"])
     responses={
         200: {"model": CompareResponse, "description": "Both plans, the per-field deltas, and a warning when the upgrade matters."},
         413: problem_doc("The body is larger than 1 MiB."),
+        **heavy_docs(),
         422: problem_doc("The request cannot be sized."),
     },
     openapi_extra={"requestBody": request_body("CompareRequest", COMPARE_EXAMPLES)},
 )
 async def post_compare(request: Request) -> Response:
-    prepared = wire.prepare(wire.decode_json(await request.body()), allow_trial=False)
-    out = compare(prepared.request)
-    out["baseline"] = out["baseline"].model_dump(mode="json")
-    out["plan"] = out["plan"].model_dump(mode="json")
-    out.update(prepared.extra_fields())
-    return Response(json.dumps(out, separators=(",", ":"), ensure_ascii=False).encode(), media_type="application/json")
+    # Two plans, a pin search and their dumps: in the heavy-work pool (service.api.jobs.compare_job).
+    return await run_heavy(request, "compare", await request.body())

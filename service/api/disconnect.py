@@ -18,7 +18,7 @@ from starlette.requests import Request
 log = logging.getLogger("mambasizer.api")
 
 
-async def _disconnected(request: Request) -> None:
+async def disconnected(request: Request) -> None:
     """Returns when the client has gone away. The body has been read in full by now, so
     the next ASGI message is the disconnect (uvicorn sends it when the socket closes)."""
     while True:
@@ -32,7 +32,7 @@ async def run_watched(request: Request, trial: Awaitable[Any]) -> tuple[bool, An
     None) when the client went away first and it was cancelled. Call it only after the
     request body has been read."""
     task = asyncio.ensure_future(trial)
-    watcher = asyncio.ensure_future(_disconnected(request))
+    watcher = asyncio.ensure_future(disconnected(request))
     try:
         await asyncio.wait({task, watcher}, return_when=asyncio.FIRST_COMPLETED)
     except asyncio.CancelledError:
@@ -53,4 +53,4 @@ async def run_watched(request: Request, trial: Awaitable[Any]) -> tuple[bool, An
     return True, None
 
 
-__all__ = ["run_watched"]
+__all__ = ["disconnected", "run_watched"]

@@ -11,6 +11,11 @@ Names follow Prometheus conventions (base units, `_total` counters, bounded labe
   `mambasizer_plan_{max_running_requests,max_total_num_tokens,max_mamba_cache_size,
   mamba_pool_bytes,kv_pool_bytes,feasible}{deployment,model_name,pp_rank}`, so they
   join SGLang's own `sglang:max_total_num_tokens{model_name,pp_rank}`.
+* The heavy-work pool (service.api.workpool): `mambasizer_inflight` (jobs running in its
+  processes), `mambasizer_queue_depth` (admitted, waiting for a process),
+  `mambasizer_heavy_requests_total{kind,outcome,reason}` with `kind` one of plan, compare,
+  recommend, sweep; `outcome` completed (reason: ok or the 4xx status), rejected (reason:
+  queue_full, deadline, client_gone, memory_limit) or failed (process_died).
 * For each deployment whose entry asks for a trial (service.api.deployment_trials):
   `mambasizer_trial_{measured,predicted}_bytes{deployment,model_name,pp_rank,pool}` and
   `mambasizer_trial_status{deployment,model_name,status}` (1 for the current status).
@@ -186,6 +191,15 @@ class Metrics:
             registry=r,
         )
         self.build_info.labels(__version__, SGLANG_VERSION).set(1)
+        self.inflight = Gauge("mambasizer_inflight", "Heavy requests (recommend, sweep, compare, large plans) running in the work pool's processes.", registry=r)
+        self.queue_depth = Gauge("mambasizer_queue_depth", "Heavy requests admitted and waiting for a work-pool process.", registry=r)
+        self.heavy = Counter(
+            "mambasizer_heavy_requests",
+            "Heavy requests by kind and outcome: completed (reason ok or the 4xx status), rejected (queue_full, "
+            "deadline, client_gone, memory_limit) or failed (process_died).",
+            ("kind", "outcome", "reason"),
+            registry=r,
+        )
         r.register(DeploymentsCollector(store))
         r.register(TrialsCollector(trials))
         self._children: dict = {}
@@ -198,6 +212,13 @@ class Metrics:
             self._children[key] = children
         children[0].inc()
         children[1].observe(seconds)
+
+    def heavy_outcome(self, kind: str, outcome: str, reason: str) -> None:
+        self.heavy.labels(kind, outcome, reason).inc()
+
+    def heavy_gauges(self, running: int, waiting: int) -> None:
+        self.inflight.set(running)
+        self.queue_depth.set(waiting)
 
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

@@ -5,8 +5,10 @@ problem+json for input that cannot be sized. The body is parsed whatever its
 Content-Type (`curl -d @request.json` sends form encoding), and the response is the Plan
 encoded exactly as `mambasizer plan --json` prints it.
 
-`plan()` runs directly on the event loop: a plan costs 45-100 us, less than a hop to
-the thread pool (see docs/api-examples.md for the measurement).
+An ordinary plan runs directly on the event loop: it costs 45-250 us (1 to 32 stages),
+less than a hop to another process (see docs/api-examples.md for the measurement). A
+large one (a body over HEAVY_BODY_BYTES, or more than HEAVY_STAGES pipeline stages) runs
+in the heavy-work pool like recommend and sweep (service.api.workpool).
 """
 
 from __future__ import annotations
@@ -20,8 +22,14 @@ from fastapi.responses import Response
 from service.api import trial_seam, trials, wire
 from service.api.disconnect import run_watched
 from service.api.openapi import PLAN_EXAMPLES, request_body
-from service.api.problems import problem_doc
+from service.api.problems import heavy_docs, problem_doc
+from service.api.workpool import CLIENT_CLOSED, ClientGone, Rejected, pool_of, rejection_response
 from service.solver import plan
+
+# Above these a plan leaves the event loop: a 1,024-stage plan and its JSON take ~10 ms, and
+# decoding a 1 MiB body several; an ordinary request stays well below both.
+HEAVY_BODY_BYTES = 64 << 10
+HEAVY_STAGES = 64
 
 log = logging.getLogger("mambasizer.api")
 router = APIRouter(tags=["plan"])
@@ -29,6 +37,7 @@ router = APIRouter(tags=["plan"])
 _RESPONSES: dict[Any, Any] = {
     200: {"model": wire.PlanResponse, "description": "The plan, feasible or not (`feasible: false` carries SGLang's error and remedies)."},
     413: problem_doc("The body is larger than 1 MiB."),
+    **heavy_docs(),
     422: problem_doc("The request cannot be sized: `field` names the failing field, `allowed` the accepted values when known."),
 }
 
@@ -67,10 +76,34 @@ async def _trial(request: Request, result, prepared: wire.Prepared) -> dict:
     return out
 
 
+def _stages(prepared: wire.Prepared) -> int:
+    return prepared.request.server_args.pp_size
+
+
 async def post_plan(request: Request) -> Response:
-    prepared = wire.prepare(wire.decode_json(await read_body(request)))
+    raw = await read_body(request)
+    if len(raw) > HEAVY_BODY_BYTES:
+        return await _plan_in_pool(request, raw)
+    prepared = wire.prepare(wire.decode_json(raw))
+    if _stages(prepared) > HEAVY_STAGES:
+        return await _plan_in_pool(request, raw)
     result = plan(prepared.request)
-    body = wire.plan_json(result)
+    return await _respond(request, result, prepared, wire.plan_json(result))
+
+
+async def _plan_in_pool(request: Request, raw: bytes) -> Response:
+    try:
+        answer = await pool_of(request).run(request, "plan", raw)
+    except Rejected as exc:
+        return rejection_response(exc)
+    except ClientGone:
+        return Response(b"", status_code=CLIENT_CLOSED)
+    if answer.plan is None or answer.prepared is None:  # no trial asked, or a problem
+        return Response(answer.body, status_code=answer.status, media_type=answer.media_type)
+    return await _respond(request, answer.plan, answer.prepared, wire.plan_json(answer.plan))
+
+
+async def _respond(request: Request, result, prepared: wire.Prepared, body: bytes) -> Response:
     extra: dict[str, Any] = prepared.extra_fields()
     if prepared.trial is not None:
         extra["trial"] = await _trial(request, result, prepared)

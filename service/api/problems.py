@@ -91,12 +91,11 @@ def problem_response(status: int, detail: str, headers: Mapping[str, str] | None
     return Response(problem_bytes(status, detail, **kw), status_code=status, media_type=PROBLEM_JSON, headers=headers)
 
 
-def input_problem(exc: PlanInputError, instance: str | None = None) -> Response:
+def input_problem_bytes(exc: PlanInputError, instance: str | None = None) -> bytes:
+    """The 422 body for input that cannot be sized (also rendered in the heavy-work processes)."""
     if isinstance(exc, MalformedRequest):
-        return problem_response(
-            422, exc.message, type_=MALFORMED_JSON, title="Malformed request body", instance=instance, field=exc.field
-        )
-    return problem_response(
+        return problem_bytes(422, exc.message, type_=MALFORMED_JSON, title="Malformed request body", instance=instance, field=exc.field)
+    return problem_bytes(
         422,
         exc.message,
         type_=INVALID_INPUT,
@@ -106,6 +105,10 @@ def input_problem(exc: PlanInputError, instance: str | None = None) -> Response:
         allowed=exc.allowed,
         errors=exc.errors if isinstance(exc, InvalidRequest) else None,
     )
+
+
+def input_problem(exc: PlanInputError, instance: str | None = None) -> Response:
+    return Response(input_problem_bytes(exc, instance), status_code=422, media_type=PROBLEM_JSON)
 
 
 def too_large_bytes(instance: str | None = None) -> bytes:
@@ -171,6 +174,17 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, _http_exception)  # type: ignore[arg-type]
     app.add_exception_handler(BodyTooLarge, _body_too_large)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _internal)
+
+
+def heavy_docs() -> dict:
+    """The answers of a route whose work runs in the heavy-work pool (service.api.workpool)."""
+    return {
+        429: problem_doc("Every heavy-work process is busy and the queue is full; `Retry-After` says when to retry."),
+        503: problem_doc(
+            "The work did not finish within the server's deadline (`type` ends in `deadline-exceeded`) or needed more "
+            "memory than one request may use (`resource-limit`); it was stopped. Narrow the request."
+        ),
+    }
 
 
 def problem_doc(description: str) -> dict:

@@ -3,7 +3,8 @@
 A RecommendRequest in, the ranked candidates (each re-planned from its own launch flags as
 POST /v1/plan would), the Pareto front, the plans searched and the refusals by SGLang's reason
 out; the body is exactly what `mambasizer recommend --json` prints. A search runs hundreds to
-thousands of plans (up to a second or two), so it runs in the thread pool, off the event loop.
+thousands of plans (up to a second or two), so it runs in the heavy-work pool (a worker process
+under a deadline and a memory ceiling, behind a bounded queue), never on the event loop.
 Invalid input is a 422 problem+json naming the field.
 """
 
@@ -13,14 +14,12 @@ from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
-from starlette.concurrency import run_in_threadpool
 
 from schemas.recommend import RecommendResponse
-from service.api import wire
 from service.api.openapi import request_body
 from service.api.plan import read_body
-from service.api.problems import problem_doc
-from service.recommend import recommend, response_json
+from service.api.problems import heavy_docs, problem_doc
+from service.api.workpool import run_heavy
 
 router = APIRouter(tags=["plan"])
 
@@ -40,14 +39,13 @@ EXAMPLE = {
 _RESPONSES: dict[Any, Any] = {
     200: {"model": RecommendResponse, "description": "The ranked candidates (best first), the Pareto front, `searched`, `refused` and `why`."},
     413: problem_doc("The body is larger than 1 MiB."),
+    **heavy_docs(),
     422: problem_doc("The request cannot be searched: `field` names the failing field."),
 }
 
 
 async def post_recommend(request: Request) -> Response:
-    raw = wire.decode_json(await read_body(request))
-    result = await run_in_threadpool(recommend, raw)
-    return Response(response_json(result), media_type="application/json")
+    return await run_heavy(request, "recommend", await read_body(request))
 
 
 router.add_api_route(

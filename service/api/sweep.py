@@ -1,31 +1,24 @@
 """`POST /v1/sweep`: one plan request varied along one or two axes, one row per point.
 
 JSON by default; `Accept: text/csv` gives the same rows as CSV. The points are expanded,
-validated and planned in the thread pool (a 10,000-point sweep is CPU work of a second or
-more, which must not stall the event loop), at most MAX_CONCURRENT sweeps at a time; the
-others wait their turn.
+validated, planned and encoded in the heavy-work pool (service.api.workpool: a worker
+process under a deadline and a memory ceiling, behind a bounded queue), never on the event
+loop.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import TypeAdapter
-from starlette.concurrency import run_in_threadpool
 
 from schemas.json_schema import standard_bounds
 from schemas.sweep import MAX_POINTS, SweepRequest, SweepResponse
-from service.api import wire
 from service.api.plan import read_body
-from service.api.problems import INVALID_INPUT, PROBLEM_JSON, problem_bytes, problem_doc
-from service.sweep import SweepPointError, rows_csv, run_sweep
-
-MAX_CONCURRENT = 2
-_slots: dict[int, asyncio.Semaphore] = {}  # one per event loop (tests run several apps)
+from service.api.problems import heavy_docs, problem_doc
+from service.api.workpool import run_heavy
 
 EXAMPLES: dict[str, dict[str, Any]] = {
     "context_length": {
@@ -66,15 +59,6 @@ _REQUEST_SCHEMA["x-semantic-fields"] = ["base", "axes"]
 router = APIRouter(tags=["plan"])
 
 
-def _slot() -> asyncio.Semaphore:
-    loop_id = id(asyncio.get_running_loop())
-    sem = _slots.get(loop_id)
-    if sem is None:
-        _slots.clear()  # a new loop (a test app); the old ones are gone
-        sem = _slots[loop_id] = asyncio.Semaphore(MAX_CONCURRENT)
-    return sem
-
-
 def wants_csv(request: Request) -> bool:
     accept = request.headers.get("accept", "")
     return "text/csv" in accept.lower()
@@ -92,6 +76,7 @@ def wants_csv(request: Request) -> bool:
             "content": {"text/csv": {"schema": {"type": "string"}}},
         },
         413: problem_doc("The body is larger than 1 MiB."),
+        **heavy_docs(),
         422: problem_doc(
             f"The sweep cannot run: `field` names the axis value (`axes.0.values.3`), the axis or the base field at fault; "
             f"more than {MAX_POINTS} points; a point that is not a valid PlanRequest (`point` gives its values)."
@@ -100,21 +85,7 @@ def wants_csv(request: Request) -> bool:
     openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": _REQUEST_SCHEMA, "examples": EXAMPLES}}}},
 )
 async def post_sweep(request: Request) -> Response:
-    body = wire.decode_json(await read_body(request), label="sweep body")
-    async with _slot():
-        try:
-            result = await run_in_threadpool(run_sweep, body)
-        except SweepPointError as exc:
-            problem = problem_bytes(
-                422, exc.message, type_=INVALID_INPUT, title="The request cannot be sized",
-                instance=request.url.path, field=exc.field, allowed=exc.allowed, errors=exc.errors,
-            )
-            return Response(wire.with_fields(problem, {"point": exc.point}), status_code=422, media_type=PROBLEM_JSON)
-        if wants_csv(request):
-            text = await run_in_threadpool(rows_csv, result)
-            return Response(text, media_type="text/csv; charset=utf-8")
-        data = await run_in_threadpool(lambda: json.dumps(result, separators=(",", ":"), ensure_ascii=False).encode())
-    return Response(data, media_type="application/json")
+    return await run_heavy(request, "sweep", await read_body(request), {"csv": wants_csv(request)})
 
 
 __all__ = ["post_sweep", "router"]

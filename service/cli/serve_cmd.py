@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from service.api import pool_settings as workpool
 from service.api.read_timeouts import (
     BODY_TIMEOUT_ENV,
     DEFAULT_BODY_TIMEOUT_S,
@@ -77,6 +78,30 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "--trial-memory-gib", type=setting_type(parse_memory_gib, "--trial-memory-gib"), metavar="GIB",
         help=f"most host memory one embedded CPU trial may allocate (env MAMBASIZER_TRIAL_MEMORY_GIB, default {DEFAULT_MEMORY_GIB:g})",
     )
+    heavy = p.add_argument_group(
+        "heavy requests",
+        "recommend, sweep, compare and large plans run in worker processes, never on the event loop "
+        "(docs: README 'Heavy requests'). Each flag wins over its environment variable.",
+    )
+    heavy.add_argument(
+        "--heavy-workers", type=setting_type(workpool.parse_workers, "--heavy-workers"), metavar="N",
+        help=f"worker processes (env {workpool.ENV_WORKERS}, default {workpool.DEFAULT_WORKERS})",
+    )
+    heavy.add_argument(
+        "--heavy-queue", type=setting_type(workpool.parse_queue, "--heavy-queue"), metavar="N",
+        help=f"heavy requests that may wait for a process; the next is answered 429 with Retry-After "
+        f"(env {workpool.ENV_QUEUE}, default {workpool.DEFAULT_QUEUE})",
+    )
+    heavy.add_argument(
+        "--request-deadline", type=setting_type(workpool.parse_deadline, "--request-deadline"), metavar="SECONDS",
+        help=f"a heavy request's deadline from admission, queue wait included; past it its process is killed "
+        f"and the answer is 503 (env {workpool.ENV_DEADLINE}, default {workpool.DEFAULT_DEADLINE_S:g})",
+    )
+    heavy.add_argument(
+        "--heavy-worker-memory", type=setting_type(workpool.parse_memory_mib, "--heavy-worker-memory"), metavar="MIB",
+        help=f"address-space ceiling of each worker process; a request that needs more is answered 503 "
+        f"(env {workpool.ENV_MEMORY}, default {workpool.DEFAULT_MEMORY_MIB})",
+    )
     add_log_level(p)
     p.add_argument(
         "--graceful-timeout",
@@ -103,10 +128,11 @@ def run(args: argparse.Namespace) -> int:
         trials = TrialSettings.from_env(enabled=args.enable_trials, token_file=args.trial_token_file, memory_gib=args.trial_memory_gib)
         concurrency_from_env()  # checked here so a bad value is one line, not a traceback from create_app
         protocol = http_protocol(args)
-    except (TrialSettingsError, TimeoutSettingError) as exc:
+        pool = workpool.PoolSettings.resolve(args.heavy_workers, args.heavy_queue, args.request_deadline, args.heavy_worker_memory)
+    except (TrialSettingsError, TimeoutSettingError, workpool.PoolSettingError) as exc:
         return error(str(exc))
     try:
-        app = create_app(deployments_path=args.deployments, trials=trials)
+        app = create_app(deployments_path=args.deployments, trials=trials, pool=pool)
     except DeploymentsFileError as exc:
         return error(f"--deployments {args.deployments}: {exc}")
     uvicorn.run(

@@ -220,28 +220,3 @@ def test_openapi_documents_the_sweep_and_its_examples_answer(client):
         assert resp.status_code == 200, (name, resp.text)
         rows = resp.json()["rows"]
         assert rows and any(r["feasible"] for r in rows), name
-
-
-def test_the_points_are_planned_off_the_event_loop(client, monkeypatch):
-    """The sweep runs in the thread pool: no event loop is running where it plans."""
-    import asyncio
-    import threading
-
-    from service.api import sweep as route
-
-    seen: list = []
-    real = route.run_sweep
-
-    def spy(body):
-        try:
-            asyncio.get_running_loop()
-            seen.append(("loop", threading.current_thread().name))
-        except RuntimeError:
-            seen.append(("no loop", threading.current_thread().name))
-        return real(body)
-
-    monkeypatch.setattr(route, "run_sweep", spy)
-    resp = client.post("/v1/sweep", json={"base": QWEN_GPU, "axes": [{"field": "server_args.tp_size", "values": [4, 8]}]})
-    assert resp.status_code == 200 and resp.json()["points"] == 2
-    assert len(seen) == 1 and seen[0][0] == "no loop", seen
-    assert seen[0][1] != threading.main_thread().name

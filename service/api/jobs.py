@@ -1,0 +1,129 @@
+"""What the heavy-work processes run: one function per route, from the request bytes to the
+rendered answer.
+
+Each job decodes, validates, plans and encodes inside the worker process, so the event loop
+only moves bytes. A client's own mistake (PlanInputError and its kinds) is rendered here
+exactly as the API's handlers render it; anything else propagates and the pool turns it into
+a 500 (a bug) or a 503 (the process died or hit its memory ceiling). Only the Answer crosses
+back to the server: status, media type, bytes, and for `/v1/plan` with a trial the Plan
+object the trial allocates from.
+
+No FastAPI here beyond what the route modules import; `service.api.workpool` preloads this
+module in the fork server so a replacement process starts in milliseconds.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from schemas import Plan
+from service.api import wire
+from service.api.problems import INVALID_INPUT, PROBLEM_JSON, input_problem_bytes, problem_bytes
+from service.solver import PlanInputError
+from service.solver import plan as solve
+from service.sweep import SweepPointError, rows_csv, run_sweep
+
+log = logging.getLogger("mambasizer.api")
+
+APPLICATION_JSON = "application/json"
+CSV = "text/csv; charset=utf-8"
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    media_type: str
+    body: bytes
+    plan: Plan | None = None  # /v1/plan only, when the request asks for a trial
+    prepared: wire.Prepared | None = None  # idem: the trial needs the request too
+
+
+def _dumps(obj: Any) -> bytes:
+    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def plan_job(body: bytes, options: dict) -> Answer:
+    prepared = wire.prepare(wire.decode_json(body))
+    result = solve(prepared.request)
+    out = wire.plan_json(result)
+    extra = prepared.extra_fields()
+    if extra:
+        out = wire.with_fields(out, extra)
+    if prepared.trial is not None:  # the server runs the trial on its side, from this Plan
+        return Answer(200, APPLICATION_JSON, out, plan=result, prepared=prepared)
+    return Answer(200, APPLICATION_JSON, out)
+
+
+def compare_job(body: bytes, options: dict) -> Answer:
+    # the route module (its router is already imported in the fork server)
+    from service.api.compare import compare
+
+    prepared = wire.prepare(wire.decode_json(body), allow_trial=False)
+    out = compare(prepared.request)
+    out["baseline"] = out["baseline"].model_dump(mode="json")
+    out["plan"] = out["plan"].model_dump(mode="json")
+    out.update(prepared.extra_fields())
+    return Answer(200, APPLICATION_JSON, _dumps(out))
+
+
+def recommend_job(body: bytes, options: dict) -> Answer:
+    from service.recommend import recommend, response_json
+
+    return Answer(200, APPLICATION_JSON, response_json(recommend(wire.decode_json(body))))
+
+
+def sweep_job(body: bytes, options: dict) -> Answer:
+    result = run_sweep(wire.decode_json(body, label="sweep body"))
+    if options.get("csv"):
+        return Answer(200, CSV, rows_csv(result).encode())
+    return Answer(200, APPLICATION_JSON, _dumps(result))
+
+
+def ping() -> int:
+    """A job that does nothing: the pool's start-up waits on one to know its processes run."""
+    return 1
+
+
+def warm() -> None:
+    """Plan every sizable preset once and read SGLang's flag table once, so the solver's
+    preset layouts are built, no request reads a file, and the first real request is as
+    fast as the others. The API process calls it at start-up, the pool's fork server at its
+    own, so every worker process is forked warm."""
+    from service.presets import PRESETS
+
+    wire.parse_sglang_args(["--tp-size", "1"])
+    for preset in PRESETS.values():
+        if preset.sizable:
+            try:
+                solve({"model": {"preset": preset.name}, "budget": {"rest_gib": 40.0}})
+            except PlanInputError:  # pragma: no cover - a preset the solver cannot size
+                log.warning("preset cannot be sized", extra={"fields": {"event": "preset_unsizable", "preset": preset.name}})
+
+
+JOBS = {"plan": plan_job, "compare": compare_job, "recommend": recommend_job, "sweep": sweep_job}
+
+
+def run(kind: str, body: bytes, instance: str, options: dict) -> Answer:
+    """The entry point the pool schedules: the job's Answer, a 422 for input that cannot be
+    sized, a 503 problem when the job ran out of the process's memory ceiling."""
+    try:
+        return JOBS[kind](body, options)
+    except SweepPointError as exc:
+        problem = problem_bytes(
+            422, exc.message, type_=INVALID_INPUT, title="The request cannot be sized",
+            instance=instance, field=exc.field, allowed=exc.allowed, errors=exc.errors,
+        )
+        return Answer(422, PROBLEM_JSON, wire.with_fields(problem, {"point": exc.point}))
+    except PlanInputError as exc:
+        return Answer(422, PROBLEM_JSON, input_problem_bytes(exc, instance))
+    except MemoryError:
+        # The work's own objects are unwound by now, so there is room to say so.
+        from service.api.workpool import memory_problem
+
+        return Answer(503, PROBLEM_JSON, memory_problem(instance))
+
+
+__all__ = ["JOBS", "Answer", "run", "warm"]

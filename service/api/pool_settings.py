@@ -1,0 +1,81 @@
+"""The heavy-work pool's settings (service.api.workpool): flags, environment variables,
+defaults and bounds. Standard library only: the CLI's parsers import it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from service.settings import flag_or_env, positive_number
+
+DEFAULT_WORKERS = 2
+DEFAULT_QUEUE = 8
+DEFAULT_DEADLINE_S = 10.0
+DEFAULT_MEMORY_MIB = 1536
+MAX_WORKERS = 64
+MAX_QUEUE = 1024
+MAX_DEADLINE_S = 600.0
+MAX_MEMORY_MIB = 1 << 20
+MIN_MEMORY_MIB = 256  # below this a worker cannot even import the solver
+
+ENV_WORKERS = "MAMBASIZER_HEAVY_WORKERS"
+ENV_QUEUE = "MAMBASIZER_HEAVY_QUEUE"
+ENV_DEADLINE = "MAMBASIZER_REQUEST_DEADLINE_S"
+ENV_MEMORY = "MAMBASIZER_HEAVY_WORKER_MEMORY_MIB"
+
+
+class PoolSettingError(ValueError):
+    """A pool flag or environment variable that cannot be used (the message names it)."""
+
+
+def _count(maximum: int, minimum: int = 1):
+    def parse(text: str, name: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise PoolSettingError(f"{name} must be a whole number, not {text[:40]!r}") from None
+        if not minimum <= value <= maximum:
+            raise PoolSettingError(f"{name} must be between {minimum} and {maximum}, not {value}")
+        return value
+
+    return parse
+
+
+parse_workers = _count(MAX_WORKERS)
+parse_queue = _count(MAX_QUEUE, minimum=0)
+
+
+def parse_deadline(text: str, name: str) -> float:
+    return positive_number(text, name, unit="seconds", maximum=MAX_DEADLINE_S, error=PoolSettingError)
+
+
+def parse_memory_mib(text: str, name: str) -> int:
+    value = _count(MAX_MEMORY_MIB, minimum=MIN_MEMORY_MIB)(text, name)
+    return value
+
+
+@dataclass(frozen=True)
+class PoolSettings:
+    workers: int = DEFAULT_WORKERS
+    queue: int = DEFAULT_QUEUE
+    deadline_s: float = DEFAULT_DEADLINE_S
+    memory_mib: int = DEFAULT_MEMORY_MIB
+
+    @classmethod
+    def resolve(cls, workers: int | None = None, queue: int | None = None, deadline_s: float | None = None,
+                memory_mib: int | None = None, environ: Any = None) -> PoolSettings:
+        """Each flag, else its environment variable, else the default (PoolSettingError naming
+        the flag's variable when one cannot be used)."""
+        return cls(
+            workers=flag_or_env(workers, ENV_WORKERS, DEFAULT_WORKERS, parse_workers, environ),
+            queue=flag_or_env(queue, ENV_QUEUE, DEFAULT_QUEUE, parse_queue, environ),
+            deadline_s=flag_or_env(deadline_s, ENV_DEADLINE, DEFAULT_DEADLINE_S, parse_deadline, environ),
+            memory_mib=flag_or_env(memory_mib, ENV_MEMORY, DEFAULT_MEMORY_MIB, parse_memory_mib, environ),
+        )
+
+    @property
+    def capacity(self) -> int:
+        return self.workers + self.queue
+
+
+__all__ = ["PoolSettingError", "PoolSettings", "parse_deadline", "parse_memory_mib", "parse_queue", "parse_workers"]
