@@ -87,15 +87,26 @@ class Server:
 
 
 def start_mambasizer(command: str, *args: str, cwd: Path, log: Path, ready: str = "/livez",
-                     env: dict | None = None, timeout_s: float = 90.0) -> Server:
+                     env: dict | None = None, timeout_s: float = 90.0,
+                     address_space_bytes: int | None = None) -> Server:
     """`mambasizer COMMAND --host 127.0.0.1 --port <free> ARGS...` in `cwd` (not the repository:
-    the installed package must be enough), stderr to `log`, returned once `ready` answers 200."""
+    the installed package must be enough), stderr to `log`, returned once `ready` answers 200.
+    `address_space_bytes` caps the process (and what it forks) with RLIMIT_AS, as a container's
+    memory limit would."""
     port = free_port()
     stderr = log.open("w+")
+
+    def cap() -> None:
+        import resource
+
+        assert address_space_bytes is not None
+        resource.setrlimit(resource.RLIMIT_AS, (address_space_bytes, address_space_bytes))
+
     proc = subprocess.Popen(
         mambasizer_command() + [command, "--host", LOOPBACK, "--port", str(port), *args],
         stdout=subprocess.DEVNULL, stderr=stderr, cwd=cwd,
         env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+        preexec_fn=cap if address_space_bytes is not None else None,
     )
     server = Server(proc, port, log, stderr)
     try:
