@@ -104,7 +104,8 @@ def test_api_deployment_probes_args_and_watch_file(default_docs):
     c = _container(dep)
     assert dep["spec"]["replicas"] == 2
     assert c["command"] == ["mambasizer"]
-    assert c["args"] == ["serve", "--host", "0.0.0.0", "--port", "8000", "--deployments", "/etc/mambasizer/deployments.yaml"]
+    assert c["args"] == ["serve", "--host", "0.0.0.0", "--port", "8000", "--deployments", "/etc/mambasizer/deployments.yaml",
+                         "--heavy-workers", "2", "--heavy-queue", "8", "--request-deadline", "10", "--heavy-worker-memory", "1536"]
     assert c["ports"] == [{"name": "http", "containerPort": 8000, "protocol": "TCP"}]
     assert c["livenessProbe"]["httpGet"] == {"path": "/livez", "port": "http"}
     assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
@@ -527,3 +528,13 @@ def test_packaged_charts_render_the_same(tmp_path):
         assert packaged.render(copy.deepcopy(values), name="ms", namespace="sizing") == render(CHART, values)
     with helm().Chart.load(str(tmp_path / "mambasizer-preflight-0.1.0.tgz")) as lib:
         assert lib.metadata["type"] == "library"
+
+
+def test_api_heavy_pool_values_reach_serve():
+    """api.heavy.* become `mambasizer serve` flags that the real CLI parser accepts with those values."""
+    from service.cli import build_parser
+
+    docs = documents(render(CHART, {"api": {"heavy": {"workers": 3, "queue": 0, "deadlineSeconds": 2.5, "workerMemoryMiB": 512}}}))
+    args = _container(one(docs, "Deployment", "api"))["args"]
+    ns = build_parser().parse_args(args)
+    assert (ns.heavy_workers, ns.heavy_queue, ns.request_deadline, ns.heavy_worker_memory) == (3, 0, 2.5, 512)

@@ -190,7 +190,7 @@ def test_values_schema_rejects_malformed_pod_settings(values, where):
           "api": {"podDisruptionBudget": {"enabled": True, "minAvailable": 3, "maxUnavailable": ""}}},
          "allows no eviction with autoscaling.minReplicas 3"),
         ({"trials": {"enabled": True}}, "trials.enabled without worker.enabled runs trials inside the API pods: set trials.memoryGiB"),
-        ({"trials": {"enabled": True, "memoryGiB": 1}},
+        ({"trials": {"enabled": True, "memoryGiB": 1}, "api": {"resources": {"limits": {"memory": "512Mi"}}}},
          "trials.memoryGiB (1 GiB) does not fit api.resources.limits.memory (512Mi)"),
         ({"api": {"extraVolumes": [{"name": "tmp", "emptyDir": {}}]}}, "api.extraVolumes: the volume name \"tmp\" is the chart's own"),
     ],
