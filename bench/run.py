@@ -71,11 +71,13 @@ REQUEST_FILES = {
     "nemotron-h-56b pp4 K=512": "nemotron-h-56b-pp4-mamba512.json",
 }
 CONCURRENCIES = (1, 16, 64)
+P99_MIN_DURATION_S = 3.0  # per run at c64, also under --quick
 
 TARGETS = {
     "plan_speedup_vs_sglang": ">= 100",
     "http_rps_ratio_vs_trivial": ">= 0.70 (c16 and c64)",
-    "p99_ratio_vs_trivial_c64": "<= 1.5",
+    "p99_ratio_vs_trivial_c64": "<= 1.2",
+    "livez_p99_ms_8_heavy": "< 250 ms",
     "rss_growth_pct": "< 5",
     "recommend_p50_ms_kimi_k3_64": "< 2000 (the 2-core CI machine)",
 }
@@ -915,7 +917,10 @@ def bench_http(
                 order = (plan_ep, trivial) if k % 2 == 0 else (trivial, plan_ep)
                 for ep in order:
                     cpu0 = sum(srv_proc_cpu(srv))
-                    r = load.run(ep, conc, duration)
+                    # A p99 needs thousands of samples per run: at c64 one collector pause
+                    # stalls 64 requests at once, so a 1 s run's p99 is a coin flip on
+                    # whether a pause fell inside it (1.21-1.75x over five --quick runs).
+                    r = load.run(ep, conc, max(duration, P99_MIN_DURATION_S) if conc >= 64 else duration)
                     r["server_cpu_us"] = (sum(srv_proc_cpu(srv)) - cpu0) / max(r["requests"], 1) * 1e6
                     errors += r["errors"]
                     (runs_plan if ep is plan_ep else runs_triv).append(r)
@@ -1024,6 +1029,12 @@ def headline(out: dict) -> dict:
         head["loadgen"] = h["loadgen"]
     if "sweep" in out:
         head["sweep_1000_points_s"] = round(out["sweep"]["slowest_median_s"], 3)
+    hv = out.get("heavy")
+    if hv:
+        head["livez_p99_ms_8_heavy"] = round(hv["eight_heavy"]["livez"]["p99_ms"], 2)
+        head["plan_p99_ms_8_heavy"] = round(hv["eight_heavy"]["plan"]["p99_ms"], 2)
+        head["pool_recommend_per_s"] = round(hv["recommend"]["per_s"], 2)
+        head["pool_sweep_per_s"] = round(hv["sweep"]["per_s"], 2)
     head["runs"] = out.get("runs")
     head["quick"] = out.get("quick")
     return head
@@ -1033,9 +1044,10 @@ def verdicts(head: dict, out: dict) -> list[str]:
     checks = {
         "plan_speedup_vs_sglang": lambda v: v >= 100,
         "http_rps_ratio_vs_trivial": lambda v: v >= 0.70,
-        "p99_ratio_vs_trivial_c64": lambda v: v <= 1.5,
+        "p99_ratio_vs_trivial_c64": lambda v: v <= 1.2,
         "rss_growth_pct": lambda v: v < 5,
         "recommend_p50_ms_kimi_k3_64": lambda v: v < 2000,
+        "livez_p99_ms_8_heavy": lambda v: v < 250,
     }
     lines = []
     for key, ok in checks.items():
@@ -1062,6 +1074,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--skip-http", action="store_true")
     ap.add_argument("--skip-inprocess", action="store_true")
     ap.add_argument("--skip-recommend", action="store_true")
+    ap.add_argument("--skip-heavy", action="store_true", help="leave out the heavy-request probes and pool throughput (bench/heavy_bench.py; --skip-http does too)")
     ap.add_argument("--skip-sweep", action="store_true", help="leave out the 1,000-point POST /v1/sweep timings (bench/sweep_bench.py; --skip-http does too)")
     ap.add_argument("--no-sglang", action="store_true", help="time our solver only")
     ap.add_argument("--json-out", help="also write the whole result as JSON to this file")
@@ -1116,6 +1129,13 @@ def main(argv: list[str] | None = None) -> int:
 
         out["sweep"] = sweep_bench.bench_sweep(requests, runs=args.runs, serve_args=args.serve_arg)
         sweep_bench.print_sweep(out["sweep"])
+    if not (args.skip_heavy or args.skip_http):
+        print("\n-- heavy requests ...", flush=True)
+        from bench import heavy_bench
+
+        out["heavy"] = heavy_bench.bench_heavy(seconds=3.0 if args.quick else 6.0, requests=12 if args.quick else 24,
+                                               serve_args=args.serve_arg)
+        heavy_bench.print_heavy(out["heavy"])
     out["elapsed_s"] = round(time.perf_counter() - t_start, 1)
     head = headline(out)
     print("\ntargets: " + "; ".join(verdicts(head, out)))

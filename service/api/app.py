@@ -11,6 +11,7 @@ answers. The request path does no imports and no file reads.
 from __future__ import annotations
 
 import asyncio
+import gc
 import inspect
 import logging
 import signal
@@ -135,6 +136,11 @@ def create_app(deployments_path: str | None = None, worker: Any = None,
                 log.info("SIGHUP reload not installed (not on the main thread)", extra={"fields": {"event": "sighup_unavailable"}})
         deployment_trials.start(loop)
         await loop.run_in_executor(None, lambda: heavy.start(wait=True))  # forked before the first request
+        # Everything built so far (presets, layouts, the flag table, the app) lives as long as
+        # the process: out of the collector's sight, a full collection no longer walks it
+        # (88 ms on 2 busy cores, one pause of every in-flight request: it set the p99).
+        gc.collect()
+        gc.freeze()
         app.state.ready = True
         log.info("mambasizer API ready", extra={"fields": {"event": "ready", "version": __version__, "deployments": len(store.snapshot.deployments)}})
         try:

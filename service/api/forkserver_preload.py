@@ -1,6 +1,12 @@
 """Imported once by the heavy-work pool's fork server (service.api.workpool): the job code
 and the solver's preset layouts, so every worker process it forks starts warm."""
 
+import gc
+
 from service.api import jobs
 
 jobs.warm()
+# The forked workers share these pages: a collection never walks frozen objects, so it
+# neither pauses on them nor writes their GC headers (which would copy each page per worker).
+gc.collect()
+gc.freeze()
