@@ -20,6 +20,7 @@ from pathlib import Path
 import httpx
 import psutil
 import pytest
+
 from serving import start_mambasizer
 
 CAP = 6 << 30
