@@ -77,7 +77,11 @@ def _probe(host: str, port: int, seconds: float, during=None) -> dict:
               "plan": Probe(host, port, "POST", "/v1/plan", json.dumps(PLAN_BODY).encode())}
     for p in probes.values():
         p.start()
-    extra = during() if during else time.sleep(seconds)
+    extra = None
+    if during is None:
+        time.sleep(seconds)
+    else:
+        extra = during()
     for p in probes.values():
         p.halt.set()
         p.join(15)
