@@ -19,7 +19,7 @@ from deploy_helpers import CHART, FULL_VALUES, ROOT, by_kind, documents, one, re
 ALERTS_TEST = ROOT / "tests" / "data" / "prometheus" / "alerts_test.yaml"
 ALERTS = {
     "MambasizerPlanInfeasible", "MambasizerDeploymentsReloadFailed", "MambasizerLiveCapacityDiffersFromPlan",
-    "MambasizerTrialDrift", "MambasizerTrialFailed", "MambasizerHighErrorRate",
+    "MambasizerTrialDrift", "MambasizerTrialFailed", "MambasizerHighErrorRate", "MambasizerHeavyRequestsShed",
 }
 
 
