@@ -20,10 +20,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from schemas import Plan
+from schemas.request import PresetModel
 from service.api import wire
 from service.api.problems import INVALID_INPUT, PROBLEM_JSON, input_problem_bytes, problem_bytes
-from service.solver import PlanInputError
+from service.solver import PlanInputError, gpu_budget
 from service.solver import plan as solve
+from service.solver.plan import model_layout
 from service.sweep import SweepPointError, rows_csv, run_sweep
 
 log = logging.getLogger("mambasizer.api")
@@ -39,6 +41,9 @@ class Answer:
     body: bytes
     plan: Plan | None = None  # /v1/plan only, when the request asks for a trial
     prepared: wire.Prepared | None = None  # idem: the trial needs the request too
+    # /v1/plan of a preset from the GPU alone: the weights this process knows for its layout,
+    # for the server to add to its own cache (service.solver.gpu_budget.add_known_weights).
+    preset_weights: tuple[str, dict] | None = None
 
 
 def _dumps(obj: Any) -> bytes:
@@ -47,14 +52,18 @@ def _dumps(obj: Any) -> bytes:
 
 def plan_job(body: bytes, options: dict) -> Answer:
     prepared = wire.prepare(wire.decode_json(body))
-    result = solve(prepared.request)
+    req = prepared.request
+    result = solve(req)
     out = wire.plan_json(result)
     extra = prepared.extra_fields()
     if extra:
         out = wire.with_fields(out, extra)
+    weights = None
+    if req.budget.estimated and isinstance(req.model, PresetModel):
+        weights = (req.model.preset, gpu_budget.known_weights(model_layout(req)))
     if prepared.trial is not None:  # the server runs the trial on its side, from this Plan
-        return Answer(200, APPLICATION_JSON, out, plan=result, prepared=prepared)
-    return Answer(200, APPLICATION_JSON, out)
+        return Answer(200, APPLICATION_JSON, out, plan=result, prepared=prepared, preset_weights=weights)
+    return Answer(200, APPLICATION_JSON, out, preset_weights=weights)
 
 
 def compare_job(body: bytes, options: dict) -> Answer:

@@ -14,22 +14,35 @@ in the heavy-work pool like recommend and sweep (service.api.workpool).
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
+from schemas import PlanRequest
+from schemas.request import HFConfigModel, PresetModel
 from service.api import trial_seam, trials, wire
 from service.api.disconnect import run_watched
+from service.api.jobs import Answer
 from service.api.openapi import PLAN_EXAMPLES, request_body
 from service.api.problems import heavy_docs, problem_doc
 from service.api.workpool import CLIENT_CLOSED, ClientGone, Rejected, pool_of, rejection_response
-from service.solver import plan
+from service.solver import gpu_budget, plan
+from service.solver.plan import model_layout
 
 # Above these a plan leaves the event loop: a 1,024-stage plan and its JSON take ~10 ms, and
 # decoding a 1 MiB body several; an ordinary request stays well below both.
 HEAVY_BODY_BYTES = 64 << 10
 HEAVY_STAGES = 64
+# A plan from the GPU alone computes the weights of its (model, parallel layout) once: 5-70 ms
+# for Kimi-K3, then ~0.5 ms from the solver's cache. A pasted config is new every request (its
+# weights are never cached across requests): the work pool. A preset's first plan at a new
+# layout goes to the pool too, which hands back the weights it computed; the server adds them
+# to its own cache, so the next plan of that layout is a cache hit on the loop. (A thread of
+# this process was tried: the GIL made /livez wait longer than planning on the loop did.)
+_WARM_MAX = 4096
+_warm: OrderedDict[tuple, None] = OrderedDict()
 
 log = logging.getLogger("mambasizer.api")
 router = APIRouter(tags=["plan"])
@@ -76,28 +89,60 @@ async def _trial(request: Request, result, prepared: wire.Prepared) -> dict:
     return out
 
 
-def _stages(prepared: wire.Prepared) -> int:
-    return prepared.request.server_args.pp_size
+def _weights_key(req: PlanRequest) -> tuple | None:
+    """What the solver's weights cache is keyed on, for a preset planned from the GPU alone
+    (None otherwise): the preset and every input of its (tp, pp, ep, stages, MTP, draft) key."""
+    if not req.budget.estimated or not isinstance(req.model, PresetModel):
+        return None
+    a = req.server_args
+    draft = req.draft_model.num_layers if req.draft_model is not None else None
+    return (req.model.preset, a.tp_size, a.pp_size, a.ep_size, a.speculative_algorithm, draft, req.env.SGLANG_PP_LAYER_PARTITION)
+
+
+def _where(raw: bytes, prepared: wire.Prepared | None) -> str:
+    """"pool", "thread" or "loop": where this plan runs (see HEAVY_* and COLD_THREADS)."""
+    if prepared is None or prepared.request.server_args.pp_size > HEAVY_STAGES:
+        return "pool"
+    req = prepared.request
+    if req.budget.estimated and isinstance(req.model, HFConfigModel):
+        return "pool"
+    key = _weights_key(req)
+    if key is not None and key not in _warm:
+        return "pool"
+    return "loop"
 
 
 async def post_plan(request: Request) -> Response:
     raw = await read_body(request)
-    if len(raw) > HEAVY_BODY_BYTES:
-        return await _plan_in_pool(request, raw)
-    prepared = wire.prepare(wire.decode_json(raw))
-    if _stages(prepared) > HEAVY_STAGES:
-        return await _plan_in_pool(request, raw)
+    prepared = None if len(raw) > HEAVY_BODY_BYTES else wire.prepare(wire.decode_json(raw))
+    if _where(raw, prepared) == "pool":
+        return await _plan_in_pool(request, raw, prepared)
+    assert prepared is not None
     result = plan(prepared.request)
     return await _respond(request, result, prepared, wire.plan_json(result))
 
 
-async def _plan_in_pool(request: Request, raw: bytes) -> Response:
+def _adopt_weights(prepared: wire.Prepared | None, answer: Answer) -> None:
+    """Add the weights the pool computed to this process's cache; mark the layout warm."""
+    if prepared is None or answer.preset_weights is None:
+        return
+    name, entries = answer.preset_weights
+    gpu_budget.add_known_weights(model_layout(prepared.request), entries)
+    key = _weights_key(prepared.request)
+    if key is not None and name == key[0]:
+        _warm[key] = None
+        if len(_warm) > _WARM_MAX:
+            _warm.popitem(last=False)
+
+
+async def _plan_in_pool(request: Request, raw: bytes, prepared: wire.Prepared | None) -> Response:
     try:
         answer = await pool_of(request).run(request, "plan", raw)
     except Rejected as exc:
         return rejection_response(exc)
     except ClientGone:
         return Response(b"", status_code=CLIENT_CLOSED)
+    _adopt_weights(prepared, answer)
     if answer.plan is None or answer.prepared is None:  # no trial asked, or a problem
         return Response(answer.body, status_code=answer.status, media_type=answer.media_type)
     return await _respond(request, answer.plan, answer.prepared, wire.plan_json(answer.plan))

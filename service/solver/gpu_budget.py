@@ -163,6 +163,27 @@ def request_warnings(req: PlanRequest) -> list[str]:
 _WEIGHTS_CACHE: dict[int, tuple[ModelLayout, bool, dict]] = {}
 
 
+def known_weights(layout: ModelLayout) -> dict[tuple, tuple[int, ...]]:
+    """The weights computed so far for this layout, by parallel-layout key (a copy)."""
+    cached = _WEIGHTS_CACHE.get(id(layout))
+    return dict(cached[2]) if cached is not None and cached[0] is layout else {}
+
+
+def add_known_weights(layout: ModelLayout, entries: dict[tuple, tuple[int, ...]], preset: bool = True) -> None:
+    """Take weights another process computed for the same layout (the API's work pool hands
+    back what a preset's first plan at a new parallel layout computed, so the event loop's
+    next plan of it is a cache hit). Same bounds as request_weights."""
+    cached = _WEIGHTS_CACHE.get(id(layout))
+    if cached is None or cached[0] is not layout:
+        if len(_WEIGHTS_CACHE) >= 64:
+            _WEIGHTS_CACHE.pop(next(iter(_WEIGHTS_CACHE)))
+        cached = _WEIGHTS_CACHE[id(layout)] = (layout, preset, {})
+    for key, weights in entries.items():
+        if len(cached[2]) >= 256:
+            break
+        cached[2].setdefault(key, weights)
+
+
 def request_weights(req: PlanRequest, layout: ModelLayout, launch: Launch, stage_ranges: Sequence[StageRange]) -> tuple[int, ...]:
     """Per stage, the parameter bytes on its largest TP rank (weights.py), with the MTP
     layers when speculative decoding loads them from the target checkpoint and the draft
