@@ -77,6 +77,22 @@ def test_livez_and_readyz(client):
     assert client.get("/readyz").json() == {"status": "ready"}
 
 
+def test_head_livez_and_readyz_answer_200_without_a_body(client):
+    for path in ("/livez", "/readyz"):
+        r = client.head(path)
+        assert r.status_code == 200, (path, r.status_code)
+        assert r.content == b""
+        assert r.headers.get("content-length") in (None, "0")
+
+
+def test_head_readyz_is_503_outside_the_lifespan(app):
+    from fastapi.testclient import TestClient
+
+    c = TestClient(app)  # no lifespan: never ready
+    assert c.head("/readyz").status_code == 503 and c.head("/readyz").content == b""
+    assert c.head("/livez").status_code == 200
+
+
 def test_readyz_is_503_outside_the_lifespan(app):
     # No `with`: the lifespan has not run (or has finished).
     c = TestClient(app)
