@@ -138,11 +138,31 @@ async def _request_validation(request: Request, exc: RequestValidationError) -> 
     )
 
 
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+
+
+def _allowed_methods(request: Request) -> str | None:
+    """Every method some route answers on this path: Starlette's 405 names only the first
+    matching route's (a path with a GET and a HEAD route would read `Allow: HEAD`). Asked
+    through each route's own `matches`, per method, so included routers count too."""
+    from starlette.routing import Match
+
+    routes = getattr(request.app, "routes", ())
+    methods = [
+        m for m in _METHODS
+        if any(route.matches({**request.scope, "method": m})[0] == Match.FULL for route in routes)
+    ]
+    return ", ".join(methods) or None
+
+
 async def _http_exception(request: Request, exc: StarletteHTTPException) -> Response:
     status = exc.status_code
     if status == 404:
         detail = f"no route {request.url.path}" if exc.detail in (None, "Not Found") else str(exc.detail)
     elif status == 405:
+        allow_all = _allowed_methods(request)
+        if allow_all:
+            exc.headers = {**(exc.headers or {}), "Allow": allow_all}
         allow = (exc.headers or {}).get("Allow", "")
         detail = f"{request.method} is not allowed on {request.url.path}" + (f"; allowed: {allow}" if allow else "")
     else:
