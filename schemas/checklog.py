@@ -13,7 +13,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-MAX_LOG_CHARS = 1 << 20  # 1 MiB, as the body limit
+MAX_LOG_CHARS = 1 << 20  # 1 MiB, as the body limit (the JSON form)
+# The text/plain form: the log itself, read as a stream keeping only the start-up lines, so a
+# multi-rank log's size costs time (linear), not memory.
+MAX_LOG_BODY_BYTES = 64 << 20
 
 FigureName = Literal[
     "avail_mem_before_load_gb",

@@ -20,6 +20,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from schemas.checklog import MAX_LOG_BODY_BYTES
 from service import __version__
 from service.api import (
     checklog,
@@ -190,5 +191,6 @@ def create_app(deployments_path: str | None = None, worker: Any = None,
     for module in (plan, compare, checklog, recommend, sweep, presets, gpus, health, metrics, explorer):
         app.include_router(module.router)
     openapi.install(app)
-    app.add_middleware(ObservabilityMiddleware, metrics=app_metrics, max_body_bytes=MAX_BODY_BYTES)
+    app.add_middleware(ObservabilityMiddleware, metrics=app_metrics, max_body_bytes=MAX_BODY_BYTES,
+                       large_bodies={"/v1/check-log": MAX_LOG_BODY_BYTES})
     return app

@@ -57,7 +57,12 @@ class Problem(BaseModel):
 
 
 class BodyTooLarge(Exception):
-    """Raised by the body-limit wrapper while a streamed body is being read."""
+    """Raised by the body-limit wrapper while a streamed body is being read; `limit` is the
+    limit that applied (a route may have its own: check-log's text/plain body)."""
+
+    def __init__(self, limit: int = MAX_BODY_BYTES) -> None:
+        super().__init__(limit)
+        self.limit = limit
 
 
 def problem_bytes(
@@ -108,10 +113,10 @@ def input_problem(exc: PlanInputError, instance: str | None = None) -> Response:
     )
 
 
-def too_large_bytes(instance: str | None = None) -> bytes:
+def too_large_bytes(instance: str | None = None, limit: int = MAX_BODY_BYTES) -> bytes:
     return problem_bytes(
         413,
-        f"request bodies are limited to {MAX_BODY_BYTES} bytes (1 MiB)",
+        f"request bodies are limited to {limit} bytes ({limit >> 20} MiB) here",
         type_=BODY_TOO_LARGE,
         instance=instance,
     )
@@ -174,7 +179,7 @@ async def _http_exception(request: Request, exc: StarletteHTTPException) -> Resp
 
 
 async def _body_too_large(request: Request, exc: BodyTooLarge) -> Response:
-    return Response(too_large_bytes(request.url.path), status_code=413, media_type=PROBLEM_JSON, headers={"Connection": "close"})
+    return Response(too_large_bytes(request.url.path, exc.limit), status_code=413, media_type=PROBLEM_JSON, headers={"Connection": "close"})
 
 
 async def _internal(request: Request, exc: Exception) -> Response:

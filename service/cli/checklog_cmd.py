@@ -98,7 +98,7 @@ def read_log(source: str) -> Any:
     from service.bootlog import BootLogReader
 
     reader = BootLogReader()
-    fh = sys.stdin.buffer if source == "-" else open(source, "rb")  # noqa: SIM115 - closed below
+    fh = sys.stdin.buffer if source == "-" else open(source, "rb")
     try:
         while chunk := fh.read(READ_CHUNK):
             reader.feed(chunk)
