@@ -58,9 +58,9 @@ def render(doc: dict) -> bytes:
         '<link rel="stylesheet" href="/static/docs.css"></head><body><main>',
         f"<h1>{escape(title)}: API reference</h1>",
         f"<p>{escape(str(info.get('description', '')))}</p>",
-        '<p>The whole contract, schemas included: <a href="/openapi.json">/openapi.json</a> (load it in any OpenAPI '
-        'viewer or client). Every call with real output: docs/api-examples.md in the repository. '
-        'The capacity explorer: <a href="/">/</a>.</p>',
+        ('<p>The whole contract, schemas included: <a href="/openapi.json">/openapi.json</a> (load it in any OpenAPI '
+         'viewer or client). Every call with real output: docs/api-examples.md in the repository. '
+         'The capacity explorer: <a href="/">/</a>.</p>'),
         "<nav><ul>",
     ]
     ops = [(path, method, op) for path, item in (doc.get("paths") or {}).items() for method in METHODS if (op := item.get(method))]
