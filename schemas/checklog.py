@@ -40,7 +40,7 @@ class CheckLogRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    log: str = Field(max_length=MAX_LOG_CHARS, description="The SGLang start-up log, as printed.")
+    log: str = Field(min_length=1, max_length=MAX_LOG_CHARS, description="The SGLang start-up log, as printed (empty is refused).")
     hf_config: dict[str, Any] | None = Field(
         None, description="The model's config.json, when the log's model_path matches no shipped preset."
     )

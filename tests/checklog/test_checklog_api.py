@@ -158,4 +158,10 @@ def test_the_openapi_states_the_text_body_limits():
     body = doc["paths"]["/v1/check-log"]["post"]["requestBody"]["content"]
     text = body["text/plain"]["schema"]
     assert text["minLength"] == 1 and text["maxLength"] == 64 << 20 and "64 MiB" in text["description"]
-    assert body["application/json"]["schema"]["properties"]["log"]["maxLength"] == 1 << 20
+    log = body["application/json"]["schema"]["properties"]["log"]
+    assert log["maxLength"] == 1 << 20 and log["minLength"] == 1
+
+
+def test_an_empty_json_log_is_a_422_naming_log(client):
+    body = _problem(client.post("/v1/check-log", json={"log": ""}), 422, "log")
+    assert "at least 1 character" in body["detail"]
