@@ -13,7 +13,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-MAX_LOG_CHARS = 1 << 20  # 1 MiB, as the body limit
+MAX_LOG_CHARS = 1 << 20  # 1 MiB, as the body limit (the JSON form)
+# The text/plain form: the log itself, read as a stream keeping only the start-up lines, so a
+# multi-rank log's size costs time (linear), not memory.
+MAX_LOG_BODY_BYTES = 64 << 20
 
 FigureName = Literal[
     "avail_mem_before_load_gb",
@@ -37,7 +40,7 @@ class CheckLogRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    log: str = Field(max_length=MAX_LOG_CHARS, description="The SGLang start-up log, as printed.")
+    log: str = Field(min_length=1, max_length=MAX_LOG_CHARS, description="The SGLang start-up log, as printed (empty is refused).")
     hf_config: dict[str, Any] | None = Field(
         None, description="The model's config.json, when the log's model_path matches no shipped preset."
     )

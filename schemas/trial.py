@@ -15,7 +15,7 @@ from: `predicted` is computed, `measured` is observed on `device`.
 
 `POST /v1/plan` answers a trial it did not run (trials disabled on the server, the
 client's trial credential missing or wrong, a failure on the server's side) with a
-TrialRefusal: `{"status": "rejected", "detail": ...}`; the plan beside it is unaffected.
+TrialRefusal: `{"status": "rejected", "reason": ...}`; the plan beside it is unaffected.
 """
 
 from __future__ import annotations
@@ -176,12 +176,12 @@ class TrialRefusal(_Strict):
             "examples": [
                 {
                     "status": "rejected",
-                    "detail": "trials are disabled on this server; the plan above is unaffected "
+                    "reason": "trials are disabled on this server; the plan above is unaffected "
                     "(an operator enables them with --enable-trials or MAMBASIZER_TRIALS_ENABLED=true)",
                 },
                 {
                     "status": "rejected",
-                    "detail": "this server requires a trial credential: send Authorization: Bearer <trial token>; "
+                    "reason": "this server requires a trial credential: send Authorization: Bearer <trial token>; "
                     "the plan above is unaffected",
                 },
             ]
@@ -192,7 +192,8 @@ class TrialRefusal(_Strict):
         description="`rejected`: this server refused the trial (trials disabled, credential missing or wrong); "
         "`unavailable`: it could not complete one (a failure on its side, or the client went away)."
     )
-    detail: str | None = Field(None, description="Why, in the client's terms.")
+    # `reason`, as in TrialResult: every answer under `trial` says why in the same field.
+    reason: str | None = Field(None, description="Why, in the client's terms (the same field as TrialResult.reason).")
 
 
 class TrialResult(_Strict):

@@ -6,7 +6,10 @@ when they drift):
     python scripts/readme_outputs.py --check    # exit 1 if README.md differs
 
 Covered: every `$ mambasizer plan examples/F` block (the CLI's stdout, as many lines as the
-README shows) and the `POST /v1/sweep` JSON example (its jq projection, computed here).
+README shows), every `$ mambasizer check-log ...` block (its stdout; a `...` line in the README
+stands for output lines left out, and each run of lines between them must be the real output's,
+in order), the `POST /v1/check-log` curl example (its jq projection) and the `POST /v1/sweep`
+JSON example (its jq projection, computed here).
 """
 
 from __future__ import annotations
@@ -16,12 +19,19 @@ import contextlib
 import io
 import json
 import re
+import shlex
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 PLAN_BLOCK = re.compile(r"\$ mambasizer plan examples/(\S+)\n```\n\n```text\n(.*?)```", re.S)
+CHECKLOG_BLOCK = re.compile(r"\$ mambasizer check-log (.*?)\n```\n\n```text\n(.*?)```", re.S)
+CHECKLOG_CURL = re.compile(
+    r"\$ curl -s localhost:8000/v1/check-log --data-binary @(\S+) -H 'content-type: text/plain' \\\n"
+    r"    \| jq -c '\.ranks\[0\]\.figures\.(\w+)'\n(.*?)\n"
+)
+ELIDED = "..."
 SWEEP_BLOCK = re.compile(
     r"\$ curl -s localhost:8000/v1/sweep -d '(\{.*?\})' \\\n    \| jq -c '\.rows\[\] \| \{([a-z_, ]+)\}'\n(.*?)\n(?=\$ |```)", re.S
 )
@@ -44,6 +54,79 @@ def plan_output(example: str) -> list[str]:
     with contextlib.redirect_stdout(out):
         main(["plan", str(ROOT / "examples" / example)])
     return [line.rstrip() for line in out.getvalue().rstrip("\n").split("\n")]
+
+
+def checklog_blocks(text: str) -> list[tuple[list[str], list[str]]]:
+    """(argv after `mambasizer`, the lines shown) per check-log block."""
+    return [
+        (["check-log", *shlex.split(m.group(1).replace("\\\n", " "))], m.group(2).rstrip("\n").split("\n"))
+        for m in CHECKLOG_BLOCK.finditer(text)
+    ]
+
+
+def cli_output(argv: list[str]) -> list[str]:
+    """The stdout of `mambasizer ARGV`, run from the repository root (the paths are relative)."""
+    _path()
+    import os
+
+    from service.cli import main
+
+    out = io.StringIO()
+    here = os.getcwd()
+    os.chdir(ROOT)
+    try:
+        with contextlib.redirect_stdout(out):
+            main(argv)
+    finally:
+        os.chdir(here)
+    return [line.rstrip() for line in out.getvalue().rstrip("\n").split("\n")]
+
+
+def _key(line: str) -> list[str] | str:
+    """What finds a shown line again in a new output: a table row by its rank and figure."""
+    words = line.split()
+    return words[:2] if len(words) >= 2 else line
+
+
+def refresh_elided(shown: list[str], real: list[str]) -> list[str]:
+    """`shown` with each run of lines between `...` lines replaced by the real output's lines
+    from where the run's first line is found (after the previous run); a run that cannot be
+    found is kept, so the check reports it."""
+    out: list[str] = []
+    runs: list[list[str]] = [[]]
+    for line in shown:
+        if line == ELIDED:
+            runs.append([])
+        else:
+            runs[-1].append(line)
+    at = 0
+    for n, run in enumerate(runs):
+        if n:
+            out.append(ELIDED)
+        if not run:
+            continue
+        start = next((i for i in range(at, len(real)) if real[i] == run[0]), None)
+        if start is None:
+            start = next((i for i in range(at, len(real)) if _key(real[i]) == _key(run[0])), None)
+        if start is None:
+            out.extend(run)
+            continue
+        out.extend(real[start : start + len(run)])
+        at = start + len(run)
+    return out
+
+
+def checklog_curl(text: str) -> tuple[str, str, str] | None:
+    m = CHECKLOG_CURL.search(text)
+    return None if m is None else (m.group(1), m.group(2), m.group(3))
+
+
+def checklog_curl_output(log_path: str, figure: str) -> str:
+    _path()
+    from service.checklog import check_log
+
+    data = check_log((ROOT / log_path).read_bytes()).data
+    return json.dumps(data["ranks"][0]["figures"][figure], separators=(",", ":"))
 
 
 def sweep_block(text: str) -> tuple[dict, list[str]]:
@@ -70,6 +153,16 @@ def render(text: str) -> str:
         return m.group(0).replace(m.group(2), "\n".join(new) + "\n")
 
     text = PLAN_BLOCK.sub(plan, text)
+
+    def checklog(m: re.Match) -> str:
+        argv = ["check-log", *shlex.split(m.group(1).replace("\\\n", " "))]
+        new = refresh_elided(m.group(2).rstrip("\n").split("\n"), cli_output(argv))
+        return m.group(0).replace(m.group(2), "\n".join(new) + "\n")
+
+    text = CHECKLOG_BLOCK.sub(checklog, text)
+    curl = CHECKLOG_CURL.search(text)
+    if curl is not None:
+        text = text[: curl.start(3)] + checklog_curl_output(curl.group(1), curl.group(2)) + text[curl.end(3):]
     m = SWEEP_BLOCK.search(text)
     if m is not None:
         body, _ = sweep_block(text)

@@ -25,7 +25,13 @@ Each line may carry SGLang's rank prefix (`[TP0]`, `[2026-02-27 17:10:27 TP1 PP1
 Every figure is searched for by its own key, so a line quoting a few of them
 (`max_total_num_tokens=...`, `available_gpu_mem=...`) is read too. Unknown lines are
 ignored. Matching uses `str.find` and anchored number patterns only: linear in the input
-(no backtracking), and the input is bounded (MAX_LOG_BYTES).
+(no backtracking).
+
+The log is read as a stream (`BootLogReader.feed`, chunk by chunk): each record is read as
+soon as the next one starts and then dropped, so memory is bounded by one record
+(MAX_RECORD_CHARS; the rest of a longer one is not read) and the figures kept (at most
+MAX_RANKS ranks), whatever the log's size: a 50 MB multi-rank log costs what its longest
+record does. Callers bound the size they accept (the API's body limits).
 """
 
 from __future__ import annotations
@@ -36,7 +42,8 @@ from typing import Any, get_args
 
 from schemas.checklog import FigureName
 
-MAX_LOG_BYTES = 1 << 20  # 1 MiB
+MAX_RECORD_CHARS = 1 << 20  # one record (a line and its continuation lines); SGLang's longest, server_args, is ~10 KB
+MAX_RANKS = 4096  # distinct rank labels kept (a real world is at most a few hundred ranks)
 
 # Figures compared against the plan, in report order: the wire's FigureName, defined once there.
 FIGURES: tuple[str, ...] = get_args(FigureName)
@@ -99,20 +106,10 @@ def _rank_prefix(line: str) -> tuple[str | None, str]:
     return (" ".join(ranks) or None), line[close_at + 1 :]
 
 
-def _records(text: str) -> list[tuple[str | None, str]]:
-    """Log records: a line, plus the indented lines that continue it (logs re-wrapped
-    by hand). Each record is (rank label or None, text)."""
-    out: list[tuple[str | None, list[str]]] = []
-    for raw in text.splitlines():
-        stripped = raw.strip()
-        if not stripped:
-            continue
-        if out and raw[:1] in (" ", "\t") and not stripped.startswith(("-", "*", "|", "[")):
-            out[-1][1].append(stripped)  # joined once below: no quadratic re-copying
-            continue
-        rank, body = _rank_prefix(raw)
-        out.append((rank, [body]))
-    return [(rank, " ".join(parts)) for rank, parts in out]
+def _continues(raw: str, stripped: str) -> bool:
+    """An indented line continues the record before it (logs re-wrapped by hand), unless it
+    opens a list item, a table row or a rank prefix."""
+    return raw[:1] in (" ", "\t") and not stripped.startswith(("-", "*", "|", "["))
 
 
 # --------------------------------------------------------------------------- values
@@ -416,22 +413,82 @@ def parse_server_args(body: str) -> dict[str, Any] | None:
 # --------------------------------------------------------------------------- entry point
 
 
-def parse_boot_log(text: str | bytes) -> BootLog:
-    """Read `text` (at most MAX_LOG_BYTES). BootLogError when it is too large, not text,
-    or holds none of the start-up lines."""
-    if isinstance(text, (bytes, bytearray)):
-        if len(text) > MAX_LOG_BYTES:
-            raise BootLogError(f"the log is {len(text)} bytes; at most {MAX_LOG_BYTES} (1 MiB) are read")
+class BootLogReader:
+    """A start-up log read as a stream: `feed(chunk)` as many times as needed (bytes or
+    str), then `finish()` for the BootLog. Records (a line plus the indented lines that
+    continue it) are read one at a time; nothing else of the log is kept."""
+
+    def __init__(self) -> None:
+        self.log = BootLog()
+        self.bytes_read = 0
+        self._partial = b""  # the bytes of a line not yet ended
+        self._partial_dropped = False  # that line passed MAX_RECORD_CHARS: the rest is skipped
+        self._record: tuple[str | None, list[str], int] | None = None  # rank, parts, chars
+        self._seen_text = False
+        self._server_args_unread = False  # a `server_args=` record that could not be read
+
+    # ---- input
+
+    def feed(self, chunk: bytes | str) -> None:
+        if isinstance(chunk, str):
+            chunk = chunk.encode("utf-8")
+        start = 0
+        while True:
+            nl = chunk.find(b"\n", start)
+            if nl < 0:
+                self._hold(chunk[start:])
+                break
+            self._hold(chunk[start:nl])
+            self._end_line()
+            start = nl + 1
+
+    def _hold(self, piece: bytes) -> None:
+        if self._partial_dropped or not piece:
+            return
+        room = 4 * MAX_RECORD_CHARS - len(self._partial)  # UTF-8: at most 4 bytes a character
+        if len(piece) > room:
+            piece, self._partial_dropped = piece[: max(room, 0)], True
+        self._partial += piece
+
+    def _end_line(self) -> None:
+        raw_bytes, truncated = self._partial, self._partial_dropped
+        self._partial, self._partial_dropped = b"", False
+        offset = self.bytes_read
+        self.bytes_read += len(raw_bytes) + 1
         try:
-            text = bytes(text).decode("utf-8")
+            text = raw_bytes.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise BootLogError(f"the log is not UTF-8 text (byte {exc.start})") from None
-    elif len(text) > MAX_LOG_BYTES:
-        raise BootLogError(f"the log is {len(text)} characters; at most {MAX_LOG_BYTES} (1 MiB) are read")
-    if not text.strip():
-        raise BootLogError("the log is empty")
-    log = BootLog()
-    for rank, body in _records(text):
+            if not (truncated and exc.start >= len(raw_bytes) - 3):  # a character cut at the bound
+                raise BootLogError(f"the log is not UTF-8 text (byte {offset + exc.start})") from None
+            text = raw_bytes[: exc.start].decode("utf-8")
+        for raw in text.splitlines() or [""]:  # str's line breaks (\r, \x0b, ...) as before
+            self._line(raw)
+
+    def _line(self, raw: str) -> None:
+        stripped = raw.strip()
+        if not stripped:
+            return
+        self._seen_text = True
+        if self._record is not None and _continues(raw, stripped):
+            rank, parts, chars = self._record
+            if chars + len(stripped) <= MAX_RECORD_CHARS:
+                parts.append(stripped)
+                self._record = (rank, parts, chars + len(stripped) + 1)
+            return
+        self._flush()
+        rank, body = _rank_prefix(raw)
+        self._record = (rank, [body[:MAX_RECORD_CHARS]], min(len(body), MAX_RECORD_CHARS))
+
+    def _flush(self) -> None:
+        if self._record is not None:
+            rank, parts, _ = self._record
+            self._record = None
+            self._read_record(rank, " ".join(parts))
+
+    # ---- one record
+
+    def _read_record(self, rank: str | None, body: str) -> None:
+        log = self.log
         if log.sglang_version is None:
             log.sglang_version = _version(body)
         if log.gpu is None:
@@ -442,10 +499,14 @@ def parse_boot_log(text: str | bytes) -> BootLog:
                 if record:
                     log.server_args = record
                     log.lines_read += 1
-            continue  # the record's own `max_running_requests=` etc. are flags, not figures
+                else:
+                    self._server_args_unread = True
+            return  # the record's own `max_running_requests=` etc. are flags, not figures
         label = rank or _DEFAULT_RANK
         figures: dict[str, Any] = {}
         if _read_figures(body, figures):
+            if label not in log.ranks and len(log.ranks) >= MAX_RANKS:
+                return
             log.lines_read += 1
             target = log.rank(label)
             for name, value in figures.items():
@@ -454,9 +515,34 @@ def parse_boot_log(text: str | bytes) -> BootLog:
                     # target): SGLang sizes the pools after both (SIZING_SPEC §1.1, F_post).
                     target["avail_mem_after_last_load_gb"] = value
                 target.setdefault(name, value)
-    if not log.lines_read:
-        raise BootLogError(
-            "no SGLang start-up line found (looked for 'Load weight end', 'Mamba Cache is allocated', "
-            "'KV Cache is allocated', 'max_total_num_tokens=', 'server_args=')"
-        )
-    return log
+
+    # ---- the end
+
+    def finish(self) -> BootLog:
+        """The BootLog. BootLogError when the log is empty or holds none of the start-up
+        lines (a `server_args` record that cannot be read is said so)."""
+        if self._partial or self._partial_dropped:
+            self._end_line()
+        self._flush()
+        if not self._seen_text:
+            raise BootLogError("the log is empty")
+        if not self.log.lines_read and self._server_args_unread:
+            raise BootLogError(
+                "its server_args record cannot be read (cut short or not SGLang's format) and it holds none of "
+                "the start-up figure lines ('Load weight end', 'Mamba Cache is allocated', 'KV Cache is allocated', "
+                "'max_total_num_tokens=')"
+            )
+        if not self.log.lines_read:
+            raise BootLogError(
+                "no SGLang start-up line found (looked for 'Load weight end', 'Mamba Cache is allocated', "
+                "'KV Cache is allocated', 'max_total_num_tokens=', 'server_args=')"
+            )
+        return self.log
+
+
+def parse_boot_log(text: str | bytes) -> BootLog:
+    """Read `text` whole (BootLogReader reads a stream). BootLogError when it is not
+    text, or holds none of the start-up lines."""
+    reader = BootLogReader()
+    reader.feed(text)
+    return reader.finish()

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from schemas.request import PlanRequest
-from service.bootlog import FIGURES, BootLog, parse_boot_log
+from service.bootlog import FIGURES, BootLog, BootLogError, parse_boot_log
 from service.presets import PRESETS
 from service.sglang_args import IGNORED, MODELLED, SPECIAL, _flags
 
@@ -360,14 +360,20 @@ def difference(name: str, logged: Any, predicted: Any) -> Any:
 # --------------------------------------------------------------------------- entry point
 
 
-def check_log(text: str | bytes, hf_config: dict | None = None, sglang_args: list[str] | None = None, gpu: str | None = None) -> CheckResult:
+def check_log(text: str | bytes | BootLog, hf_config: dict | None = None, sglang_args: list[str] | None = None, gpu: str | None = None) -> CheckResult:
     """Compare the log with the plan. BootLogError (a ValueError) when the log is unreadable;
     PlanInputError when the given config.json, launch arguments or GPU name cannot be used."""
     from service import checklog_estimate
 
     if gpu is not None:
         checklog_estimate.gpu_named(gpu)  # an unknown name is the caller's error, before any work
-    log = parse_boot_log(text)
+    log = text if isinstance(text, BootLog) else parse_boot_log(text)
+    if not log.ranks:
+        # A server_args record alone (or with the launch command) leaves nothing to compare.
+        raise BootLogError(
+            "the log holds a server_args record but none of the start-up figure lines to compare "
+            "('Load weight end', 'Mamba Cache is allocated', 'KV Cache is allocated', 'max_total_num_tokens=')"
+        )
     ctx = _Context(version_cause=_version_cause(log.sglang_version), platform_cause=_platform_cause(log.gpu))
     ctx.request = rebuild_request(log, hf_config, ctx, sglang_args)
     if ctx.request is not None:

@@ -21,10 +21,12 @@ from typing import Any
 
 from fastapi import FastAPI
 
+from schemas.checklog import MAX_LOG_BODY_BYTES
 from service import __version__
 from service.api import (
     checklog,
     compare,
+    docs_page,
     explorer,
     gpus,
     health,
@@ -166,7 +168,7 @@ def create_app(deployments_path: str | None = None, worker: Any = None,
         version=__version__,
         description=DESCRIPTION,
         lifespan=lifespan,
-        docs_url="/docs",
+        docs_url=None,  # FastAPI's loads Swagger UI from a CDN; docs_page serves a local page
         redoc_url=None,
         openapi_tags=[
             {"name": "plan", "description": "Sizing questions."},
@@ -185,8 +187,9 @@ def create_app(deployments_path: str | None = None, worker: Any = None,
     _log_trial_settings(trials)
 
     problems.install(app)
-    for module in (plan, compare, checklog, recommend, sweep, presets, gpus, health, metrics, explorer):
+    for module in (plan, compare, checklog, recommend, sweep, presets, gpus, health, metrics, explorer, docs_page):
         app.include_router(module.router)
     openapi.install(app)
-    app.add_middleware(ObservabilityMiddleware, metrics=app_metrics, max_body_bytes=MAX_BODY_BYTES)
+    app.add_middleware(ObservabilityMiddleware, metrics=app_metrics, max_body_bytes=MAX_BODY_BYTES,
+                       large_bodies={"/v1/check-log": MAX_LOG_BODY_BYTES})
     return app

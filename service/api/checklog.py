@@ -3,10 +3,14 @@
 The body is the log itself (`text/plain`, or any non-JSON type: `curl --data-binary @server.log`)
 or JSON `{"log": "...", "hf_config": {...}, "sglang_args": [...], "gpu": "h200"}` (all optional but
 `log`: the model's config.json, the launch command for a log cut without its server_args record,
-the catalog GPU for the memory estimates). Bodies over 1 MiB are refused with 413 while
-they stream in (the observability middleware's limit). The answer is what
-`mambasizer check-log --json` prints; an unreadable log is a 422 problem+json naming `log`.
-Parsing and planning run in the thread pool: a 1 MiB log takes longer than a plan.
+the catalog GPU for the memory estimates). The log itself may be up to 64 MiB
+(MAX_LOG_BODY_BYTES: a multi-rank log is mostly per-request lines): it is read as a stream,
+chunk by chunk, keeping only the start-up records (service.bootlog.BootLogReader), so its
+size costs time, not memory. The JSON form is bounded as every JSON body (1 MiB). A body over
+its limit is refused with 413 while it streams in (the observability middleware's limit). The
+answer is what `mambasizer check-log --json` prints; an unreadable log (empty, no start-up
+line, nothing to compare) is a 422 problem+json naming `log`. Reading and planning run in
+the thread pool.
 """
 
 from __future__ import annotations
@@ -18,12 +22,12 @@ from fastapi.responses import Response
 from pydantic import TypeAdapter, ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from schemas.checklog import MAX_LOG_CHARS, CheckLogRequest, CheckLogResponse
+from schemas.checklog import MAX_LOG_BODY_BYTES, CheckLogRequest, CheckLogResponse
 from schemas.json_schema import standard_bounds
 from service.api import wire
 from service.api.plan import read_body
 from service.api.problems import TYPE_PREFIX, problem_doc, problem_response
-from service.bootlog import BootLogError
+from service.bootlog import BootLogError, BootLogReader
 from service.checklog import check_log
 
 router = APIRouter(tags=["plan"])
@@ -49,7 +53,7 @@ _REQUEST_SCHEMA["x-semantic-fields"] = ["log", "hf_config", "sglang_args", "gpu"
 
 _RESPONSES: dict[Any, Any] = {
     200: {"model": CheckLogResponse, "description": "Every figure the log prints, per rank: logged, predicted, and the cause of each difference."},
-    413: problem_doc("The body is larger than 1 MiB."),
+    413: problem_doc("The body is larger than its limit: 64 MiB for the text/plain log, 1 MiB for the JSON form."),
     422: problem_doc("The log cannot be read (`field`: `log`), or the JSON form, the config.json or the launch arguments are invalid (`field` names which)."),
 }
 
@@ -57,7 +61,12 @@ _BODY = {
     "required": True,
     "content": {
         "text/plain": {
-            "schema": {"type": "string", "maxLength": MAX_LOG_CHARS},
+            # minLength: an empty body is refused (422, `log`). maxLength bounds characters;
+            # the limit is MAX_LOG_BODY_BYTES bytes (64 MiB), read as a stream.
+            "schema": {
+                "type": "string", "minLength": 1, "maxLength": MAX_LOG_BODY_BYTES,
+                "description": "The SGLang start-up log as printed (UTF-8), at most 64 MiB: read as a stream, keeping only the start-up lines.",
+            },
             "examples": {"sglang_0_5_23": {"summary": "An SGLang 0.5.23 start-up log", "value": EXAMPLE_LOG}},
         },
         "application/json": {
@@ -77,12 +86,22 @@ def _unreadable(request: Request, detail: str) -> Response:
     return problem_response(422, detail, type_=UNREADABLE_LOG, title="The log cannot be read", instance=request.url.path, field="log")
 
 
+async def _read_log_stream(request: Request) -> Any:
+    """The text/plain log read chunk by chunk into a BootLogReader (each chunk parsed in the
+    thread pool): the body is never held whole. A BootLog; BootLogError when unreadable."""
+    reader = BootLogReader()
+    async for chunk in request.stream():
+        if chunk:
+            await run_in_threadpool(reader.feed, chunk)
+    return await run_in_threadpool(reader.finish)
+
+
 async def post_check_log(request: Request) -> Response:
-    body = await read_body(request)
     hf_config = None
     sglang_args = None
     gpu = None
     if _is_json(request):
+        body = await read_body(request)
         try:
             parsed = CheckLogRequest.model_validate(wire.decode_json(body))
         except ValidationError as exc:
@@ -94,7 +113,10 @@ async def post_check_log(request: Request) -> Response:
         sglang_args = parsed.sglang_args
         gpu = parsed.gpu
     else:
-        text = body
+        try:
+            text = await _read_log_stream(request)
+        except BootLogError as exc:
+            return _unreadable(request, str(exc))
     try:
         result = await run_in_threadpool(check_log, text, hf_config, sglang_args, gpu)
     except BootLogError as exc:

@@ -81,7 +81,7 @@ class TrialState:
     model_name: str
     status: str
     pools: tuple[PoolFigure, ...] = ()
-    detail: str | None = None
+    reason: str | None = None
     finished_at: float | None = None
 
 
@@ -171,12 +171,12 @@ class DeploymentTrials:
         for d in wanted:
             model_name = d.model_name or ""
             if d.plan is None or d.request is None:
-                states[d.name] = TrialState(d.name, model_name, "skipped", detail="the entry cannot be sized")
+                states[d.name] = TrialState(d.name, model_name, "skipped", reason="the entry cannot be sized")
             elif not d.plan.feasible:
-                states[d.name] = TrialState(d.name, model_name, "skipped", detail="SGLang 0.5.23 would not start this plan")
+                states[d.name] = TrialState(d.name, model_name, "skipped", reason="SGLang 0.5.23 would not start this plan")
             elif where is None:
                 states[d.name] = TrialState(d.name, model_name, "disabled",
-                                            detail="no trial worker is configured and trials are disabled")
+                                            reason="no trial worker is configured and trials are disabled")
             else:
                 states[d.name] = TrialState(d.name, model_name, "pending")
                 runnable.append(d)
@@ -240,7 +240,7 @@ class DeploymentTrials:
             except Exception as exc:  # a trial never takes the API down
                 log.error("deployment trial failed", exc_info=exc,
                           extra={"fields": {"event": "deployment_trial_failed", "deployment": d.name}})
-                state = TrialState(d.name, model_name, "failed", detail=type(exc).__name__, finished_at=time.time())
+                state = TrialState(d.name, model_name, "failed", reason=type(exc).__name__, finished_at=time.time())
                 self._set(generation, state)
                 return state
         if not isinstance(out, dict):
@@ -251,13 +251,13 @@ class DeploymentTrials:
             pools = pool_figures(out)
         except (KeyError, TypeError, ValueError):
             status, pools = "failed", ()
-        detail = out.get("reason") or out.get("detail")
-        detail = None if detail is None else str(detail)
-        state = TrialState(d.name, model_name, status, pools, detail, time.time())
+        reason = out.get("reason")
+        reason = None if reason is None else str(reason)
+        state = TrialState(d.name, model_name, status, pools, reason, time.time())
         self._set(generation, state)
         fields = {"event": "deployment_trial_done", "deployment": d.name, "status": status, "where": where,
                   "elapsed_s": round(time.monotonic() - started, 3)}
-        if detail:
-            fields["detail"] = detail[:500]
+        if reason:
+            fields["reason"] = reason[:500]
         (log.info if status == "ok" else log.warning)("deployment trial done", extra={"fields": fields})
         return state

@@ -20,7 +20,8 @@ CSP = (
     "connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 )
 MEDIA_TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
-STATIC_FILES = ("index.html", "explorer.js", "explorer.css")
+PAGE_FILES = ("index.html", "explorer.js", "explorer.css")  # the explorer page
+STATIC_FILES = (*PAGE_FILES, "docs.css")  # docs.css: the /docs page's (service/api/docs_page.py)
 
 
 def _load() -> dict[str, tuple[bytes, str, str]]:
@@ -34,7 +35,7 @@ def _load() -> dict[str, tuple[bytes, str, str]]:
 
 
 FILES = _load()
-PAGE_BYTES = sum(len(data) for data, _, _ in FILES.values())
+PAGE_BYTES = sum(len(FILES[name][0]) for name in PAGE_FILES)
 
 router = APIRouter(include_in_schema=False)
 

@@ -4,6 +4,8 @@
 * `/readyz`: 200 once start-up finished and, with a `--deployments` file, once it loaded;
   503 problem+json otherwise, and while shutting down. The body summarises the
   deployments (count, the ones that cannot be sized, the ones SGLang would refuse).
+
+Both answer `HEAD` too (the same status, no body), for probes and load balancers that use it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,21 @@ _LIVE = b'{"status":"ok"}'
 @router.get("/livez", operation_id="livez", summary="Liveness", responses={200: {"description": '`{"status": "ok"}`'}})
 async def livez() -> Response:
     return Response(_LIVE, media_type="application/json")
+
+
+@router.head("/livez", operation_id="livez_head", summary="Liveness, no body", responses={200: {"description": "Alive (no body)."}})
+async def livez_head() -> Response:
+    return Response(status_code=200, media_type="application/json")
+
+
+@router.head(
+    "/readyz",
+    operation_id="readyz_head",
+    summary="Readiness, no body",
+    responses={200: {"description": "Ready (no body)."}, 503: {"description": "Not ready (no body)."}},
+)
+async def readyz_head(request: Request) -> Response:
+    return Response(status_code=200 if request.app.state.ready else 503, media_type="application/json")
 
 
 @router.get(

@@ -3,6 +3,8 @@
 * Body limit: a declared Content-Length over the limit is refused (413) before any of
   the body is read; a streamed (chunked) body is counted as it is read and refused the
   moment it passes the limit (BodyTooLarge, answered 413 by service.api.problems).
+  `large_bodies` gives a path its own limit for a body that is not JSON (check-log's
+  text/plain log, which its route reads as a stream, keeping only the start-up lines).
 * Metrics: `mambasizer_http_requests_total` / `_duration_seconds` by route template.
 * Access log: one JSON line per request on `mambasizer.access` (method, route, path,
   status, duration_ms).
@@ -27,10 +29,11 @@ def _route_of(scope: Scope) -> str:
 
 
 class ObservabilityMiddleware:
-    def __init__(self, app: ASGIApp, metrics: Metrics, max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, metrics: Metrics, max_body_bytes: int, large_bodies: dict[str, int] | None = None) -> None:
         self.app = app
         self.metrics = metrics
         self.max_body = max_body_bytes
+        self.large_bodies = large_bodies or {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -41,13 +44,17 @@ class ObservabilityMiddleware:
         limit = self.max_body
 
         declared = None
+        media = b""
         for key, value in scope["headers"]:
-            if key == b"content-length":
+            if key == b"content-length" and declared is None:
                 try:
                     declared = int(value)
                 except ValueError:
                     declared = None
-                break
+            elif key == b"content-type" and not media:
+                media = value.split(b";")[0].strip().lower()
+        if scope.get("path") in self.large_bodies and not (media == b"application/json" or media.endswith(b"+json")):
+            limit = self.large_bodies[scope["path"]]
 
         async def send_wrapper(message: Message) -> None:
             nonlocal status
@@ -62,12 +69,12 @@ class ObservabilityMiddleware:
             # one as soon as it passes the limit; routes that read no body never trip it.
             nonlocal received
             if declared is not None and declared > limit:
-                raise BodyTooLarge()
+                raise BodyTooLarge(limit)
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > limit:
-                    raise BodyTooLarge()
+                    raise BodyTooLarge(limit)
             return message
 
         try:

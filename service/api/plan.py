@@ -81,9 +81,9 @@ async def _trial(request: Request, result, prepared: wire.Prepared) -> dict:
         gone, out = await run_watched(request, call)
     except Exception as exc:  # a trial never fails the plan
         log.error("trial failed", exc_info=exc, extra={"fields": {"event": "trial_failed", "exc_type": type(exc).__name__}})
-        return {"status": "unavailable", "detail": trials.FAILED_DETAIL}
+        return {"status": "unavailable", "reason": trials.FAILED_DETAIL}
     if gone:  # nobody reads this answer; the trial has been cancelled
-        return {"status": "unavailable", "detail": "the client went away; the trial was cancelled"}
+        return {"status": "unavailable", "reason": "the client went away; the trial was cancelled"}
     if out is None:
         return {"status": "unavailable"}
     return out
@@ -157,7 +157,7 @@ async def _respond(request: Request, result, prepared: wire.Prepared, body: byte
             body = wire.with_fields(body, extra)
         except (TypeError, ValueError):
             log.error("trial result is not JSON-serialisable", extra={"fields": {"event": "trial_bad_result"}})
-            extra["trial"] = {"status": "unavailable", "detail": trials.FAILED_DETAIL}
+            extra["trial"] = {"status": "unavailable", "reason": trials.FAILED_DETAIL}
             body = wire.with_fields(wire.plan_json(result), extra)
     return Response(body, media_type="application/json")
 

@@ -57,7 +57,12 @@ class Problem(BaseModel):
 
 
 class BodyTooLarge(Exception):
-    """Raised by the body-limit wrapper while a streamed body is being read."""
+    """Raised by the body-limit wrapper while a streamed body is being read; `limit` is the
+    limit that applied (a route may have its own: check-log's text/plain body)."""
+
+    def __init__(self, limit: int = MAX_BODY_BYTES) -> None:
+        super().__init__(limit)
+        self.limit = limit
 
 
 def problem_bytes(
@@ -111,10 +116,10 @@ def input_problem(exc: PlanInputError, instance: str | None = None) -> Response:
     return Response(input_problem_bytes(exc, instance), status_code=422, media_type=PROBLEM_JSON)
 
 
-def too_large_bytes(instance: str | None = None) -> bytes:
+def too_large_bytes(instance: str | None = None, limit: int = MAX_BODY_BYTES) -> bytes:
     return problem_bytes(
         413,
-        f"request bodies are limited to {MAX_BODY_BYTES} bytes (1 MiB)",
+        f"request bodies are limited to {limit} bytes ({limit >> 20} MiB) here",
         type_=BODY_TOO_LARGE,
         instance=instance,
     )
@@ -141,11 +146,31 @@ async def _request_validation(request: Request, exc: RequestValidationError) -> 
     )
 
 
+_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
+
+
+def _allowed_methods(request: Request) -> str | None:
+    """Every method some route answers on this path: Starlette's 405 names only the first
+    matching route's (a path with a GET and a HEAD route would read `Allow: HEAD`). Asked
+    through each route's own `matches`, per method, so included routers count too."""
+    from starlette.routing import Match
+
+    routes = getattr(request.app, "routes", ())
+    methods = [
+        m for m in _METHODS
+        if any(route.matches({**request.scope, "method": m})[0] == Match.FULL for route in routes)
+    ]
+    return ", ".join(methods) or None
+
+
 async def _http_exception(request: Request, exc: StarletteHTTPException) -> Response:
     status = exc.status_code
     if status == 404:
         detail = f"no route {request.url.path}" if exc.detail in (None, "Not Found") else str(exc.detail)
     elif status == 405:
+        allow_all = _allowed_methods(request)
+        if allow_all:
+            exc.headers = {**(exc.headers or {}), "Allow": allow_all}
         allow = (exc.headers or {}).get("Allow", "")
         detail = f"{request.method} is not allowed on {request.url.path}" + (f"; allowed: {allow}" if allow else "")
     else:
@@ -157,7 +182,7 @@ async def _http_exception(request: Request, exc: StarletteHTTPException) -> Resp
 
 
 async def _body_too_large(request: Request, exc: BodyTooLarge) -> Response:
-    return Response(too_large_bytes(request.url.path), status_code=413, media_type=PROBLEM_JSON, headers={"Connection": "close"})
+    return Response(too_large_bytes(request.url.path, exc.limit), status_code=413, media_type=PROBLEM_JSON, headers={"Connection": "close"})
 
 
 async def _internal(request: Request, exc: Exception) -> Response:

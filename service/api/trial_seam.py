@@ -9,7 +9,7 @@ memory_budget_bytes=...)` after the plan is computed, and puts what it returns u
 * None: no trial could run; the API answers `trial: {"status": "unavailable"}`.
 
 The API never fails a plan because of a trial: an exception raised here is logged and
-answered as `{"status": "unavailable", "detail": ...}` with the plan, status 200. The
+answered as `{"status": "unavailable", "reason": ...}` with the plan, status 200. The
 call is cancelled (CancelledError) when the client disconnects.
 
 `create_app(worker=...)` takes the same hook (an async callable `(plan, request, trial_options)`,

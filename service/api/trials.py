@@ -5,7 +5,7 @@ remote worker), so the API runs none until the operator enables them, and then c
 clients for their own credential:
 
 * `--enable-trials` / `MAMBASIZER_TRIALS_ENABLED=true|1|yes`: off by default. Until then a
-  request with `trial` gets its plan and `trial: {"status": "rejected", "detail": ...}`.
+  request with `trial` gets its plan and `trial: {"status": "rejected", "reason": ...}`.
 * `MAMBASIZER_TRIAL_TOKEN`, or the file named by `--trial-token-file` /
   `MAMBASIZER_TRIAL_TOKEN_FILE`: clients must send `Authorization: Bearer <token>` (one
   header, compared in constant time). It is not the worker's token: the API presents its
@@ -113,8 +113,8 @@ def read_token_file(path: str) -> str:
     return token
 
 
-def refused(detail: str) -> dict:
-    return {"status": "rejected", "detail": detail}
+def refused(reason: str) -> dict:
+    return {"status": "rejected", "reason": reason}
 
 
 def credential_refusal(request: Request, settings: TrialSettings) -> str | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -15,6 +16,23 @@ from typing import NoReturn
 EXIT_OK = 0
 EXIT_WOULD_NOT_START = 1
 EXIT_INVALID = 2
+# A reader that closed the pipe early (`mambasizer plan ... | head`): the shell's code for
+# SIGPIPE (128 + 13), never 1, which means "SGLang would not start".
+EXIT_BROKEN_PIPE = 141
+
+DESCRIPTION = (
+    "Size SGLang 0.5.23's mamba state pool and KV cache for a hybrid LLM before it boots: "
+    "plan a deployment, check it in a pipeline, compare a real start-up log, search the "
+    "launch flags, or serve the same answers over HTTP."
+)
+EPILOG = (
+    "examples:\n"
+    "  mambasizer plan examples/qwen3-next-h200-tp4-gpu.json\n"
+    "  mambasizer check --preset qwen3-next-80b-a3b-instruct --gpu h200 -- --tp-size 4\n"
+    "  mambasizer check-log server.log\n"
+    "  mambasizer serve\n"
+    "exit codes: 0 ok, 1 SGLang would not start (or a requirement is missed, or a log differs), 2 invalid input"
+)
 
 # subcommand -> module under service.cli; imported lazily so `plan` never pays for
 # FastAPI or torch.
@@ -36,7 +54,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="mambasizer", description=__doc__.splitlines()[0])
+    parser = _Parser(prog="mambasizer", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     from service import __version__
 
     parser.add_argument("--version", action="version", version=f"mambasizer {__version__} (reference sglang==0.5.23)")
@@ -52,10 +70,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _quiet_broken_pipe() -> int:
+    """stdout's reader went away: point stdout at /dev/null so the interpreter's final
+    flush cannot raise again (Python's documented recipe), and exit without a traceback."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # stdout is not a real file (captured in tests)
+        pass
+    return EXIT_BROKEN_PIPE
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    return int(args.run(args) or 0)
+    try:
+        code = int(args.run(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows here when the output fit in the buffer
+    except BrokenPipeError:
+        return _quiet_broken_pipe()
+    return code
 
 
 if __name__ == "__main__":  # pragma: no cover

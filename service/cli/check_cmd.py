@@ -2,7 +2,7 @@
 memory, and does it meet the stated requirements?
 
 Built for pipelines and the Helm preflight hook: exit 0 when it passes (one summary line on
-stdout), 1 when SGLang would not start or a stated requirement is missed, 2 for input that
+stdout, then each of the plan's warnings on a line of its own), 1 when SGLang would not start or a stated requirement is missed, 2 for input that
 cannot be sized. Every failure is ONE readable line on stderr, also written to the
 container's termination log (`/dev/termination-log`, or `$MAMBASIZER_TERMINATION_LOG`) so
 that `kubectl describe pod` and `helm install` show it.
@@ -462,10 +462,12 @@ def verdict(plan: dict, args: argparse.Namespace) -> str:
     line = f"{PROG}: OK: {model} starts under SGLang 0.5.23 with {_summary(plan)}"
     if met:
         line += "; requirements met: " + ", ".join(met)
-    close = [w for w in plan.get("warnings") or [] if "the estimate decides feasibility" in w]
-    if close:
-        line += "; WARNING: " + close[0].removeprefix("mambasizer: ")
     return _one_line(line)
+
+
+def warning_lines(plan: dict) -> list[str]:
+    """Every warning of the plan (as `POST /v1/plan` answers it), one line each."""
+    return [_one_line(f"{PROG}: warning: {str(w).removeprefix('mambasizer: ')}") for w in plan.get("warnings") or []]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -476,6 +478,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             plan = _plan_in_process(request)
         line = verdict(plan, args)
+        warnings = warning_lines(plan)
     except CheckFailure as failure:
         print(failure.line, file=sys.stderr)
         write_termination_log(failure.line)
@@ -486,10 +489,12 @@ def run(args: argparse.Namespace) -> int:
         write_termination_log(line)
         return EXIT_INVALID
     print(line)
+    for warning in warnings:
+        print(warning)
     return EXIT_OK
 
 
-__all__ = ["CheckFailure", "add_parser", "run", "verdict", "write_termination_log"]
+__all__ = ["CheckFailure", "add_parser", "run", "verdict", "warning_lines", "write_termination_log"]
 
 
 def main(argv: list | None = None) -> int:  # pragma: no cover - convenience for `python -m`

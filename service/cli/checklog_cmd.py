@@ -25,7 +25,7 @@ import sys
 from typing import Any
 
 from service.cli import EXIT_OK, EXIT_WOULD_NOT_START
-from service.cli.common import add_command, error, read_source, source_label
+from service.cli.common import add_command, error, source_label
 
 EXIT_DIFFERS = EXIT_WOULD_NOT_START  # 1
 
@@ -40,7 +40,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument(
         "inputs", nargs="*", metavar="FILE [-- SGLANG_ARGS]",
-        help="the SGLang log (at most 1 MiB; `-` or nothing reads stdin), then, after `--`, the SGLang launch "
+        help="the SGLang log, of any size (read as a stream, keeping only the start-up lines; `-` or nothing reads stdin), then, after `--`, the SGLang launch "
         "arguments for a log cut without its server_args record (they win over the record)",
     )
     p.add_argument("--config", metavar="CONFIG_JSON", help="the model's config.json (when model_path matches no preset)")
@@ -87,25 +87,48 @@ def render_table(data: dict) -> str:
     return out
 
 
+MAX_CONFIG_BYTES = 1 << 20  # a config.json, as the API's body limit
+READ_CHUNK = 1 << 20
+
+
+def read_log(source: str) -> Any:
+    """The log of file `source` (stdin for `-`) read as a stream: only the records the parser
+    needs are kept, so a log of any size costs the memory of its longest record. A BootLog;
+    OSError when it cannot be read, BootLogError when it is not a start-up log."""
+    from service.bootlog import BootLogReader
+
+    reader = BootLogReader()
+    fh = sys.stdin.buffer if source == "-" else open(source, "rb")
+    try:
+        while chunk := fh.read(READ_CHUNK):
+            reader.feed(chunk)
+    finally:
+        if fh is not sys.stdin.buffer:
+            fh.close()
+    return reader.finish()
+
+
 def run(args: argparse.Namespace) -> int:
-    from service.bootlog import MAX_LOG_BYTES, BootLogError
+    from service.bootlog import BootLogError
     from service.checklog import check_log
     from service.solver import PlanInputError
 
     inputs = list(args.inputs)
     args.log = inputs.pop(0) if inputs else "-"
     try:
-        raw = read_source(args.log, MAX_LOG_BYTES)
+        log = read_log(args.log)
     except OSError as exc:
         return error(f"cannot read {args.log}: {exc.strerror or exc}")
+    except BootLogError as exc:
+        return error(f"{source_label(args.log)}: {exc}")
     hf_config: dict | None = None
     if args.config is not None:
         try:
             with open(args.config, "rb") as fh:
-                cfg_raw = fh.read(MAX_LOG_BYTES + 1)
+                cfg_raw = fh.read(MAX_CONFIG_BYTES + 1)
         except OSError as exc:
             return error(f"--config: cannot read {args.config}: {exc.strerror or exc}")
-        if len(cfg_raw) > MAX_LOG_BYTES:
+        if len(cfg_raw) > MAX_CONFIG_BYTES:
             return error(f"--config: {args.config} is larger than 1 MiB")
         try:
             hf_config = json.loads(cfg_raw)
@@ -117,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
     if argv and not argv[0].startswith("-"):
         return error(f"unexpected argument {argv[0]!r}: one log file at most; SGLang launch arguments go after `--`")
     try:
-        result = check_log(raw, hf_config=hf_config, sglang_args=argv or None, gpu=args.gpu)
+        result = check_log(log, hf_config=hf_config, sglang_args=argv or None, gpu=args.gpu)
     except BootLogError as exc:
         return error(f"{source_label(args.log)}: {exc}")
     except PlanInputError as exc:

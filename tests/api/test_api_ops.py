@@ -77,6 +77,22 @@ def test_livez_and_readyz(client):
     assert client.get("/readyz").json() == {"status": "ready"}
 
 
+def test_head_livez_and_readyz_answer_200_without_a_body(client):
+    for path in ("/livez", "/readyz"):
+        r = client.head(path)
+        assert r.status_code == 200, (path, r.status_code)
+        assert r.content == b""
+        assert r.headers.get("content-length") in (None, "0")
+
+
+def test_head_readyz_is_503_outside_the_lifespan(app):
+    from fastapi.testclient import TestClient
+
+    c = TestClient(app)  # no lifespan: never ready
+    assert c.head("/readyz").status_code == 503 and c.head("/readyz").content == b""
+    assert c.head("/livez").status_code == 200
+
+
 def test_readyz_is_503_outside_the_lifespan(app):
     # No `with`: the lifespan has not run (or has finished).
     c = TestClient(app)
@@ -330,3 +346,12 @@ def test_plan_gauges_carry_sglangs_model_name_label(tmp_path):
         fams = scrape(client)
     names = {dict(k)["deployment"]: dict(k)["model_name"] for k in samples(fams, "mambasizer_plan_max_total_num_tokens")}
     assert names == {"served": "qwen-next", "by-path": "Qwen/Qwen3-Next-80B-A3B-Instruct", "plain": "qwen3-next-80b-a3b-instruct"}
+
+
+def test_405_allow_names_every_method_of_the_path(client):
+    # /livez has a GET and a HEAD route: the 405's Allow (and `allowed`) names both, not the first route's
+    r = client.options("/livez")
+    assert r.status_code == 405 and r.headers["allow"] == "GET, HEAD"
+    assert r.json()["allowed"] == ["GET", "HEAD"]
+    assert client.delete("/readyz").headers["allow"] == "GET, HEAD"
+    assert client.get("/v1/plan").headers["allow"] == "POST"

@@ -204,7 +204,7 @@ def test_worker_object_with_run_trial_and_aclose():
         closed = False
 
         async def run_trial(self, plan_, request, options):
-            return {"status": "rejected", "detail": "busy"}
+            return {"status": "rejected", "reason": "busy"}
 
         async def aclose(self):
             Worker.closed = True
@@ -212,7 +212,7 @@ def test_worker_object_with_run_trial_and_aclose():
     with TestClient(create_app(worker=Worker(), trials=TRIALS_ON)) as c:
         req = preset_request()
         req["trial"] = {}
-        assert c.post("/v1/plan", json=req).json()["trial"] == {"status": "rejected", "detail": "busy"}
+        assert c.post("/v1/plan", json=req).json()["trial"] == {"status": "rejected", "reason": "busy"}
     assert Worker.closed, "lifespan shutdown closes the worker"
 
 

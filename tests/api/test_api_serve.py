@@ -63,6 +63,9 @@ def test_serve_over_a_real_socket(server):
     assert httpx.get(f"{base}/nope", timeout=10).status_code == 404
     assert httpx.get(f"{base}/v1/presets", timeout=10).json()["presets"]
     assert httpx.get(f"{base}/livez", timeout=10).json() == {"status": "ok"}
+    for probe in ("/livez", "/readyz"):  # HEAD over the real server: 200, no body
+        head = httpx.head(f"{base}{probe}", timeout=10)
+        assert head.status_code == 200 and head.content == b"", (probe, head.status_code)
 
     # SIGHUP re-reads the deployments file.
     before = _tokens(base)

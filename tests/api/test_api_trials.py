@@ -66,8 +66,8 @@ def test_trials_are_off_by_default_and_the_plan_is_unaffected(monkeypatch):
     assert status == 200
     plan_bytes, trial = _split(content)
     assert plan_bytes == PLAN_BYTES
-    assert trial["status"] == "rejected" and "--enable-trials" in trial["detail"]
-    assert set(trial) == {"status", "detail"}
+    assert trial["status"] == "rejected" and "--enable-trials" in trial["reason"]
+    assert set(trial) == {"status", "reason"}
     assert hook.calls == 0
 
 
@@ -122,14 +122,14 @@ def test_a_trial_credential_is_required_when_configured():
             assert "client-s3cret" not in r.text
             return trial
 
-        assert trial_of(None) == {"status": "rejected", "detail": trials.NO_CREDENTIAL_DETAIL}
-        assert trial_of({"Authorization": "Bearer wrong"}) == {"status": "rejected", "detail": trials.BAD_CREDENTIAL_DETAIL}
+        assert trial_of(None) == {"status": "rejected", "reason": trials.NO_CREDENTIAL_DETAIL}
+        assert trial_of({"Authorization": "Bearer wrong"}) == {"status": "rejected", "reason": trials.BAD_CREDENTIAL_DETAIL}
         assert trial_of({"Authorization": "client-s3cret"})["status"] == "rejected"  # not a bearer credential
         assert trial_of({"Authorization": "Bearer client-s3cret-and-more"})["status"] == "rejected"
         assert hook.calls == 0
         two = c.post("/v1/plan", json={**REQ, "trial": {}},
                      headers=[("Authorization", "Bearer client-s3cret"), ("Authorization", "Bearer client-s3cret")])
-        assert two.status_code == 200 and two.json()["trial"] == {"status": "rejected", "detail": trials.TWO_CREDENTIALS_DETAIL}
+        assert two.status_code == 200 and two.json()["trial"] == {"status": "rejected", "reason": trials.TWO_CREDENTIALS_DETAIL}
         assert hook.calls == 0
         assert trial_of({"Authorization": "Bearer client-s3cret"}) == {"status": "ok", "device": "cpu", "stages": []}
         assert hook.calls == 1
@@ -291,7 +291,7 @@ def test_a_failing_hook_says_nothing_internal():
     status, content = _post(create_app(worker=broken, trials=TrialSettings(enabled=True)))
     assert status == 200
     trial = json.loads(content)["trial"]
-    assert trial == {"status": "unavailable", "detail": trials.FAILED_DETAIL}
+    assert trial == {"status": "unavailable", "reason": trials.FAILED_DETAIL}
     assert b"10.0.0.7" not in content and b"RuntimeError" not in content
 
 
@@ -319,11 +319,13 @@ def test_the_openapi_documents_the_refusal_with_an_example():
     doc = create_app().openapi()
     schemas = doc["components"]["schemas"]
     refusal = schemas["TrialRefusal"]
-    assert set(refusal["properties"]) == {"status", "detail"}
+    assert set(refusal["properties"]) == {"status", "reason"}
     assert refusal["additionalProperties"] is False
-    assert any(e["status"] == "rejected" and "--enable-trials" in e["detail"] for e in refusal["examples"])
+    assert any(e["status"] == "rejected" and "--enable-trials" in e["reason"] for e in refusal["examples"])
     refs = {r.get("$ref") for r in schemas["PlanResponse"]["properties"]["trial"]["anyOf"]}
     assert {"#/components/schemas/TrialResult", "#/components/schemas/TrialRefusal"} <= refs
+    # One field says why in every answer under `trial`: the API's refusals and the worker's results.
+    assert "reason" in schemas["TrialResult"]["properties"] and "detail" not in schemas["TrialResult"]["properties"]
     assert "--enable-trials" in schemas["ApiPlanRequest"]["properties"]["trial"]["description"]
 
 
@@ -337,7 +339,7 @@ def test_real_serve_wires_the_trial_flags(tmp_path):
     srv = start_mambasizer("serve", cwd=tmp_path, log=tmp_path / "stderr.log", env=env)
     try:
         r = httpx.post(f"{srv.base}/v1/plan", json={**TINY, "trial": {}}, timeout=30)
-        assert r.status_code == 200 and r.json()["trial"] == {"status": "rejected", "detail": trials.DISABLED_DETAIL}
+        assert r.status_code == 200 and r.json()["trial"] == {"status": "rejected", "reason": trials.DISABLED_DETAIL}
     finally:
         srv.stop()
     token = tmp_path / "trial-token"
@@ -346,9 +348,27 @@ def test_real_serve_wires_the_trial_flags(tmp_path):
     try:
         url = f"{srv.base}/v1/plan"
         r = httpx.post(url, json={**TINY, "trial": {}}, timeout=30)
-        assert r.json()["trial"] == {"status": "rejected", "detail": trials.NO_CREDENTIAL_DETAIL}
+        assert r.json()["trial"] == {"status": "rejected", "reason": trials.NO_CREDENTIAL_DETAIL}
         r = httpx.post(url, json={**TINY, "trial": {"device": "cpu"}}, headers={"Authorization": "Bearer t-123"}, timeout=60)
         trial = r.json()["trial"]
         assert trial["status"] == "ok" and trial["device"] == "cpu" and trial["baseline_restored"] is True
     finally:
         srv.stop()
+
+
+def test_every_trial_refusal_path_says_why_in_reason():
+    """Disabled, credential missing, the hook failing, the worker's own refusal (a CPU trial
+    over the memory budget): the same field, `reason`, never `detail`."""
+    async def broken(plan_, request, options):
+        raise RuntimeError("boom")
+
+    answers = [
+        json.loads(_post(create_app())[1])["trial"],
+        json.loads(_post(create_app(trials=TrialSettings(enabled=True, token="t")))[1])["trial"],
+        json.loads(_post(create_app(worker=broken, trials=TrialSettings(enabled=True)))[1])["trial"],
+    ]
+    with TestClient(create_app(trials=TrialSettings(enabled=True, memory_gib=1 / 1024))) as c:
+        answers.append(c.post("/v1/plan", json={**TINY, "trial": {}}).json()["trial"])
+    assert [a["status"] for a in answers] == ["rejected", "rejected", "unavailable", "rejected"]
+    for a in answers:
+        assert "detail" not in a and isinstance(a["reason"], str) and a["reason"], a

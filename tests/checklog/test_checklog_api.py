@@ -1,5 +1,6 @@
 """`POST /v1/check-log`: text/plain and JSON bodies, the same answer as the CLI, 413 over
-1 MiB, problem+json for empty, garbage or invalid bodies."""
+64 MiB (text/plain, read as a stream) or 1 MiB (JSON), problem+json for empty, garbage or
+invalid bodies."""
 
 from __future__ import annotations
 
@@ -69,20 +70,51 @@ def test_openapi_example_is_real_and_matches(client):
 
 
 def test_too_large_body_is_413(client):
-    resp = client.post("/v1/check-log", content=b"x" * ((1 << 20) + 1), headers={"content-type": "text/plain"})
-    _problem(resp, 413, None)
+    # The text/plain log: 64 MiB, declared or streamed; the 413 states that limit.
+    resp = client.post("/v1/check-log", content=b"x" * ((64 << 20) + 1), headers={"content-type": "text/plain"})
+    assert "limited to 67108864 bytes (64 MiB)" in _problem(resp, 413, None)["detail"]
 
     def chunks():  # no Content-Length: refused while it streams in
-        for _ in range(20):
-            yield b"y" * (1 << 16)
+        for _ in range(65):
+            yield b"y" * (1 << 20)
 
     resp = client.post("/v1/check-log", content=chunks(), headers={"content-type": "text/plain"})
-    _problem(resp, 413, None)
+    assert "limited to 67108864 bytes (64 MiB)" in _problem(resp, 413, None)["detail"]
+    # The JSON form is bounded as every JSON body: 1 MiB.
+    resp = client.post("/v1/check-log", content=json.dumps({"log": "x" * (1 << 20)}), headers={"content-type": "application/json"})
+    assert "limited to 1048576 bytes (1 MiB)" in _problem(resp, 413, None)["detail"]
+
+
+def test_a_multi_megabyte_text_log_is_read_as_a_stream(client):
+    """Over the 1 MiB JSON limit, a text/plain log of mostly per-request lines answers exactly
+    as its start-up lines alone."""
+    text, _ = synth_log(QWEN_TP2, "Qwen/Qwen3.5-35B-A3B")
+    noise = "".join(
+        f"[2026-12-01 10:05:{i % 60:02d} TP{i % 2}] Decode batch. #running-req: 12, #token: 34567, token usage: 0.01, "
+        f"gen throughput (token/s): 345.67, #queue-req: 0\n" for i in range(1000)
+    )
+    big = (text + noise * 60).encode()
+    assert len(big) > 6 << 20
+
+    def chunks():
+        for at in range(0, len(big), 1 << 16):
+            yield big[at : at + (1 << 16)]
+
+    small = client.post("/v1/check-log", content=text.encode(), headers={"content-type": "text/plain"})
+    resp = client.post("/v1/check-log", content=chunks(), headers={"content-type": "text/plain"})
+    assert small.status_code == resp.status_code == 200, resp.text
+    assert resp.json() == small.json() == check_log(text).data
 
 
 @pytest.mark.parametrize(
     "content, message",
-    [(b"", "the log is empty"), (b"GET / HTTP/1.1\nrandom words\n", "no SGLang start-up line"), (b"\xff\xfe\xfd", "not UTF-8")],
+    [
+        (b"", "the log is empty"),
+        (b"GET / HTTP/1.1\nrandom words\n", "no SGLang start-up line"),
+        (b"\xff\xfe\xfd", "not UTF-8"),
+        (b"[2026-12-01 10:00:00] server_args=ServerArgs(\n", "its server_args record cannot be read"),
+        (b"server_args=ServerArgs(model_path='nvidia/Nemotron-H-8B-Base-8K', tp_size=1\n", "none of the start-up figure lines to compare"),
+    ],
 )
 def test_empty_and_garbage_text_are_422(client, content, message):
     body = _problem(client.post("/v1/check-log", content=content, headers={"content-type": "text/plain"}), 422, "log")
@@ -118,3 +150,18 @@ def test_json_body_with_sglang_args(client):
     body = _problem(client.post("/v1/check-log", json={"log": entry["verbatim"], "sglang_args": ["--tp-sise", "2"]}), 422, "sglang_args")
     assert "--tp-sise" in body["detail"]
     _problem(client.post("/v1/check-log", json={"log": "x", "sglang_args": ["a"] * 513}), 422, "sglang_args")
+
+
+def test_the_openapi_states_the_text_body_limits():
+    """Empty is refused, so the schema says minLength 1; the size limit is the 64 MiB stream's."""
+    doc = create_app().openapi()
+    body = doc["paths"]["/v1/check-log"]["post"]["requestBody"]["content"]
+    text = body["text/plain"]["schema"]
+    assert text["minLength"] == 1 and text["maxLength"] == 64 << 20 and "64 MiB" in text["description"]
+    log = body["application/json"]["schema"]["properties"]["log"]
+    assert log["maxLength"] == 1 << 20 and log["minLength"] == 1
+
+
+def test_an_empty_json_log_is_a_422_naming_log(client):
+    body = _problem(client.post("/v1/check-log", json={"log": ""}), 422, "log")
+    assert "at least 1 character" in body["detail"]

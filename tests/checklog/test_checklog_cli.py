@@ -158,7 +158,14 @@ def test_preset_matching_by_model_path():
 
 @pytest.mark.parametrize(
     "content, message",
-    [("", "the log is empty"), ("hello world\n", "no SGLang start-up line found"), ("x" * ((1 << 20) + 5), "at most 1048576")],
+    [
+        ("", "the log is empty"),
+        ("hello world\n", "no SGLang start-up line found"),
+        ("x" * ((1 << 20) + 5), "no SGLang start-up line found"),  # no size limit: read, not refused
+        ("[2026-12-01 10:00:00] server_args=ServerArgs(\n", "its server_args record cannot be read"),
+        ("[2026-12-01 10:00:00] server_args={'model_path': 'Qwen/Qwen3.5-35B-A3B', 'tp_size': 2}\n",
+         "none of the start-up figure lines to compare"),
+    ],
 )
 def test_unreadable_log_exits_2_with_one_line(tmp_path, capsys, content, message):
     code, out, err = run(capsys, "check-log", write(tmp_path, content))
@@ -230,3 +237,43 @@ def test_unmodelled_flag_in_the_record_is_named():
     text = text.replace("'mem_fraction_static': 0.85", "'mem_fraction_static': 0.85, 'enable_dp_lm_head': True")
     cause = check_log(text).data["ranks"][0]["figures"]["kv_tokens"]["cause"]
     assert cause == "features not modelled: enable_dp_lm_head=True"
+
+
+NOISE = (
+    "[2026-12-01 10:05:{s:02d} {rank}] Decode batch. #running-req: 12, #token: 34567, token usage: 0.01, "
+    "cuda graph: True, gen throughput (token/s): 345.67, #queue-req: 0, timestamp: 2026-12-01T10:05:{s:02d}.123456\n"
+)
+
+
+def _peak_rss_kib(argv: list[str]) -> tuple[int, str, int]:
+    """(exit code, stdout, peak RSS in KiB) of `mambasizer ARGV` in a process of its own."""
+    code = (
+        "import resource, sys; from service.cli import main; rc = main(sys.argv[1:]); sys.stdout.flush(); "
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); raise SystemExit(rc)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    return proc.returncode, proc.stdout, int(proc.stderr.strip().splitlines()[-1])
+
+
+def test_a_50_mb_multi_rank_log_is_read_streaming_in_bounded_memory(tmp_path):
+    """A real multi-rank log is mostly per-request lines: check-log keeps only the start-up
+    records, so a 50 MB log answers exactly as its start-up lines alone, and its peak memory
+    is the small log's (the file is never held whole)."""
+    pp = {"model": {"preset": "qwen3.5-35b-a3b"}, "server_args": {"tp_size": 2, "pp_size": 2, "mem_fraction_static": 0.85}}
+    pp["budget"] = estimated_budget(pp)
+    text, _ = synth_log(pp, "Qwen/Qwen3.5-35B-A3B")
+    small = tmp_path / "small.log"
+    small.write_text(text)
+    big = tmp_path / "big.log"
+    ranks = ["PP0 TP0", "PP0 TP1", "PP1 TP0", "PP1 TP1"]
+    block = "".join(NOISE.format(s=i % 60, rank=ranks[i % 4]) for i in range(4000))
+    with big.open("w") as fh:
+        fh.write(text)  # the start-up lines first, as SGLang prints them
+        while fh.tell() < 50 << 20:
+            fh.write(block)
+    assert big.stat().st_size >= 50 << 20
+    code_small, out_small, rss_small = _peak_rss_kib(["check-log", "--json", str(small)])
+    code_big, out_big, rss_big = _peak_rss_kib(["check-log", "--json", str(big)])
+    assert code_small == code_big == 0
+    assert json.loads(out_big) == json.loads(out_small)
+    assert rss_big - rss_small < 16 << 10, (rss_small, rss_big)  # under 16 MiB more for 50 MiB more log

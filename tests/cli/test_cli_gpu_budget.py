@@ -30,7 +30,19 @@ def test_check_preset_with_gpu_passes_with_the_estimated_figures(capsys):
     p = plan({"model": {"preset": PRESET}, "server_args": {"tp_size": 4}, "budget": {"gpu": "h200"}})
     assert f"max_total_num_tokens={p.max_total_num_tokens}" in out
     assert f"budget=estimated (free_gib_after_load={p.free_gib_after_load:.2f}, set by pp stage 0)" in out
-    assert out.count("\n") == 1
+    assert out.split("\n")[1:] == [f"mambasizer check: warning: {w}" for w in p.warnings] + [""]
+
+
+def test_check_off_catalog_capacity_prints_the_plans_hopper_warning(capsys):
+    # --gpu-memory-mib off the catalog: the same warning POST /v1/plan answers, on its own line
+    code, out, err = run(capsys, "check", "--preset", PRESET, "--gpu-memory-mib", "100000", "--", "--tp-size", "4")
+    assert code == 0, err
+    p = plan({"model": {"preset": PRESET}, "server_args": {"tp_size": 4}, "budget": {"gpu_memory_mib": 100000}})
+    hopper = next(w for w in p.warnings if "Hopper's resolution" in w)
+    lines = out.rstrip("\n").split("\n")
+    assert lines[0].startswith(f"mambasizer check: OK: {PRESET} starts under SGLang 0.5.23")
+    assert "mambasizer check: warning: " + hopper.removeprefix("mambasizer: ") in lines[1:]
+    assert len(lines) == 1 + len(p.warnings)
 
 
 def test_check_gpu_replaces_a_request_files_budget(tmp_path, capsys):

@@ -250,8 +250,6 @@ def test_dashboard_configmap_carries_the_dashboard_json(full_docs):
         ({"serviceMonitor": {"interval": "soon"}}, "/serviceMonitor/interval"),
         ({"deployments": {"x": {"model": {"preset": "a"}, "budget": {"rest_gib": 1}, "server_args": {"tp_sizee": 2}}}}, "tp_sizee"),
         ({"deployments": {"x": {"model": {"preset": "a"}}}}, "budget"),
-        ({"preflight": {"enabled": True}}, "/preflight"),
-        ({"preflight": {"enabled": True, "preset": "p", "budgetGiB": 4, "request": {"model": {"preset": "p"}, "budget": {"rest_gib": 4}}}}, "/preflight"),
         ({"autoscaling": {"enabled": True}, "api": {"resources": {"requests": {"cpu": None}}}}, "cpu"),
         ({"dashboards": {"labels": {"grafana_dashboard": "0"}}}, "/dashboards/labels"),
         ({"deployments": {"x": {"model": {"preset": "a"}, "budget": {"rest_gib": 1}, "server_args": {},
@@ -442,7 +440,7 @@ def test_library_chart_fails_readably_without_a_model(tmp_path):
     copy_chart(LIBRARY_CHART, chart / "charts" / "mambasizer-preflight")
     with pytest.raises(helm().HelmError) as info:
         render(chart)
-    assert "set exactly one of request (a PlanRequest) or preset" in str(info.value)
+    assert "mambasizer preflight: set preset or request; the forms: preset with gpu (e.g. gpu: h200" in str(info.value)
 
 
 def test_copy_paste_template_in_an_sglang_chart(tmp_path):

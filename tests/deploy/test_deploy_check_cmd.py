@@ -46,6 +46,14 @@ def one_line(text: str) -> str:
     return text.strip()
 
 
+def verdict_line(out: str) -> str:
+    """A pass's stdout: the verdict line, then only warning lines (one per plan warning)."""
+    assert out.endswith("\n"), repr(out)
+    first, *rest = out.rstrip("\n").split("\n")
+    assert all(line.startswith("mambasizer check: warning: ") for line in rest), rest
+    return first
+
+
 def solved(request: dict) -> dict:
     from service.solver import plan
 
@@ -58,8 +66,10 @@ def solved(request: dict) -> dict:
 def test_pass_prints_one_summary_line_and_no_termination_message(tmp_path, capsys, termination_log):
     code, out, err = check(capsys, write(tmp_path, GOOD))
     assert code == 0 and err == ""
-    line = one_line(out)
     p = solved(GOOD)
+    line, *warnings = out.rstrip("\n").split("\n")
+    # every warning of the plan, one line each, as POST /v1/plan answers them
+    assert warnings == [f"mambasizer check: warning: {' '.join(w.removeprefix('mambasizer: ').split())}" for w in p["warnings"]]
     assert line.startswith(f"mambasizer check: OK: {PRESET} starts under SGLang 0.5.23")
     assert f"max_running_requests={p['max_running_requests']}" in line
     assert f"max_total_num_tokens={p['max_total_num_tokens']}" in line
@@ -103,7 +113,7 @@ def test_requirement_missed_exits_1_and_met_exits_0(tmp_path, capsys, terminatio
 
     code, out, err = check(capsys, req, flag, str(have))
     assert code == 0 and err == ""
-    assert f"requirements met: {field} {have} >= {have}" in one_line(out)
+    assert f"requirements met: {field} {have} >= {have}" in verdict_line(out)
     assert not termination_log.exists()
 
 
@@ -223,7 +233,7 @@ def test_preset_form_turns_sglang_args_into_the_request(tmp_path, capsys, monkey
     assert code == 0, err
     assert seen == {"preset": PRESET, "budget_gib": 40.0,
                     "argv": ["--model-path", "Qwen/Qwen3-Next-80B-A3B-Instruct", "--tp-size", "4"]}
-    assert "context_length" in one_line(out)
+    assert "context_length" in verdict_line(out)
 
     def rejects(preset, budget_gib, argv):
         raise ValueError("--speculative-algorithm EAGLE needs a draft model")
@@ -351,7 +361,7 @@ def test_exit_codes_through_a_real_process(tmp_path, request_obj, code):
         assert result.stdout == "" and result.stderr.count("\n") == 1
         assert log.read_text() == result.stderr
     else:
-        assert result.stderr == "" and result.stdout.count("\n") == 1
+        assert result.stderr == "" and verdict_line(result.stdout).startswith("mambasizer check: OK: ")
 
 
 def test_url_against_the_real_service_matches_in_process(tmp_path, capsys):

@@ -1,6 +1,7 @@
 """The preflight hook's GPU form (`preflight.gpu: h200`): the chart renders
-`check --preset P --gpu G -- ARGS`, the values schema takes exactly one of gpu / budgetGiB,
-and the rendered arguments pass through the real `mambasizer check`."""
+`check --preset P --gpu G -- ARGS`, the template takes exactly one of gpu / budgetGiB (and
+says so on one line naming the field and the forms), and the rendered arguments pass through
+the real `mambasizer check`."""
 
 from __future__ import annotations
 
@@ -32,12 +33,34 @@ def test_chart_renders_the_gpu_form_and_the_real_cli_passes_it(tmp_path, monkeyp
     assert "budget=estimated" in out
 
 
-@pytest.mark.parametrize("preflight", [{"gpu": "h200", "budgetGiB": 40}, {"gpu": "", "budgetGiB": 0}])
-def test_chart_needs_exactly_one_of_gpu_and_budget(preflight):
+BUDGET_FORMS = "gpu (e.g. gpu: h200, planned from the GPU alone) or budgetGiB (e.g. budgetGiB: 40, GiB per GPU left for the mamba/KV split)"
+
+
+def _refusal_line(error: BaseException) -> str:
+    """The one line Helm prints for a template `fail` (after its `execution error at (...): `)."""
+    text = str(error)
+    assert "\n" not in text.strip(), text  # one line, not a schema's nested oneOf dump
+    assert "oneOf" not in text and "allOf" not in text, text
+    return text.split("): ", 1)[1]
+
+
+@pytest.mark.parametrize(
+    "preflight, line",
+    [
+        ({"gpu": "", "budgetGiB": 0}, f"mambasizer preflight: preset needs a budget: set {BUDGET_FORMS}"),
+        ({}, f"mambasizer preflight: preset needs a budget: set {BUDGET_FORMS}"),  # budgetGiB left out
+        ({"gpu": "h200", "budgetGiB": 40}, f"mambasizer preflight: preset takes gpu or budgetGiB, not both: keep {BUDGET_FORMS}"),
+        ({"preset": ""}, "mambasizer preflight: set preset or request; the forms: preset with " + BUDGET_FORMS
+         + ", and sglangArgs; or request (a PlanRequest)"),
+        ({"request": {"model": {"preset": "p"}, "budget": {"rest_gib": 4}}, "budgetGiB": 4},
+         "mambasizer preflight: set preset or request, not both; the forms: preset with " + BUDGET_FORMS
+         + ", and sglangArgs; or request (a PlanRequest)"),
+    ],
+)
+def test_chart_refuses_a_missing_or_double_budget_on_one_readable_line(preflight, line):
     with pytest.raises(helm().HelmError) as info:
         render(CHART, _values(**preflight))
-    # The values schema refuses it first (oneOf); the template's own fail names the fix.
-    assert "preflight" in str(info.value)
+    assert _refusal_line(info.value) == line
 
 
 def test_template_fail_names_the_gpu_form(tmp_path):
@@ -52,4 +75,4 @@ def test_template_fail_names_the_gpu_form(tmp_path):
     copy_chart(LIBRARY_CHART, chart / "charts" / "mambasizer-preflight")
     with pytest.raises(helm().HelmError) as info:
         render(chart)
-    assert "preset needs exactly one of gpu (e.g. h200: planned from the GPU alone) or budgetGiB" in str(info.value)
+    assert _refusal_line(info.value) == f"mambasizer preflight: preset needs a budget: set {BUDGET_FORMS}"

@@ -1,4 +1,5 @@
-"""README's outputs are the code's real outputs: every `mambasizer plan examples/F` block and
+"""README's outputs are the code's real outputs: every `mambasizer plan examples/F` block, every
+`mambasizer check-log` block (of a log shipped in examples/logs/), the check-log curl example and
 the sweep example are re-run and compared line by line (a README block may stop before the
 end of the output, never differ from it). `scripts/readme_outputs.py` rewrites them."""
 
@@ -25,3 +26,38 @@ def test_the_sweep_example_is_the_real_output():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     body, shown = readme_outputs.sweep_block(text)
     assert shown == readme_outputs.sweep_output(body), "README's sweep example drifted: run scripts/readme_outputs.py"
+
+
+def test_every_check_log_block_is_the_real_output_of_a_shipped_log():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = readme_outputs.checklog_blocks(text)
+    assert len(blocks) >= 2  # the ktransformers#1870 log and the Nemotron-3-Nano XPU log
+    for argv, shown in blocks:
+        logs = [a for a in argv if a.endswith(".log")]
+        assert logs and all((ROOT / a).is_file() for a in logs), f"README's check-log example uses a log that does not ship: {logs}"
+        real = readme_outputs.cli_output(argv)
+        # each run between `...` lines is the real output's, in order
+        assert readme_outputs.refresh_elided(shown, real) == shown, f"README's check-log block {argv} drifted: run scripts/readme_outputs.py"
+        assert shown[-1] == real[-1]  # the verdict line
+
+
+def test_the_check_log_curl_example_is_the_real_answer():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    found = readme_outputs.checklog_curl(text)
+    assert found is not None, "README has no POST /v1/check-log example"
+    log_path, figure, shown = found
+    assert (ROOT / log_path).is_file()
+    assert shown == readme_outputs.checklog_curl_output(log_path, figure)
+
+
+def test_the_example_logs_equal_their_sources():
+    import json
+
+    from service.api.checklog import EXAMPLE_LOG
+
+    logs = ROOT / "examples" / "logs"
+    for name, source in (("ktransformers-1870.log", "qwen3.5-397b-a17b-1.json"), ("nemotron-3-nano-xpu.log", "nemotron-3-nano-1.json")):
+        entry = json.loads((ROOT / "tests" / "data" / "bootlogs" / source).read_text(encoding="utf-8"))
+        assert (logs / name).read_text(encoding="utf-8") == entry["verbatim"].rstrip("\n") + "\n", name
+        assert name in (logs / "SOURCES.md").read_text(encoding="utf-8")
+    assert (logs / "nemotron-h-8b-sglang-0.5.23.log").read_text(encoding="utf-8") == EXAMPLE_LOG

@@ -360,3 +360,50 @@ def test_recommendations(driver, server, shoot):
     copy.click()
     WebDriverWait(driver, 5).until(lambda d: copy.text == "Copied")
     shoot("recommendations")
+
+
+def _tp_sizes_from_the_api(server: str, request: dict) -> list[int]:
+    base = json.loads(json.dumps(request))
+    del base["server_args"]["tp_size"]
+    rows = httpx.post(f"{server}/v1/sweep", json={"base": base, "axes": [{"field": "server_args.tp_size", "values": list(range(1, 65))}]}, timeout=30).json()["rows"]
+    return [r["point"]["server_args.tp_size"] for r in rows if not (r["error_kind"] == "invalid_input" and r["error_field"] == "server_args.tp_size")]
+
+
+def test_tp_arrow_keys_step_only_through_tp_sizes_the_service_accepts(driver, server):
+    open_view(driver, server, {"preset": "qwen3-next-80b-a3b-instruct", "gpu": "h200", "tp": 4, "pp": 1})
+    tp = driver.find_element(By.ID, "tp")
+    WebDriverWait(driver, 40).until(lambda d: tp.get_attribute("data-allowed"))
+    allowed = [int(n) for n in tp.get_attribute("data-allowed").split(",")]
+    assert allowed == _tp_sizes_from_the_api(server, form_request("qwen3-next-80b-a3b-instruct", "h200", 4, 1))
+    assert allowed == [1, 2, 4, 8, 16, 32]  # 3, 5, 6, 7 ... are refused (heads not divisible)
+    tp.send_keys(Keys.ARROW_UP)
+    wait_idle(driver)
+    assert tp.get_attribute("value") == "8" and url_state(driver)["tp"] == "8"
+    assert_figures_are_the_plans(driver, plan(server, form_request("qwen3-next-80b-a3b-instruct", "h200", 8, 1)))
+    assert driver.find_element(By.ID, "gpus").get_attribute("value") == "8"
+    for expected in ("4", "2", "1", "1"):  # down to the smallest, then it stays
+        tp.send_keys(Keys.ARROW_DOWN)
+        wait_idle(driver)
+        assert tp.get_attribute("value") == expected
+    for _ in range(7):
+        tp.send_keys(Keys.ARROW_UP)
+    wait_idle(driver)
+    assert tp.get_attribute("value") == "32"  # the largest accepted size, never past it
+    assert driver.find_element(By.ID, "problem").get_attribute("hidden") is not None  # no refused TP on the way
+
+
+def test_the_default_sweep_draws_figures_that_move(driver, server):
+    open_view(driver, server, {"preset": "qwen3-next-80b-a3b-instruct", "gpu": "h200", "tp": 4, "pp": 1})
+    axis = Select(driver.find_element(By.ID, "sweep-axis")).first_selected_option.get_attribute("value")
+    assert axis == "server_args.mamba_full_memory_ratio"
+    points = sweep_points(driver)
+    assert len(points) >= 3 and all(pt["feasible"] == "true" for pt in points)
+    requests = [int(pt["requests"]) for pt in points]
+    tokens = [int(pt["tokens"]) for pt in points]
+    # more state per request serves more requests and leaves fewer KV tokens: both lines move
+    assert requests == sorted(requests) and len(set(requests)) == len(requests)
+    assert tokens == sorted(tokens, reverse=True) and len(set(tokens)) == len(tokens)
+    values = [float(pt["value"]) for pt in points]
+    rows = httpx.post(f"{server}/v1/sweep", json={"base": form_request("qwen3-next-80b-a3b-instruct", "h200", 4, 1),
+                                                  "axes": [{"field": axis, "values": values}]}, timeout=30).json()["rows"]
+    assert requests == [r["max_running_requests"] for r in rows] and tokens == [r["max_total_num_tokens"] for r in rows]

@@ -61,11 +61,20 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace 
 {{- end }}
 {{- $hasRequest := not (empty $v.request) -}}
 {{- $hasPreset := not (empty $v.preset) -}}
-{{- if eq $hasRequest $hasPreset }}
-{{- fail "mambasizer preflight: set exactly one of request (a PlanRequest) or preset (with gpu or budgetGiB, and sglangArgs)" }}
+{{- /* One line per refusal, naming the field and the forms accepted (a values-schema oneOf
+     would answer with a nested dump of every branch). */ -}}
+{{- $forms := "preset with gpu (e.g. gpu: h200, planned from the GPU alone) or budgetGiB (e.g. budgetGiB: 40, GiB per GPU left for the mamba/KV split), and sglangArgs; or request (a PlanRequest)" -}}
+{{- if and $hasRequest $hasPreset }}
+{{- fail (printf "mambasizer preflight: set preset or request, not both; the forms: %s" $forms) }}
 {{- end }}
-{{- if and $hasPreset (eq (empty $v.gpu) (not $v.budgetGiB)) }}
-{{- fail "mambasizer preflight: preset needs exactly one of gpu (e.g. h200: planned from the GPU alone) or budgetGiB (budget.rest_gib: GiB per GPU left for the mamba/KV split)" }}
+{{- if not (or $hasRequest $hasPreset) }}
+{{- fail (printf "mambasizer preflight: set preset or request; the forms: %s" $forms) }}
+{{- end }}
+{{- if and $hasPreset (empty $v.gpu) (not $v.budgetGiB) }}
+{{- fail "mambasizer preflight: preset needs a budget: set gpu (e.g. gpu: h200, planned from the GPU alone) or budgetGiB (e.g. budgetGiB: 40, GiB per GPU left for the mamba/KV split)" }}
+{{- end }}
+{{- if and $hasPreset (not (empty $v.gpu)) $v.budgetGiB }}
+{{- fail "mambasizer preflight: preset takes gpu or budgetGiB, not both: keep gpu (e.g. gpu: h200, planned from the GPU alone) or budgetGiB (e.g. budgetGiB: 40, GiB per GPU left for the mamba/KV split)" }}
 {{- end }}
 {{- $extra := include "mambasizer-preflight.args" . | fromJsonArray -}}
 {{- $ctx := . }}

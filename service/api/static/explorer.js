@@ -37,7 +37,7 @@ const SEGMENTS = [
   ["idle", "unallocated (budgeted, not allocated)", "seg-idle"],
 ];
 
-const state = { presets: [], gpus: [], envFields: new Set(), hasRecommend: false, planSeq: 0, sweepSeq: 0, lastPlan: null, valuesEdited: false };
+const state = { presets: [], gpus: [], envFields: new Set(), hasRecommend: false, planSeq: 0, sweepSeq: 0, lastPlan: null, valuesEdited: false, tpKey: "", tpSizes: null };
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -386,6 +386,43 @@ function renderBars(plan) {
   box.append(svg, legend, table);
 }
 
+/* ------------------------------------------------------------------ TP sizes the model takes */
+
+// Which TP sizes SGLang accepts for this model (the heads / TP divisibility and the like) is the
+// service's to say, not this page's: one sweep over TP candidates with the rest of the view
+// fixed; a point the service refuses as an invalid server_args.tp_size is left out. The arrow
+// keys on the TP field step through what is left.
+const TP_CANDIDATES = Array.from({ length: 64 }, (_, i) => i + 1);
+
+async function refreshTpSizes() {
+  const built = planRequest();
+  if (built.error || !built.request.server_args) return;
+  const base = JSON.parse(JSON.stringify(built.request));
+  delete base.server_args.tp_size;
+  const key = JSON.stringify(base);
+  if (key === state.tpKey) return;
+  state.tpKey = key;
+  const resp = await api("POST", "/v1/sweep", { base, axes: [{ field: "server_args.tp_size", values: TP_CANDIDATES }] });
+  if (key !== state.tpKey) return; // a newer view asked meanwhile
+  const refused = (r) => r.error_kind === "invalid_input" && r.error_field === "server_args.tp_size";
+  state.tpSizes = resp.ok ? resp.data.rows.filter((r) => !refused(r)).map((r) => r.point["server_args.tp_size"]) : null;
+  const sizes = state.tpSizes || [];
+  $("tp-sizes").replaceChildren(...sizes.map((n) => el("option", { value: n })));
+  $("tp").dataset.allowed = sizes.join(",");
+  $("tp-hint").hidden = !sizes.length;
+  $("tp-hint").textContent = sizes.length ? `takes ${sizes.join(", ")}` : "";
+}
+
+function stepTp(e) {
+  if ((e.key !== "ArrowUp" && e.key !== "ArrowDown") || !state.tpSizes || !state.tpSizes.length) return;
+  e.preventDefault();
+  const cur = intOrNull($("tp").value) ?? 1;
+  const next = e.key === "ArrowUp" ? state.tpSizes.find((n) => n > cur) : [...state.tpSizes].reverse().find((n) => n < cur);
+  if (next === undefined) return;
+  $("tp").value = String(next);
+  $("tp").dispatchEvent(new Event("input", { bubbles: true }));
+}
+
 /* ------------------------------------------------------------------ rendering: sweep */
 
 function defaultValues(axis) {
@@ -603,8 +640,10 @@ async function update() {
   state.pending = false;
   writeUrl();
   try {
+    const tp = refreshTpSizes();
     await updatePlan();
     await updateSweep();
+    await tp;
   } finally {
     if (!state.pending) $("results").setAttribute("aria-busy", "false");
   }
@@ -655,6 +694,7 @@ async function init() {
     scheduleUpdate();
   });
   $("inputs").addEventListener("change", scheduleUpdate);
+  $("tp").addEventListener("keydown", stepTp);
   $("sweep-axis").addEventListener("change", () => {
     state.valuesEdited = false;
     scheduleUpdate();
