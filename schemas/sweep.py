@@ -16,6 +16,10 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 MAX_POINTS = 10_000
+# The work of a sweep is its stages, not its points: every point plans pp_size stages and
+# answers a row per stage. The pp_size of all points together is bounded (10,000 points at
+# pp 10, or 97 points at pp 1,024), checked on the validated points before any is planned.
+MAX_STAGES = 100_000
 MAX_AXES = 2
 MAX_PATH_CHARS = 128
 MAX_PATH_DEPTH = 4
@@ -61,7 +65,8 @@ class SweepRequest(BaseModel):
 
     base: dict = Field(description="A POST /v1/plan body (any budget form, `sglang_args` allowed); see ApiPlanRequest.")
     axes: Annotated[list[SweepAxis], Field(min_length=1, max_length=MAX_AXES)] = Field(
-        description=f"One or two axes; the product of their lengths is at most {MAX_POINTS} points."
+        description=f"One or two axes; the product of their lengths is at most {MAX_POINTS} points, and the points' "
+        f"pp_size summed over them (the stages planned) at most {MAX_STAGES}."
     )
 
 
