@@ -75,6 +75,8 @@ def _check_axes(raw_axes: Any) -> tuple[SweepAxis, ...]:
                 raise PlanInputError(f"axes.{i}.{loc[0]}", "is required") from None
             if loc[:1] == ("values",) and len(loc) > 1 and isinstance(loc[1], int):
                 raise PlanInputError(f"axes.{i}.values.{loc[1]}", "must be a JSON scalar: a number, a string of at most 256 characters, true, false or null") from None
+            if loc[:1] == ("values",) and err["type"] == "value_error":
+                raise PlanInputError(f"axes.{i}.values", str(err["ctx"]["error"])) from None
             if loc[:1] == ("values",):
                 raise PlanInputError(f"axes.{i}.values", f"must be a list of 1 to {MAX_POINTS} values") from None
             if loc[:1] == ("field",):

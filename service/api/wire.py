@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 from pydantic import Field, ValidationError
 
+import schemas.request as request_schema
 from schemas import Plan, PlanRequest
 from schemas.trial import TrialRefusal, TrialResult
 from service.sglang_args import parse_sglang_args
@@ -22,10 +23,10 @@ from service.solver import PlanInputError
 from service.solver.plan import input_error_from_validation
 
 MAX_BODY_BYTES = 1 << 20  # 1 MiB: far above any config.json, far below anything harmful
-# The largest list the schema allows stays under MAX_BODY_BYTES (256 x 2 KiB = 512 KiB), so
-# the OpenAPI never calls valid a body the server refuses with 413 (a launch line has < 100).
-MAX_SGLANG_ARGS = 256
-MAX_SGLANG_ARG_CHARS = 2048
+# The largest list the schema allows stays under MAX_BODY_BYTES, so the OpenAPI never calls
+# valid a body the server refuses with 413 (tests/api/test_api_openapi_maxima.py sums them).
+MAX_SGLANG_ARGS = request_schema.MAX_SGLANG_ARGS
+MAX_SGLANG_ARG_CHARS = request_schema.MAX_SGLANG_ARG_CHARS
 MAX_LISTED_ERRORS = 20
 
 

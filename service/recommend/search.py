@@ -39,7 +39,7 @@ from schemas.recommend import (
     RecommendResponse,
     TargetCheck,
 )
-from schemas.request import MAX_PARALLEL, Budget, PlanRequest, ServerArgs
+from schemas.request import MAX_PARALLEL, MAX_SGLANG_ARG_CHARS, MAX_SGLANG_ARGS, Budget, PlanRequest, ServerArgs
 from service.recommend import layers, partition
 from service.recommend.flags import launch_flags
 from service.solver import gpus
@@ -107,8 +107,11 @@ def _with_sglang_args(raw: dict) -> dict:
     from service.sglang_args import parse_sglang_args
 
     value = raw.pop("sglang_args")
-    if not isinstance(value, list) or not all(isinstance(a, str) for a in value) or len(value) > 1024:
-        raise PlanInputError("sglang_args", 'must be a list of at most 1024 strings, as a shell passes them (e.g. ["--tp-size", "8"])')
+    if not isinstance(value, list) or not all(isinstance(a, str) for a in value) or len(value) > MAX_SGLANG_ARGS:
+        raise PlanInputError("sglang_args", f'must be a list of at most {MAX_SGLANG_ARGS} strings, as a shell passes them (e.g. ["--tp-size", "8"])')
+    for i, arg in enumerate(value):
+        if len(arg) > MAX_SGLANG_ARG_CHARS:
+            raise PlanInputError(f"sglang_args.{i}", f"is longer than {MAX_SGLANG_ARG_CHARS} characters")
     if "server_args" in raw:
         raise PlanInputError("sglang_args", "give either server_args or sglang_args, not both")
     parsed = parse_sglang_args(list(value))
