@@ -145,6 +145,13 @@ class _Constants:
         self.seen = True
         return float(name)
 
+    def number(self, text: str) -> float:
+        """json's parse_float: a literal too large for a float (1e400) reads as Infinity too."""
+        value = float(text)
+        if value in (math.inf, -math.inf):
+            self.seen = True
+        return value
+
 
 # The JSON objects inside which non-finite numbers are accepted: a model's config.json,
 # read as Python's json and transformers read it (its integer keys that size the model
@@ -198,7 +205,7 @@ def decode_json(data: bytes | str, label: str = "request body") -> dict:
         return obj
 
     try:
-        obj = json.loads(data, parse_constant=constants, object_pairs_hook=pairs)
+        obj = json.loads(data, parse_constant=constants, parse_float=constants.number, object_pairs_hook=pairs)
     except json.JSONDecodeError as exc:
         raise MalformedRequest("request", f"{label} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
     except RecursionError:

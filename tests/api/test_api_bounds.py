@@ -108,3 +108,39 @@ def test_sweep_within_the_stage_bound_plans_every_point(client):
     rows = client.post("/v1/sweep", json=body).json()["rows"]
     assert [len(r["stages"]) for r in rows] == [1, 2, 118, 0]
     assert rows[3]["error_kind"] == "invalid_input" and rows[3]["error_field"] == "server_args.pp_size"
+
+
+def test_a_sweep_axis_with_strings_has_at_most_1000_values(client):
+    base = {"model": {"preset": PP_PRESET}, "budget": {"gpu": "h200"}}
+    body = {"base": base, "axes": [{"field": "budget.gpu", "values": ["h200"] * 1000 + [None]}]}
+    problem = assert_problem(client.post("/v1/sweep", json=body), 422, field="axes.0.values")
+    assert problem["detail"] == "has 1001 values with a string among them; an axis with strings has at most 1000"
+
+
+def test_a_numeric_sweep_axis_still_takes_10000_values(client):
+    base = {"model": {"preset": PP_PRESET}, "budget": {"rest_gib": 30.0}}
+    body = {"base": base, "axes": [{"field": "server_args.context_length", "values": list(range(1, 10_001))}]}
+    resp = client.post("/v1/sweep", json=body, headers={"accept": "text/csv"})
+    assert resp.status_code == 200
+    assert resp.text.count("\r\n") == 10_001
+
+
+@pytest.mark.parametrize("route", ["/v1/plan", "/v1/recommend"])
+def test_launch_arguments_have_one_bound_on_every_route(client, route):
+    from schemas.request import MAX_SGLANG_ARG_CHARS, MAX_SGLANG_ARGS
+
+    body = {"model": {"preset": PP_PRESET}, "budget": {"gpu": "h200"}} if route == "/v1/plan" else {"model": {"preset": PP_PRESET}, "gpu": "h200"}
+    too_many = {**body, "sglang_args": ["--tp-size", "2"] * (MAX_SGLANG_ARGS // 2) + ["--pp-size"]}
+    problem = assert_problem(client.post(route, json=too_many), 422, field="sglang_args")
+    assert str(MAX_SGLANG_ARGS) in problem["detail"]
+    too_long = {**body, "sglang_args": ["--served-model-name", "m" * (MAX_SGLANG_ARG_CHARS + 1)]}
+    problem = assert_problem(client.post(route, json=too_long), 422, field="sglang_args.1")
+    assert problem["detail"] == f"is longer than {MAX_SGLANG_ARG_CHARS} characters"
+
+
+def test_check_log_json_form_log_is_bounded_below_the_body_limit(client):
+    from schemas.checklog import MAX_JSON_LOG_CHARS
+
+    resp = client.post("/v1/check-log", json={"log": "x" * (MAX_JSON_LOG_CHARS + 1)})
+    problem = assert_problem(resp, 422, field="log")
+    assert "at most 524288 characters" in problem["detail"]

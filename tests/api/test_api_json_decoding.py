@@ -118,3 +118,9 @@ def test_the_cli_line_is_bounded_too(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("mambasizer: error: model.hf_config.model_type: model_type='yyy")
     assert len(err) < 2 * MAX_MESSAGE_CHARS + 100
+
+
+def test_a_number_too_large_for_a_float_is_infinity_and_refused_outside_a_config(client):
+    body = b'{"model":{"preset":"kimi-k3"},"budget":{"rest_gib":1e400}}'
+    problem = assert_problem(client.post("/v1/plan", content=body), 422, field="budget.rest_gib")
+    assert problem["detail"].startswith("is Infinity: numbers must be finite here")
