@@ -39,7 +39,14 @@ from schemas.recommend import (
     RecommendResponse,
     TargetCheck,
 )
-from schemas.request import MAX_PARALLEL, MAX_SGLANG_ARG_CHARS, MAX_SGLANG_ARGS, Budget, PlanRequest, ServerArgs
+from schemas.request import (
+    MAX_PARALLEL,
+    MAX_SGLANG_ARG_CHARS,
+    MAX_SGLANG_ARGS,
+    Budget,
+    PlanRequest,
+    ServerArgs,
+)
 from service.recommend import layers, partition
 from service.recommend.flags import launch_flags
 from service.solver import gpus

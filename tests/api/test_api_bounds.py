@@ -13,8 +13,8 @@ import time
 
 import psutil
 import pytest
-from api_helpers import assert_problem
 
+from api_helpers import assert_problem
 from schemas.request import MAX_PARALLEL
 from schemas.sweep import MAX_STAGES
 

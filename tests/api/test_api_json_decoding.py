@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from api_helpers import assert_problem
 
+from api_helpers import assert_problem
 from service.api.problems import INVALID_INPUT
 from service.api.wire import MAX_MESSAGE_CHARS, bounded
 from service.presets import PRESETS
@@ -42,8 +42,8 @@ def test_a_duplicated_nested_key_is_named_by_its_path(client):
 
 
 def test_a_duplicated_key_inside_a_list_is_named_by_its_index(client):
-    body = ('{"base":{"model":{"preset":"kimi-k3"},"budget":{"gpu":"h200"}},'
-            '"axes":[{"field":"server_args.tp_size","values":[1],"values":[2]}]}').encode()
+    body = (b'{"base":{"model":{"preset":"kimi-k3"},"budget":{"gpu":"h200"}},'
+            b'"axes":[{"field":"server_args.tp_size","values":[1],"values":[2]}]}')
     problem = assert_problem(client.post("/v1/sweep", content=body), 422, field="axes.0.values")
     assert "more than once" in problem["detail"]
 

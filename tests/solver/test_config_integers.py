@@ -16,7 +16,11 @@ import pytest
 from schemas.request import MAX_DIM
 from service.presets import PRESETS
 from service.solver import PlanInputError, plan
-from service.solver.families import NONNEGATIVE_CONFIG_INTS, POSITIVE_CONFIG_INTS, layout_from_hf_config
+from service.solver.families import (
+    NONNEGATIVE_CONFIG_INTS,
+    POSITIVE_CONFIG_INTS,
+    layout_from_hf_config,
+)
 
 NEMOTRON = "nemotron-h-56b-base-8k"
 QWEN35 = "qwen3.5-35b-a3b"  # a wrapper: the layout lives in text_config
@@ -105,10 +109,10 @@ def test_every_shipped_preset_passes_the_rule():
 
 
 @pytest.mark.parametrize("archs, message", [
-    (["FooForCausalLM"], "'FooForCausalLM' is not a model class SGLang 0.5.23 sizes through its mamba path (it would load it "
-     "through its Transformers fallback); for this model_type use one of NemotronHForCausalLM, NemotronH_Nano_VL_V2"),
-    (["Qwen3NextForCausalLM"], "'Qwen3NextForCausalLM' is the Qwen3-Next (GDN) class, not the model_type's Nemotron-H / "
-     "Nemotron-Nano-v2 / Nemotron-3 (Mamba2); for this model_type use one of NemotronHForCausalLM, NemotronH_Nano_VL_V2"),
+    (["FooForCausalLM"], ("'FooForCausalLM' is not a model class SGLang 0.5.23 sizes through its mamba path (it would load it "
+     "through its Transformers fallback); for this model_type use one of NemotronHForCausalLM, NemotronH_Nano_VL_V2")),
+    (["Qwen3NextForCausalLM"], ("'Qwen3NextForCausalLM' is the Qwen3-Next (GDN) class, not the model_type's Nemotron-H / "
+     "Nemotron-Nano-v2 / Nemotron-3 (Mamba2); for this model_type use one of NemotronHForCausalLM, NemotronH_Nano_VL_V2")),
     ("NemotronHForCausalLM", 'must be a list of model class names, as in config.json (e.g. ["NemotronHForCausalLM"])'),
     ([7], 'must be a list of model class names, as in config.json (e.g. ["NemotronHForCausalLM"])'),
 ])
