@@ -18,7 +18,7 @@ from pydantic import TypeAdapter
 from starlette.concurrency import run_in_threadpool
 
 from schemas.json_schema import standard_bounds
-from schemas.sweep import MAX_POINTS, SweepRequest, SweepResponse
+from schemas.sweep import MAX_POINTS, MAX_STAGES, SweepRequest, SweepResponse
 from service.api import wire
 from service.api.plan import read_body
 from service.api.problems import INVALID_INPUT, PROBLEM_JSON, problem_bytes, problem_doc
@@ -94,7 +94,8 @@ def wants_csv(request: Request) -> bool:
         413: problem_doc("The body is larger than 1 MiB."),
         422: problem_doc(
             f"The sweep cannot run: `field` names the axis value (`axes.0.values.3`), the axis or the base field at fault; "
-            f"more than {MAX_POINTS} points; a point that is not a valid PlanRequest (`point` gives its values)."
+            f"more than {MAX_POINTS} points, or {MAX_STAGES} pipeline stages (the points' pp_size summed); a point that is not a "
+            "valid PlanRequest (`point` gives its values)."
         ),
     },
     openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": _REQUEST_SCHEMA, "examples": EXAMPLES}}}},
