@@ -13,10 +13,16 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-MAX_LOG_CHARS = 1 << 20  # 1 MiB, as the body limit (the JSON form)
+from schemas.request import MAX_SGLANG_ARG_CHARS, MAX_SGLANG_ARGS
+
+MAX_LOG_CHARS = 1 << 20  # 1 MiB, as the body limit
 # The text/plain form: the log itself, read as a stream keeping only the start-up lines, so a
 # multi-rank log's size costs time (linear), not memory.
 MAX_LOG_BODY_BYTES = 64 << 20
+# The JSON form carries the log with a config.json and launch arguments: its log is at most
+# half the body limit, so the largest body the schema allows still fits (a longer log: send
+# it as text/plain).
+MAX_JSON_LOG_CHARS = 1 << 19
 
 FigureName = Literal[
     "avail_mem_before_load_gb",
@@ -40,11 +46,16 @@ class CheckLogRequest(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    log: str = Field(min_length=1, max_length=MAX_LOG_CHARS, description="The SGLang start-up log, as printed (empty is refused).")
+    log: str = Field(
+        min_length=1,
+        max_length=MAX_JSON_LOG_CHARS,
+        description=f"The SGLang start-up log, as printed (empty is refused; at most {MAX_JSON_LOG_CHARS} characters in this "
+        "form; a longer one as the text/plain body).",
+    )
     hf_config: dict[str, Any] | None = Field(
         None, description="The model's config.json, when the log's model_path matches no shipped preset."
     )
-    sglang_args: Annotated[list[Annotated[str, Field(max_length=4096)]], Field(max_length=512)] | None = Field(
+    sglang_args: Annotated[list[Annotated[str, Field(max_length=MAX_SGLANG_ARG_CHARS)]], Field(max_length=MAX_SGLANG_ARGS)] | None = Field(
         None,
         description="The SGLang launch arguments, for a log cut without its server_args record; they win over the record.",
     )

@@ -16,6 +16,8 @@ from schemas.plan import Out, Plan
 from schemas.request import (
     MAX_CONTEXT,
     MAX_PARALLEL,
+    MAX_SGLANG_ARG_CHARS,
+    MAX_SGLANG_ARGS,
     MAX_TOKENS,
     Budget,
     DraftModel,
@@ -96,7 +98,7 @@ class RecommendRequest(Strict):
     objective: Objective = "fewest_gpus"
     search: Search = Search()
     server_args: ServerArgs = ServerArgs()
-    sglang_args: Annotated[list[Annotated[str, Field(max_length=8192)]], Field(max_length=1024)] | None = Field(
+    sglang_args: Annotated[list[Annotated[str, Field(max_length=MAX_SGLANG_ARG_CHARS)]], Field(max_length=MAX_SGLANG_ARGS)] | None = Field(
         None, description="SGLang launch arguments as the base, in place of server_args.",
     )
     env: Env = Env()

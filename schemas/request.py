@@ -33,6 +33,11 @@ MAX_DIM = 1 << 20
 MAX_GIB = 1 << 20  # 1 PiB of GPU memory per rank is far beyond any device
 MAX_TOKENS = 1 << 40
 MAX_CONTEXT = 1 << 28
+# SGLang launch arguments (`sglang_args`) on every route that takes them (plan, compare, sweep
+# base, recommend, check-log): the largest list the schema allows (256 x 1 KiB = 256 KiB)
+# leaves room for the rest of any body under the 1 MiB body limit (a launch line has < 100).
+MAX_SGLANG_ARGS = 256
+MAX_SGLANG_ARG_CHARS = 1024
 
 
 

@@ -13,13 +13,22 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictBool
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, WithJsonSchema, field_validator
 
 MAX_POINTS = 10_000
+# The work of a sweep is its stages, not its points: every point plans pp_size stages and
+# answers a row per stage. The pp_size of all points together is bounded (10,000 points at
+# pp 10, or 97 points at pp 1,024), checked on the validated points before any is planned.
+MAX_STAGES = 100_000
 MAX_AXES = 2
 MAX_PATH_CHARS = 128
 MAX_PATH_DEPTH = 4
 MAX_VALUE_CHARS = 256
+# An axis of numbers, booleans and nulls has up to MAX_POINTS values; one with a string
+# (a GPU, a preset, a dtype: a few names) up to MAX_STRING_VALUES. So the largest body the
+# schema allows, two axes at their maxima beside the largest base, fits in the 1 MiB body
+# limit (10,000 strings of 256 characters would be 2.5 MiB).
+MAX_STRING_VALUES = 1_000
 
 # The PlanRequest sections an axis may enter. A model axis is limited to the preset name (and
 # its allow_unverified flag): a pasted config varied per point would be re-read per point.
@@ -41,6 +50,17 @@ ErrorKind = Literal[
 ]
 
 
+_SCALAR_SCHEMAS: list[dict] = [{"type": "boolean"}, {"type": "integer"}, {"type": "number"}, {"type": "null"}]
+_VALUES_SCHEMA = {
+    "anyOf": [
+        {"type": "array", "minItems": 1, "maxItems": MAX_POINTS, "items": {"anyOf": _SCALAR_SCHEMAS}},
+        {"type": "array", "minItems": 1, "maxItems": MAX_STRING_VALUES,
+         "items": {"anyOf": [*_SCALAR_SCHEMAS, {"type": "string", "maxLength": MAX_VALUE_CHARS}]}},
+    ],
+    "title": "Values",
+}
+
+
 class SweepAxis(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -49,9 +69,17 @@ class SweepAxis(BaseModel):
         "`draft_model.num_layers`, `accounting`, `model.preset` or `model.allow_unverified`.",
         examples=["server_args.context_length"],
     )
-    values: Annotated[list[AxisValue], Field(min_length=1, max_length=MAX_POINTS)] = Field(
-        description="The values the field takes, in order (JSON scalars; null unsets the field)."
+    values: Annotated[list[AxisValue], Field(min_length=1, max_length=MAX_POINTS), WithJsonSchema(_VALUES_SCHEMA)] = Field(
+        description=f"The values the field takes, in order (JSON scalars; null unsets the field): up to {MAX_POINTS} numbers, "
+        f"booleans or nulls, or up to {MAX_STRING_VALUES} values when one is a string."
     )
+
+    @field_validator("values")
+    @classmethod
+    def _few_strings(cls, v: list) -> list:
+        if len(v) > MAX_STRING_VALUES and any(isinstance(x, str) for x in v):
+            raise ValueError(f"has {len(v)} values with a string among them; an axis with strings has at most {MAX_STRING_VALUES}")
+        return v
 
 
 class SweepRequest(BaseModel):
@@ -61,7 +89,8 @@ class SweepRequest(BaseModel):
 
     base: dict = Field(description="A POST /v1/plan body (any budget form, `sglang_args` allowed); see ApiPlanRequest.")
     axes: Annotated[list[SweepAxis], Field(min_length=1, max_length=MAX_AXES)] = Field(
-        description=f"One or two axes; the product of their lengths is at most {MAX_POINTS} points."
+        description=f"One or two axes; the product of their lengths is at most {MAX_POINTS} points, and the points' "
+        f"pp_size summed over them (the stages planned) at most {MAX_STAGES}."
     )
 
 

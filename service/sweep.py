@@ -30,6 +30,7 @@ from schemas.sweep import (
     AXIS_TOP_FIELDS,
     MAX_AXES,
     MAX_POINTS,
+    MAX_STAGES,
     SweepAxis,
 )
 from service.api import wire
@@ -74,6 +75,8 @@ def _check_axes(raw_axes: Any) -> tuple[SweepAxis, ...]:
                 raise PlanInputError(f"axes.{i}.{loc[0]}", "is required") from None
             if loc[:1] == ("values",) and len(loc) > 1 and isinstance(loc[1], int):
                 raise PlanInputError(f"axes.{i}.values.{loc[1]}", "must be a JSON scalar: a number, a string of at most 256 characters, true, false or null") from None
+            if loc[:1] == ("values",) and err["type"] == "value_error":
+                raise PlanInputError(f"axes.{i}.values", str(err["ctx"]["error"])) from None
             if loc[:1] == ("values",):
                 raise PlanInputError(f"axes.{i}.values", f"must be a list of 1 to {MAX_POINTS} values") from None
             if loc[:1] == ("field",):
@@ -182,7 +185,21 @@ def expand(body: dict) -> Sweep:
             shown = ", ".join(f"{k}={v!r}" for k, v in point.items())
             raise SweepPointError(where, f"at the point {shown}: {first.field}: {first.message}", point, first.errors, first.allowed) from None
         points.append(point)
+    _check_stages(axes, requests)
     return Sweep(axes, tuple(requests), tuple(points))
+
+
+def _check_stages(axes: tuple[SweepAxis, ...], requests: list[PlanRequest]) -> None:
+    """Points x stages within MAX_STAGES, before any point is planned."""
+    stages = sum(r.server_args.pp_size for r in requests)
+    if stages > MAX_STAGES:
+        deepest = max(r.server_args.pp_size for r in requests)
+        pp_axis = next((f"axes.{i}" for i, a in enumerate(axes) if a.field == "server_args.pp_size"), "axes")
+        raise PlanInputError(
+            pp_axis,
+            f"{len(requests):,} points plan {stages:,} pipeline stages in all (pp_size up to {deepest:,}); a sweep plans "
+            f"at most {MAX_STAGES:,}: fewer points, or smaller pp_size values (split it into several calls)",
+        )
 
 
 def _row(point: dict, result: Plan) -> dict:

@@ -18,7 +18,7 @@ from fastapi.responses import Response
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from service.api.wire import MAX_BODY_BYTES, InvalidRequest, MalformedRequest
+from service.api.wire import MAX_BODY_BYTES, InvalidRequest, MalformedRequest, bounded
 from service.solver import PlanInputError
 
 PROBLEM_JSON = "application/problem+json"
@@ -76,19 +76,21 @@ def problem_bytes(
     allowed: list | None = None,
     errors: list | None = None,
 ) -> bytes:
+    # Every string that can quote client input is bounded here, the one place every problem
+    # answer is encoded (wire.bounded: at most MAX_MESSAGE_CHARS, the middle elided).
     body: dict[str, Any] = {
         "type": type_,
         "title": title or _TITLES.get(status, "Error"),
         "status": status,
-        "detail": detail,
+        "detail": bounded(detail),
     }
     if instance is not None:
-        body["instance"] = instance
-    body["field"] = field
+        body["instance"] = bounded(instance)
+    body["field"] = None if field is None else bounded(field)
     if allowed is not None:
-        body["allowed"] = [str(a) for a in allowed]
+        body["allowed"] = [bounded(str(a)) for a in allowed]
     if errors:
-        body["errors"] = errors
+        body["errors"] = [{k: bounded(v) if isinstance(v, str) else v for k, v in e.items()} for e in errors]
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
 
 

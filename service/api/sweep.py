@@ -15,7 +15,7 @@ from fastapi.responses import Response
 from pydantic import TypeAdapter
 
 from schemas.json_schema import standard_bounds
-from schemas.sweep import MAX_POINTS, SweepRequest, SweepResponse
+from schemas.sweep import MAX_POINTS, MAX_STAGES, SweepRequest, SweepResponse
 from service.api.plan import read_body
 from service.api.problems import heavy_docs, problem_doc
 from service.api.workpool import run_heavy
@@ -79,7 +79,8 @@ def wants_csv(request: Request) -> bool:
         **heavy_docs(),
         422: problem_doc(
             f"The sweep cannot run: `field` names the axis value (`axes.0.values.3`), the axis or the base field at fault; "
-            f"more than {MAX_POINTS} points; a point that is not a valid PlanRequest (`point` gives its values)."
+            f"more than {MAX_POINTS} points, or {MAX_STAGES} pipeline stages (the points' pp_size summed); a point that is not a "
+            "valid PlanRequest (`point` gives its values)."
         ),
     },
     openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": _REQUEST_SCHEMA, "examples": EXAMPLES}}}},

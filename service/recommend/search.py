@@ -39,7 +39,14 @@ from schemas.recommend import (
     RecommendResponse,
     TargetCheck,
 )
-from schemas.request import Budget, PlanRequest, ServerArgs
+from schemas.request import (
+    MAX_PARALLEL,
+    MAX_SGLANG_ARG_CHARS,
+    MAX_SGLANG_ARGS,
+    Budget,
+    PlanRequest,
+    ServerArgs,
+)
 from service.recommend import layers, partition
 from service.recommend.flags import launch_flags
 from service.solver import gpus
@@ -124,8 +131,11 @@ def _with_sglang_args(raw: dict) -> dict:
     from service.sglang_args import parse_sglang_args
 
     value = raw.pop("sglang_args")
-    if not isinstance(value, list) or not all(isinstance(a, str) for a in value) or len(value) > 1024:
-        raise PlanInputError("sglang_args", 'must be a list of at most 1024 strings, as a shell passes them (e.g. ["--tp-size", "8"])')
+    if not isinstance(value, list) or not all(isinstance(a, str) for a in value) or len(value) > MAX_SGLANG_ARGS:
+        raise PlanInputError("sglang_args", f'must be a list of at most {MAX_SGLANG_ARGS} strings, as a shell passes them (e.g. ["--tp-size", "8"])')
+    for i, arg in enumerate(value):
+        if len(arg) > MAX_SGLANG_ARG_CHARS:
+            raise PlanInputError(f"sglang_args.{i}", f"is longer than {MAX_SGLANG_ARG_CHARS} characters")
     if "server_args" in raw:
         raise PlanInputError("sglang_args", "give either server_args or sglang_args, not both")
     parsed = parse_sglang_args(list(value))
@@ -163,7 +173,15 @@ def _grid(req: RecommendRequest) -> list[dict]:
     if gpus is not None and req.search.tp_size is None and "tp_size" not in fixed:
         values["tp_size"] = [t for t in _DEFAULT_TP if any(g % t == 0 for g in gpus)] or [1]
     if gpus is not None and req.search.pp_size is None and "pp_size" not in fixed:
-        values["pp_size"] = sorted({g // t for g in gpus for t in values["tp_size"] if g % t == 0})
+        # A derived pp_size obeys the bound of a given one (ServerArgs: 1..MAX_PARALLEL);
+        # past it there is no setting to plan, so it never reaches the grid.
+        derived = {g // t for g in gpus for t in values["tp_size"] if g % t == 0}
+        values["pp_size"] = sorted(p for p in derived if 1 <= p <= MAX_PARALLEL)
+        if derived and not values["pp_size"]:
+            raise PlanInputError(
+                "gpus", f"these GPU counts need pp_size {min(derived):,} or more at tp_size {max(values['tp_size'])} or less; "
+                f"pp_size is at most {MAX_PARALLEL}: give fewer GPUs per replica, or search.tp_size",
+            )
     raw = math.prod(len(values[f]) for f in _KNOBS.values())
     if raw > MAX_GRID * 8:
         raise PlanInputError("search", f"{raw:,} combinations of the searched knobs; at most {MAX_GRID * 8:,} before the GPU-count filter: narrow a knob")

@@ -13,6 +13,7 @@ Family detection follows the config class SGLang instantiates, i.e. the top-leve
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -161,6 +162,67 @@ def _check_int(value: Any, path: str, minimum: int = 0, maximum: int = MAX_DIM) 
     if not minimum <= value <= maximum:
         raise PlanInputError(path, f"must be between {minimum} and {maximum}, got {value}")
     return value
+
+
+# The config keys SGLang 0.5.23 reads as integers to size a model (its state shapes, KV
+# heads, parameter shapes: here and in weights.py), wherever they sit in the config
+# (top level, text_config, linear_attn_config, vision_config). Each must be a finite JSON
+# integer within its bound: 4096.5 or 1e308 is refused naming the key, never rounded by
+# an int() or overflowed in a float product. POSITIVE keys SGLang divides by or builds a
+# tensor dimension from; the others may be 0 (no shared expert, no dense prefix, ...).
+POSITIVE_CONFIG_INTS = frozenset({
+    "hidden_size", "intermediate_size", "vocab_size", "num_attention_heads", "num_hidden_layers", "head_dim",
+    "moe_intermediate_size", "num_experts", "n_routed_experts", "linear_num_key_heads", "linear_num_value_heads",
+    "linear_key_head_dim", "linear_value_head_dim", "linear_conv_kernel_dim", "mamba_num_heads", "mamba_head_dim",
+    "mamba_n_heads", "mamba_d_head", "mamba_d_ssm", "mamba_expand", "mamba_d_conv", "mamba_n_groups", "n_groups",
+    "num_heads", "short_conv_kernel_size", "conv_kernel", "conv_L_cache", "full_attention_interval",
+    "num_key_value_heads", "n_head_kv", "num_kv_heads", "multi_query_group_num", "num_attention_groups",
+    "max_position_embeddings", "max_sequence_length", "seq_length", "max_seq_len", "model_max_length",
+    "original_max_position_embeddings", "mamba_chunk_size", "chunk_size", "moe_layer_freq", "block_multiple_of",
+    "routed_expert_hidden_size", "vt_hidden_size", "vt_intermediate_size", "vt_num_hidden_layers", "depth",
+    "patch_size", "temporal_patch_size", "spatial_merge_size", "in_channels", "out_hidden_size", "num_position_embeddings",
+    "init_pos_emb_height", "init_pos_emb_width", "init_pos_emb_time",
+})
+NONNEGATIVE_CONFIG_INTS = frozenset({
+    "num_shared_experts", "n_shared_experts", "num_local_experts", "first_k_dense_replace", "num_nextn_predict_layers",
+    "shared_expert_intermediate_size", "moe_shared_expert_intermediate_size", "shared_intermediate_size",
+    "q_lora_rank", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim", "moe_latent_size",
+    "ssm_state_size", "mamba_d_state", "attn_res_block_size", "qkv_hidden_size",
+})
+# String values a config class accepts for one of those keys.
+_CONFIG_INT_WORDS = {"mamba_d_head": frozenset({"auto"})}
+# Sub-configs another reader owns (the quantization schemes: weights.py validates them).
+_NOT_SIZING_SUBCONFIGS = frozenset({"quantization_config", "quantization", "compression_config"})
+_CONTEXT_KEYS = frozenset({*CONTEXT_LENGTH_KEYS, "original_max_position_embeddings"})
+
+
+def check_config_integers(cfg: dict, path: str, depth: int = 0) -> None:
+    """Every integer key SGLang sizes from (POSITIVE_CONFIG_INTS / NONNEGATIVE_CONFIG_INTS),
+    in `cfg` and its sub-configs, is a finite integer within its bound; other values (floats,
+    strings, Infinity: `time_step_limit: [0.0, Infinity]` in Nemotron-H) are left to the
+    readers that use them. PlanInputError naming `<path>.<key>` otherwise."""
+    for key, value in cfg.items():
+        if isinstance(value, dict):
+            if depth < 4 and key not in _NOT_SIZING_SUBCONFIGS:
+                check_config_integers(value, f"{path}.{key}", depth + 1)
+            continue
+        positive = key in POSITIVE_CONFIG_INTS
+        if value is None or not (positive or key in NONNEGATIVE_CONFIG_INTS):
+            continue
+        if type(value) is int and (value >= 1 if positive else value >= 0) and value <= _config_int_limit(key):
+            continue  # the common case, without building the path
+        if isinstance(value, str) and value in _CONFIG_INT_WORDS.get(key, ()):
+            continue
+        where = f"{path}.{key}"
+        if isinstance(value, float) and not math.isfinite(value):
+            raise PlanInputError(where, f"must be a finite integer, got {value}: SGLang sizes the model from it")
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise PlanInputError(where, f"must be an integer (SGLang sizes the model from it), got {value!r}"[:200])
+        _check_int(value, where, 1 if positive else 0, _config_int_limit(key))
+
+
+def _config_int_limit(key: str) -> int:
+    return MAX_CONTEXT if key in _CONTEXT_KEYS else _limit(key)
 
 
 def _int_list(value: Any, path: str, maximum: int = MAX_LAYERS) -> list[int]:
@@ -533,11 +595,40 @@ def supported_families() -> list[str]:
     return [f"{f.label} [model_type: {', '.join(f.model_types)}]" for f in FAMILIES]
 
 
+# The multimodal wrappers of MULTIMODAL_ARCHS that no model_type above names, by family.
+_WRAPPER_FAMILY = {"Lfm2VlForConditionalGeneration": "lfm2", "NemotronH_Nano_VL_V2": "nemotron_h"}
+
+
+def _family_architectures(family: Family) -> list[str]:
+    """The model classes SGLang 0.5.23 loads a config of this family as."""
+    own = [a for a, mt in _ARCH_TO_MODEL_TYPE.items() if _BY_MODEL_TYPE[mt] is family]
+    return sorted(own + [a for a, name in _WRAPPER_FAMILY.items() if name == family.name])
+
+
+def _check_architecture(arch: str, family: Family, path: str) -> None:
+    """architectures[0] is the model class SGLang 0.5.23 loads, and its launch rules (radix
+    strategy, extra_buffer, PP support) are looked up by that name. A name it has no class
+    for sends it to its Transformers fallback, which it does not size through the mamba
+    path; a class of another family would be built from a config it cannot read. Either
+    way the model does not start as this family, so the name must be one of the family's."""
+    known = _family_architectures(family)
+    if arch in known:
+        return
+    other = _BY_MODEL_TYPE.get(_ARCH_TO_MODEL_TYPE.get(arch, ""))
+    why = (f"is the {other.label} class, not the model_type's {family.label}" if other is not None else
+           "is not a model class SGLang 0.5.23 sizes through its mamba path (it would load it through its "
+           "Transformers fallback)")
+    raise PlanInputError(f"{path}.architectures", f"{arch[:100]!r} {why}; for this model_type use one of {', '.join(known)}", allowed=known)
+
+
 def layout_from_hf_config(hf_config: dict, name: str = "", path: str = "model.hf_config") -> ModelLayout:
     if not isinstance(hf_config, dict):
         raise PlanInputError(path, "must be a JSON object (a model's config.json)")
+    check_config_integers(hf_config, path)
     archs = hf_config.get("architectures")
-    arch = archs[0] if isinstance(archs, list) and archs and isinstance(archs[0], str) else ""
+    if archs is not None and (not isinstance(archs, list) or not all(isinstance(a, str) for a in archs)):
+        raise PlanInputError(f"{path}.architectures", 'must be a list of model class names, as in config.json (e.g. ["NemotronHForCausalLM"])')
+    arch = archs[0] if archs else ""
     model_type = hf_config.get("model_type") or _ARCH_TO_MODEL_TYPE.get(arch)
     family = _BY_MODEL_TYPE.get(model_type) if isinstance(model_type, str) else None
     if family is None or not isinstance(model_type, str):  # a family implies a str model_type; said for mypy
@@ -548,6 +639,8 @@ def layout_from_hf_config(hf_config: dict, name: str = "", path: str = "model.hf
             + "; ".join(supported_families()),
             allowed=sorted(_BY_MODEL_TYPE),
         )
+    if arch:
+        _check_architecture(arch, family, path)
     wrapper = None
     raw = hf_config
     if model_type in _TEXT_CONFIG_WRAPPERS:

@@ -17,14 +17,16 @@ in the order SGLang's pipeline runs its hooks:
   8. speculative defaults (48 running requests, (steps, topk, draft) = (3, 1, 4), NGRAM's 12);
   9. `--mamba-ssm-dtype` exported as SGLANG_MAMBA_SSM_DTYPE;
  10. `check_server_args` at engine start;
- 11. model construction: `make_layers` asserts num_hidden_layers >= pp_size.
+ 11. model construction: `make_layers` asserts num_hidden_layers >= pp_size (checked
+     first, before any other rule: see `check_pp_layers`).
 
 Flags SGLang refuses become `rejections` (the plan is then not startable), in the order
 SGLang would raise them, with SGLang's exception class and wording. Three input errors stay
 PlanInputErrors: attn_dp_size not dividing tp_size; pp_size > 1 for a model class that
 asserts pp_size == 1 (Qwen3-Next, Falcon-H1, LFM2; SGLang fails at model construction);
-and, once the flags are accepted, pp_size above the model's layer count (SGLang's
-`make_layers` asserts num_hidden_layers >= pp_size when it builds the model).
+and pp_size above the model's layer count (SGLang's `make_layers` asserts
+num_hidden_layers >= pp_size when it builds the model), checked before everything else so
+that no plan ever has more stages than layers.
 
 The machine is a CUDA Hopper GPU (SM90, CUDA >= 12.3, FlashInfer installed): the SM100
 branches of the model overrides and hooks (trtllm_mha / page 64 for Qwen3.5 and Nemotron-H
@@ -320,6 +322,20 @@ def mamba_chunk_size(layout: ModelLayout) -> int:
     return FLA_CHUNK_SIZE
 
 
+def check_pp_layers(layout: ModelLayout, pp: int) -> None:
+    """THE bound of pp_size against the model: at most one stage per layer. SGLang's
+    `make_layers` asserts num_hidden_layers >= pp_size when it builds the model; a launch
+    it refuses earlier for another reason (NGRAM with PP) never gets there, but its plan
+    would still be one stage per rank, so the bound is checked first, on every path
+    (plan, compare, sweep points, recommend candidates), before any stage is built."""
+    if pp > max(layout.num_hidden_layers, 1):
+        raise PlanInputError(
+            "server_args.pp_size",
+            f"is {pp} but the model has num_hidden_layers={layout.num_hidden_layers}: SGLang 0.5.23 asserts "
+            f"num_hidden_layers >= pp_size when it builds the model; use pp_size {layout.num_hidden_layers} or less",
+        )
+
+
 def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int | None, draft_layers: int | None, needs_mfs: bool) -> Launch:
     rejections: list[Rejection] = []
     warnings: list[str] = []
@@ -338,6 +354,7 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int
             f"{layout.family} does not support pipeline parallelism in SGLang 0.5.23 (the model asserts pp_size == 1); use pp_size 1",
             allowed=["1"],
         )
+    check_pp_layers(layout, pp)
     backend = args.attention_backend or default_attention_backend(layout, args)
     kv_dtype = _kv_dtype(args, layout)
     if backend == "fa3" and kv_dtype == "fp8_e5m2":
@@ -488,16 +505,6 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int
             reject("AssertionError", "PP + speculative decoding (MTP) is only supported on prefill nodes (disaggregation-mode=prefill)")
     if chunked > 0 and chunked % page != 0:
         reject("AssertionError", "chunked_prefill_size must be divisible by page_size")
-
-    # 11. Model construction: `make_layers` asserts num_hidden_layers >= pp_size before it
-    #     splits the layers (get_pp_indices alone would give the first stages no layer).
-    #     SGLang gets there only with flags it accepted.
-    if not rejections and pp > max(layout.num_hidden_layers, 1):
-        raise PlanInputError(
-            "server_args.pp_size",
-            f"is {pp} but the model has num_hidden_layers={layout.num_hidden_layers}: SGLang 0.5.23 asserts "
-            f"num_hidden_layers >= pp_size when it builds the model; use pp_size {layout.num_hidden_layers} or less",
-        )
 
     return Launch(
         tp_size=tp, pp_size=pp, attn_dp_size=dp, attn_tp_size=attn_tp, page_size=page,

@@ -137,12 +137,15 @@ class CpuBackend(Backend):
         )
 
     def mem_get_info(self) -> tuple[int, int]:
-        import psutil
-
-        vm = psutil.virtual_memory()
         if self.cap_bytes is not None:
             return max(0, self.cap_bytes - self.live_bytes()), self.cap_bytes
-        return int(vm.available), int(vm.total)
+        import psutil
+
+        from service.worker import host_memory
+
+        # Free as the kernel enforces it (host, cgroup, rlimit): an OOM's shortfall is
+        # measured against the limit that was hit, not the node's free memory.
+        return host_memory.available_bytes(), int(psutil.virtual_memory().total)
 
 
 class CudaBackend(Backend):

@@ -34,6 +34,7 @@ from schemas.trial import (
 )
 from service.solver import plan as solve
 from service.solver.allocation import TensorSpec, plan_stage_tensors
+from service.worker import host_memory
 from service.worker.devices import GIB, MIB, Backend, is_oom
 
 log = logging.getLogger("mambasizer.worker")
@@ -151,7 +152,8 @@ def _run(request, options: TrialOptions, backend: Backend, plan: Plan | None, ca
         if need > available - margin:
             # The host's own figures go to the log; the caller learns what its trial needs.
             log.warning("CPU trial refused: not enough free host memory", extra={"fields": {
-                "event": "trial_host_memory", "need_bytes": need, "available_bytes": available, "margin_bytes": margin}})
+                "event": "trial_host_memory", "need_bytes": need, "available_bytes": available, "margin_bytes": margin,
+                "bound": host_memory.room().bound}})
             return _rejected(
                 backend,
                 f"a CPU trial of this plan needs {need / GIB:.2f} GiB (its largest selected stage"
@@ -187,30 +189,9 @@ def _run(request, options: TrialOptions, backend: Backend, plan: Plan | None, ca
 
 
 def host_available_bytes() -> int:
-    """Memory a CPU trial may take without swapping: the machine's available memory, and
-    in a container (cgroup v2 or v1) no more than its limit minus its current usage, since
-    psutil reports the node, not the pod."""
-    import psutil
-
-    available = int(psutil.virtual_memory().available)
-    room = cgroup_room_bytes()
-    return available if room is None else min(available, room)
-
-
-def cgroup_room_bytes(root: str = "/sys/fs/cgroup") -> int | None:
-    """limit - usage of this process's memory cgroup; None when unlimited or unknown."""
-    for limit_file, usage_file in (("memory.max", "memory.current"), ("memory/memory.limit_in_bytes", "memory/memory.usage_in_bytes")):
-        try:
-            with open(os.path.join(root, limit_file)) as f:
-                limit = f.read().strip()
-            with open(os.path.join(root, usage_file)) as f:
-                usage = int(f.read().strip())
-        except (OSError, ValueError):
-            continue
-        if limit == "max" or not limit.isdigit() or int(limit) >= 1 << 60:
-            return None
-        return max(0, int(limit) - usage)
-    return None
+    """Memory a CPU trial may take without swapping or hitting a limit: the least of the
+    host's available memory, its memory cgroup's room and its rlimits (host_memory.room)."""
+    return host_memory.available_bytes()
 
 
 # --------------------------------------------------------------------------- one stage

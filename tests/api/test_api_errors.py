@@ -21,8 +21,6 @@ B = {"rest_gib": 30.0}
         (b"", "not valid JSON"),
         (b'{"model": {"preset": "x"}', "not valid JSON"),
         (b"\xff\xfe\x00garbage", "not valid JSON"),
-        (b'{"budget": {"rest_gib": NaN}}', "NaN"),
-        (b'{"budget": {"rest_gib": Infinity}}', "Infinity"),
         (b"[" * 100000 + b"]" * 100000, "nested too deeply"),
         (b"[]", "must be a JSON object"),
         (b'"a string"', "must be a JSON object"),

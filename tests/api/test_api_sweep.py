@@ -10,6 +10,7 @@ import json
 import pytest
 
 from api_helpers import H200, assert_problem, preset_request
+from schemas.sweep import MAX_STRING_VALUES
 from service.sweep import MAX_POINTS
 
 QWEN_GPU = {"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "server_args": {"tp_size": 4}, "budget": {"gpu": "h200"}}
@@ -210,7 +211,9 @@ def test_openapi_documents_the_sweep_and_its_examples_answer(client):
     body = op["requestBody"]["content"]["application/json"]
     assert body["schema"]["properties"]["base"]["$ref"] == "#/components/schemas/ApiPlanRequest"
     assert body["schema"]["properties"]["axes"]["maxItems"] == 2
-    assert body["schema"]["properties"]["axes"]["items"]["properties"]["values"]["maxItems"] == MAX_POINTS
+    values = body["schema"]["properties"]["axes"]["items"]["properties"]["values"]
+    # Numbers up to MAX_POINTS; with a string among them, up to MAX_STRING_VALUES (the body limit).
+    assert [v["maxItems"] for v in values["anyOf"]] == [MAX_POINTS, MAX_STRING_VALUES]
     assert "text/csv" in op["responses"]["200"]["content"]
     assert op["responses"]["200"]["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/SweepResponse"}
     assert "/" not in doc["paths"] and not any(p.startswith("/static") for p in doc["paths"])

@@ -148,9 +148,8 @@ def test_explicit_layout_and_unmodelled_families_are_refused():
 def test_malformed_configs_are_errors_not_crashes(over):
     hf = copy.deepcopy(dict(PRESETS["nvidia-nemotron-3-nano-30b-a3b"].hf_config))
     hf.update(over)
-    lay = layout_from_hf_config(hf)
-    with pytest.raises(PlanInputError):
-        _bytes(lay, tp=4)
+    with pytest.raises(PlanInputError):  # the layout refuses a non-integer sizing key, the weights the rest
+        _bytes(layout_from_hf_config(hf), tp=4)
 
 
 def test_ep_must_divide_tp():

@@ -200,7 +200,7 @@ def test_device_budget_needs_cuda():
 
 
 def test_a_container_memory_limit_bounds_what_a_cpu_trial_may_take(tmp_path):
-    from service.worker.trial import cgroup_room_bytes
+    from service.worker.host_memory import cgroup_room_bytes
 
     (tmp_path / "memory.max").write_text("4294967296\n")
     (tmp_path / "memory.current").write_text("1073741824\n")
