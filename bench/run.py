@@ -113,7 +113,6 @@ def load_requests(names: list[str] | None = None) -> dict[str, dict]:
 def expand_preset(request: dict) -> dict:
     """The same request with `model.preset` replaced by the preset's `hf_config` (the
     oracle takes `hf_config` only): both sides then get byte-identical input."""
-    import service.solver  # noqa: F401  (importing service.presets first is a circular import)
     from service.presets import get_preset
 
     req = copy.deepcopy(request)
@@ -437,7 +436,7 @@ def bench_inprocess(
     calls it, and with the oracle's locals probe off (SGLang's functions alone, faster); the
     speedup is taken against the faster of the two. Returns {"requests": {name: {...}},
     "plan_speedup_vs_sglang": the smallest speedup over the requests, ...}."""
-    from service.solver import plan
+    from service.planner import plan
 
     reference_plan = load_oracle() if with_sglang else None
     results: dict[str, dict] = {}
@@ -855,7 +854,7 @@ def bench_http(
     server_cmd: str | None,
     log: Callable[[str], None] = print,
 ) -> dict:
-    from service.solver import plan
+    from service.planner import plan
 
     workdir = Path(tempfile.mkdtemp(prefix="mambasizer-bench-"))
     host, port = "127.0.0.1", free_port()

@@ -371,8 +371,8 @@ def check_log(text: str | bytes, hf_config: dict | None = None, sglang_args: lis
     ctx = _Context(version_cause=_version_cause(log.sglang_version), platform_cause=_platform_cause(log.gpu))
     ctx.request = rebuild_request(log, hf_config, ctx, sglang_args)
     if ctx.request is not None:
-        from service.solver import PlanInputError, plan
-        from service.solver.allocation import plan_stage_tensors
+        from service.planner import plan, plan_stage_tensors
+        from service.solver import PlanInputError
 
         try:
             ctx.plan = plan(ctx.request)

@@ -130,8 +130,9 @@ def prepare(
     if weights_cause is not None:
         est.weights_cause = weights_cause
         return est
+    from service.planner import model_layout, parse_request
     from service.solver.launch import resolve
-    from service.solver.plan import model_layout, parse_request, stage_split
+    from service.solver.plan import stage_split
     from service.solver.weights import stage_weight_bytes
 
     try:

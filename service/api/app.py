@@ -42,9 +42,9 @@ from service.api.metrics import Metrics
 from service.api.middleware import ObservabilityMiddleware
 from service.api.trials import TrialSettings, TrialSettingsError
 from service.api.wire import MAX_BODY_BYTES
+from service.planner import plan as solve
 from service.presets import PRESETS
 from service.solver import PlanInputError
-from service.solver import plan as solve
 
 log = logging.getLogger("mambasizer.api")
 

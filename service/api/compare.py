@@ -26,7 +26,7 @@ from schemas.plan import REFERENCE
 from service.api import wire
 from service.api.openapi import COMPARE_EXAMPLES, request_body
 from service.api.problems import problem_doc
-from service.solver import plan
+from service.planner import plan
 
 BASELINE = "whole-model"
 CANDIDATE = "sglang-0.5.23"

@@ -21,7 +21,7 @@ from service.api import trial_seam, trials, wire
 from service.api.disconnect import run_watched
 from service.api.openapi import PLAN_EXAMPLES, request_body
 from service.api.problems import problem_doc
-from service.solver import plan
+from service.planner import plan
 
 log = logging.getLogger("mambasizer.api")
 router = APIRouter(tags=["plan"])

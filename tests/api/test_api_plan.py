@@ -12,8 +12,8 @@ from service.api import trial_seam
 from service.api.app import create_app
 from service.api.openapi import PLAN_EXAMPLES
 from service.api.trials import TrialSettings
+from service.planner import plan
 from service.presets import PRESETS
-from service.solver import plan
 
 SIZABLE = [p.name for p in PRESETS.values() if p.sizable]
 TRIALS_ON = TrialSettings(enabled=True)

@@ -47,7 +47,7 @@ def one_line(text: str) -> str:
 
 
 def solved(request: dict) -> dict:
-    from service.solver import plan
+    from service.planner import plan
 
     return plan(request).model_dump(mode="json")
 
