@@ -30,7 +30,6 @@ def _fresh(request: dict) -> dict:
 
 def test_solver_imports_and_plans_without_presets():
     from samples import TINY
-
     from service.planner import plan
 
     got = _fresh(TINY)
