@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from schemas import Plan, PlanRequest
 from schemas.plan import REFERENCE
 from service.api import wire
-from service.api.openapi import COMPARE_EXAMPLES, request_body
+from service.api.examples import COMPARE_EXAMPLES, request_body
 from service.api.problems import problem_doc
 from service.planner import plan
 

@@ -18,7 +18,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from service.api import trial_seam, trials, wire
-from service.api.openapi import PLAN_EXAMPLES, request_body
+from service.api.examples import PLAN_EXAMPLES, request_body
 from service.api.problems import problem_doc
 from service.client_watch import run_watched
 from service.planner import plan

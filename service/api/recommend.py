@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from schemas.recommend import RecommendResponse
 from service.api import wire
-from service.api.openapi import request_body
+from service.api.examples import request_body
 from service.api.plan import read_body
 from service.api.problems import problem_doc
 from service.recommend import recommend, response_json

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from api_helpers import H200, assert_problem, preset_request
-from service.api.openapi import COMPARE_EXAMPLES
+from service.api.examples import COMPARE_EXAMPLES
 from service.api.presets import json_safe
 from service.planner import plan
 from service.presets import PRESETS
