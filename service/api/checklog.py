@@ -23,8 +23,8 @@ from schemas.json_schema import standard_bounds
 from service.api import wire
 from service.api.plan import read_body
 from service.api.problems import TYPE_PREFIX, problem_doc, problem_response
-from service.bootlog import BootLogError
-from service.checklog import check_log
+from service.startlog.compare import check_log
+from service.startlog.parse import BootLogError
 
 router = APIRouter(tags=["plan"])
 

@@ -59,7 +59,7 @@ def _cell(value: Any) -> str:
 
 
 def render_table(data: dict) -> str:
-    from service.checklog import difference
+    from service.startlog.compare import difference
 
     rows = [("rank", "figure", "logged", "predicted", "diff", "cause")]
     for rank in data["ranks"]:
@@ -88,9 +88,9 @@ def render_table(data: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from service.bootlog import MAX_LOG_BYTES, BootLogError
-    from service.checklog import check_log
     from service.solver import PlanInputError
+    from service.startlog.compare import check_log
+    from service.startlog.parse import MAX_LOG_BYTES, BootLogError
 
     inputs = list(args.inputs)
     args.log = inputs.pop(0) if inputs else "-"

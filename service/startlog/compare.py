@@ -26,9 +26,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from schemas.request import PlanRequest
-from service.bootlog import FIGURES, BootLog, parse_boot_log
 from service.presets import PRESETS
 from service.sglang_args import IGNORED, MODELLED, SPECIAL, _flags
+from service.startlog.parse import FIGURES, BootLog, parse_boot_log
 
 GB = 1 << 30  # SGLang prints GB as bytes / 2**30 with two decimals
 REFERENCE_VERSION = "0.5.23"
@@ -363,7 +363,7 @@ def difference(name: str, logged: Any, predicted: Any) -> Any:
 def check_log(text: str | bytes, hf_config: dict | None = None, sglang_args: list[str] | None = None, gpu: str | None = None) -> CheckResult:
     """Compare the log with the plan. BootLogError (a ValueError) when the log is unreadable;
     PlanInputError when the given config.json, launch arguments or GPU name cannot be used."""
-    from service import checklog_estimate
+    from service.startlog import estimate as checklog_estimate
 
     if gpu is not None:
         checklog_estimate.gpu_named(gpu)  # an unknown name is the caller's error, before any work
