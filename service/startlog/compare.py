@@ -5,13 +5,13 @@
     result.all_match   # every predicted figure equals the logged one, every estimate is
                        # within its stated error (exit 0)
 
-The plan request is rebuilt from the log itself (service.bootlog): the model from the
+The plan request is rebuilt from the log itself (service.startlog.parse): the model from the
 preset whose model id matches `model_path` (or the config.json given), the flags from the
 `server_args` record (the modelled ones, by SGLang's own names), and the free memory SGLang
 measured before and after the weights load as the measured budget. Nothing else: the
 comparison is plan vs observed.
 
-Beside it, per rank, `estimated` holds the second comparison (service.checklog_estimate):
+Beside it, per rank, `estimated` holds the second comparison (service.startlog.estimate):
 the free memory before and after the load and the weights' usage predicted before a boot,
 from the model's weights and the GPU (the `gpu` argument or the log's GPU line).
 """

@@ -1,6 +1,6 @@
 """check-log's second comparison: the memory figures estimated before a boot.
 
-The first comparison (service.checklog) plans with the free memory the log measured, so its
+The first comparison (service.startlog.compare) plans with the free memory the log measured, so its
 pool sizes are exact given that memory. This one predicts the three figures that comparison
 takes as input, the way `budget: {"gpu": ...}` does (service.solver.gpu_budget):
 
