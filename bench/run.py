@@ -10,7 +10,7 @@ comparison needs the `sglang==0.5.23` wheel installed with --no-deps (scripts/te
 
 For the three requests in bench/requests/ it prints:
 
-1. In-process plans/second: our `service.solver.plan` and SGLang 0.5.23's own sizing
+1. In-process plans/second: our `service.planner.plan` and SGLang 0.5.23's own sizing
    functions driven by the conformance oracle (`tests/conformance/sglang_ref.py`,
    `reference_plan`), same process, same explicit request (the preset expanded to its
    `hf_config`, launch values resolved: page_size, strategy, overlap, mem_fraction_static),
@@ -526,7 +526,7 @@ def print_gpu_only(res: dict) -> None:
 def print_inprocess(res: dict) -> None:
     print(
         "\n== 1. In-process, median [min..max] of runs. Both sides get the same request: the preset expanded to its"
-        "\n   hf_config, launch values stated. Ours: service.solver.plan (flags resolved, config.json parsed, sized,"
+        "\n   hf_config, launch values stated. Ours: service.planner.plan (flags resolved, config.json parsed, sized,"
         "\n   pools and output built: every call). SGLang 0.5.23's own code for the same three steps, each timed"
         "\n   alone with the conformance harness around it left out: launch-flag resolution (ServerArgs +"
         "\n   resolve_once + check_server_args), the config load (ModelConfig from a fresh config.json), the sizing"
