@@ -31,13 +31,14 @@ ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
-COPY pyproject.toml README.md LICENSE ./
+COPY pyproject.toml README.md LICENSE constraints.txt ./
 COPY schemas/ schemas/
 COPY service/ service/
 # The project WITHOUT the `worker` extra: no torch, no CUDA on the API path. The venv has
-# no pip/setuptools of its own; the build stage's pip installs into it.
+# no pip/setuptools of its own; the build stage's pip installs into it. Every package at its
+# constraints.txt version (scripts/lock_constraints.py): one tag, one set of packages.
 RUN python -m venv --without-pip /opt/venv \
- && pip --python /opt/venv/bin/python install --no-cache-dir . \
+ && pip --python /opt/venv/bin/python install --no-cache-dir -c constraints.txt . \
  && /opt/venv/bin/mambasizer --version
 
 FROM python:3.11.14-slim-bookworm AS api
@@ -74,21 +75,24 @@ CMD ["serve", "--host", "0.0.0.0", "--port", "8000"]
 # ----------------------------------------------------------------------------- worker
 
 FROM python:3.11.14-slim-bookworm AS worker-build
-# The CUDA build of torch comes from the PyTorch index; the pin is the `worker` extra's.
+# The CUDA build of torch comes from the PyTorch index; the pin is the `worker` extra's. It
+# comes alone (--no-deps): the second install resolves its dependencies from PyPI at their
+# constraints.txt versions (that index carries few of those versions), and the nvidia-* and
+# triton wheels at the exact versions this torch wheel names.
 ARG TORCH_INDEX_URL=https://download.pytorch.org/whl/cu128
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
 WORKDIR /src
-COPY pyproject.toml README.md LICENSE ./
+COPY pyproject.toml README.md LICENSE constraints.txt ./
 COPY schemas/ schemas/
 COPY service/ service/
 # DL3013 takes ".[worker]" (this project, its torch pinned above and in pyproject.toml) for an
 # unpinned registry package.
 # hadolint ignore=DL3013
 RUN python -m venv --without-pip /opt/venv \
- && pip --python /opt/venv/bin/python install --no-cache-dir --index-url "${TORCH_INDEX_URL}" torch==2.13.0 \
- && pip --python /opt/venv/bin/python install --no-cache-dir ".[worker]" \
+ && pip --python /opt/venv/bin/python install --no-cache-dir -c constraints.txt --no-deps --index-url "${TORCH_INDEX_URL}" torch==2.13.0 \
+ && pip --python /opt/venv/bin/python install --no-cache-dir -c constraints.txt ".[worker]" \
  && /opt/venv/bin/mambasizer --version
 
 FROM python:3.11.14-slim-bookworm AS worker

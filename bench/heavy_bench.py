@@ -128,8 +128,8 @@ def _post_many(host: str, port: int, path: str, body: dict, n: int, conc: int) -
 
 def bench_heavy(*, seconds: float = 6.0, requests: int = 24, serve_args: list[str] | tuple[str, ...] = (),
                 deadline_s: float = DEADLINE_S) -> dict:
+    from bench.harness import Server, free_port, load_requests, serve_command
     from bench.recommend_bench import KIMI_K3_64
-    from bench.run import Server, free_port, load_requests, serve_command
     from bench.sweep_bench import cases
     from service.recommend import recommend
     from service.sweep import run_sweep

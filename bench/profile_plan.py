@@ -21,7 +21,8 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from bench.run import REQUEST_FILES, expand_preset, load_oracle, load_requests, oracle_probe_off  # noqa: E402
+from bench.harness import REQUEST_FILES, load_requests  # noqa: E402
+from bench.run import expand_preset, load_oracle, oracle_probe_off  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -39,7 +40,7 @@ def main(argv=None) -> int:
         fn = load_oracle()
         iters = args.iters or 30
     else:
-        from service.solver import plan as fn
+        from service.planner import plan as fn
 
         iters = args.iters or 5000
     for name, req in load_requests(args.request).items():

@@ -10,7 +10,7 @@ comparison needs the `sglang==0.5.23` wheel installed with --no-deps (scripts/te
 
 For the three requests in bench/requests/ it prints:
 
-1. In-process plans/second: our `service.solver.plan` and SGLang 0.5.23's own sizing
+1. In-process plans/second: our `service.planner.plan` and SGLang 0.5.23's own sizing
    functions driven by the conformance oracle (`tests/conformance/sglang_ref.py`,
    `reference_plan`), same process, same explicit request (the preset expanded to its
    `hf_config`, launch values resolved: page_size, strategy, overlap, mem_fraction_static),
@@ -46,8 +46,6 @@ import os
 import platform
 import re
 import shutil
-import signal
-import socket
 import statistics
 import subprocess
 import sys
@@ -63,13 +61,9 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-REQUESTS_DIR = REPO / "bench" / "requests"
-# name -> file, in the order the issue lists them.
-REQUEST_FILES = {
-    "kimi-k3 tp8 pp8": "kimi-k3-tp8-pp8.json",
-    "qwen3-next tp4 eagle": "qwen3-next-tp4-eagle.json",
-    "nemotron-h-56b pp4 K=512": "nemotron-h-56b-pp4-mamba512.json",
-}
+# The request files and the server harness, shared with bench/sweep_bench.py.
+from bench.harness import REQUEST_FILES, Server, free_port, load_requests, serve_command  # noqa: E402
+
 CONCURRENCIES = (1, 16, 64)
 P99_MIN_DURATION_S = 3.0  # per run at c64, also under --quick
 
@@ -103,19 +97,9 @@ def fmt_stat(s: dict, scale: float = 1.0, digits: int = 0) -> str:
     return f"{f.format(s['median'] * scale)} [{f.format(s['min'] * scale)}..{f.format(s['max'] * scale)}]"
 
 
-def load_requests(names: list[str] | None = None) -> dict[str, dict]:
-    out = {}
-    for name, fname in REQUEST_FILES.items():
-        if names and name not in names and fname not in names:
-            continue
-        out[name] = json.loads((REQUESTS_DIR / fname).read_text())
-    return out
-
-
 def expand_preset(request: dict) -> dict:
     """The same request with `model.preset` replaced by the preset's `hf_config` (the
     oracle takes `hf_config` only): both sides then get byte-identical input."""
-    import service.solver  # noqa: F401  (importing service.presets first is a circular import)
     from service.presets import get_preset
 
     req = copy.deepcopy(request)
@@ -439,7 +423,7 @@ def bench_inprocess(
     calls it, and with the oracle's locals probe off (SGLang's functions alone, faster); the
     speedup is taken against the faster of the two. Returns {"requests": {name: {...}},
     "plan_speedup_vs_sglang": the smallest speedup over the requests, ...}."""
-    from service.solver import plan
+    from service.planner import plan
 
     reference_plan = load_oracle() if with_sglang else None
     results: dict[str, dict] = {}
@@ -544,7 +528,7 @@ def print_gpu_only(res: dict) -> None:
 def print_inprocess(res: dict) -> None:
     print(
         "\n== 1. In-process, median [min..max] of runs. Both sides get the same request: the preset expanded to its"
-        "\n   hf_config, launch values stated. Ours: service.solver.plan (flags resolved, config.json parsed, sized,"
+        "\n   hf_config, launch values stated. Ours: service.planner.plan (flags resolved, config.json parsed, sized,"
         "\n   pools and output built: every call). SGLang 0.5.23's own code for the same three steps, each timed"
         "\n   alone with the conformance harness around it left out: launch-flag resolution (ServerArgs +"
         "\n   resolve_once + check_server_args), the config load (ModelConfig from a fresh config.json), the sizing"
@@ -594,79 +578,6 @@ def print_inprocess(res: dict) -> None:
 
 
 # --------------------------------------------------------------------------- 2. HTTP
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def serve_command(host: str, port: int, extra: list[str]) -> list[str]:
-    exe = Path(sys.executable).parent / "mambasizer"
-    if exe.exists():
-        base = [str(exe)]
-    else:  # not installed as a script: the same entry point
-        base = [sys.executable, "-c", "import sys; from service.cli import main; sys.exit(main())"]
-    return base + ["serve", "--host", host, "--port", str(port), *extra]
-
-
-class Server:
-    """`mambasizer serve` as a subprocess on loopback; its output goes to a log file."""
-
-    def __init__(self, cmd: list[str], port: int, workdir: Path):
-        self.cmd, self.port = cmd, port
-        self.log_path = workdir / "server.log"
-        self.proc: subprocess.Popen | None = None
-
-    def __enter__(self) -> Server:
-        env = dict(os.environ)
-        env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
-        self._log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(
-            self.cmd, cwd=str(REPO), stdout=self._log, stderr=subprocess.STDOUT, env=env, start_new_session=True
-        )
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            if self.proc.poll() is not None:
-                raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.log_path.read_text()[-3000:]}")
-            try:  # any HTTP answer means it is listening
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/livez", timeout=2):
-                    return self
-            except urllib.error.HTTPError:
-                return self
-            except OSError:
-                time.sleep(0.2)
-        raise RuntimeError(f"server not ready after 60 s:\n{self.log_path.read_text()[-3000:]}")
-
-    def rss(self) -> int:
-        """Resident bytes of the server process and any worker children."""
-        import psutil
-
-        assert self.proc is not None, "the server is not started"
-        p = psutil.Process(self.proc.pid)
-        total = p.memory_info().rss
-        for c in p.children(recursive=True):
-            with contextlib.suppress(psutil.Error):
-                total += c.memory_info().rss
-        return total
-
-    def rss_sampled(self, n: int = 5) -> int:
-        vals = []
-        for _ in range(n):
-            vals.append(self.rss())
-            time.sleep(0.05)
-        return int(statistics.median(vals))
-
-    def __exit__(self, *exc) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
-        self._log.close()
 
 
 class Endpoint:
@@ -857,7 +768,7 @@ def bench_http(
     server_cmd: str | None,
     log: Callable[[str], None] = print,
 ) -> dict:
-    from service.solver import plan
+    from service.planner import plan
 
     workdir = Path(tempfile.mkdtemp(prefix="mambasizer-bench-"))
     host, port = "127.0.0.1", free_port()

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:  # the project, and bench/run.py (as bench.run) for its server harness
+if str(REPO) not in sys.path:  # the project, and bench/harness.py (as bench.harness)
     sys.path.insert(0, str(REPO))
 
 TARGET_S = 1.0
@@ -63,7 +63,7 @@ def _post(conn: http.client.HTTPConnection, body: bytes, accept: str) -> tuple[i
 
 def bench_sweep(requests: dict[str, dict], *, runs: int = 5, points: int = 1000, base_url: str | None = None, serve_args: tuple[str, ...] | list[str] = ()) -> dict:
     """Time each case over HTTP; starts its own server unless base_url is given."""
-    from bench.run import Server, free_port, serve_command  # bench/run.py's server harness
+    from bench.harness import Server, free_port, serve_command
 
     def measure(host: str, port: int) -> dict:
         conn = http.client.HTTPConnection(host, port, timeout=120)
@@ -115,7 +115,7 @@ def print_sweep(res: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from bench.run import load_requests
+    from bench.harness import load_requests
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=5)

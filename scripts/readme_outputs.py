@@ -123,7 +123,7 @@ def checklog_curl(text: str) -> tuple[str, str, str] | None:
 
 def checklog_curl_output(log_path: str, figure: str) -> str:
     _path()
-    from service.checklog import check_log
+    from service.startlog.compare import check_log
 
     data = check_log((ROOT / log_path).read_bytes()).data
     return json.dumps(data["ranks"][0]["figures"][figure], separators=(",", ":"))

@@ -34,9 +34,10 @@ from schemas.sweep import (
     SweepAxis,
 )
 from service.api import wire
+from service.planner import model_layout
 from service.presets import get_preset
 from service.solver import PlanInputError
-from service.solver.plan import model_layout, replan
+from service.solver.plan import replan
 
 HEADLINE = ("max_running_requests", "max_total_num_tokens", "max_mamba_cache_size", "pp_max_micro_batch_size", "binding_limit")
 STAGE_COLUMNS = ("weights_bytes", "mamba_pool_bytes", "kv_pool_bytes", "req_to_token_bytes", "idle_bytes", "kv_tokens")

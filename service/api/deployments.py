@@ -37,7 +37,8 @@ from pydantic import ValidationError
 from schemas import Plan, PlanRequest
 from schemas.trial import TrialOptions
 from service.api import wire
-from service.solver import PlanInputError, plan
+from service.planner import plan
+from service.solver import PlanInputError
 
 log = logging.getLogger("mambasizer.deployments")
 

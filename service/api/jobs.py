@@ -8,8 +8,8 @@ a 500 (a bug) or a 503 (the process died or hit its memory ceiling). Only the An
 back to the server: status, media type, bytes, and for `/v1/plan` with a trial the Plan
 object the trial allocates from.
 
-No FastAPI here beyond what the route modules import; `service.api.workpool` preloads this
-module in the fork server so a replacement process starts in milliseconds.
+No FastAPI here beyond what the route modules import; `service.api.workpool` has the fork
+server preload this module so a replacement process starts in milliseconds.
 """
 
 from __future__ import annotations
@@ -22,10 +22,16 @@ from typing import Any
 from schemas import Plan
 from schemas.request import PresetModel
 from service.api import wire
-from service.api.problems import INVALID_INPUT, PROBLEM_JSON, input_problem_bytes, problem_bytes
+from service.api.problems import (
+    INVALID_INPUT,
+    PROBLEM_JSON,
+    input_problem_bytes,
+    memory_problem,
+    problem_bytes,
+)
+from service.planner import model_layout
+from service.planner import plan as solve
 from service.solver import PlanInputError, gpu_budget
-from service.solver import plan as solve
-from service.solver.plan import model_layout
 from service.sweep import SweepPointError, rows_csv, run_sweep
 
 log = logging.getLogger("mambasizer.api")
@@ -68,7 +74,7 @@ def plan_job(body: bytes, options: dict) -> Answer:
 
 def compare_job(body: bytes, options: dict) -> Answer:
     # the route module (its router is already imported in the fork server)
-    from service.api.compare import compare
+    from service.compare import compare
 
     prepared = wire.prepare(wire.decode_json(body), allow_trial=False)
     out = compare(prepared.request)
@@ -130,8 +136,6 @@ def run(kind: str, body: bytes, instance: str, options: dict) -> Answer:
         return Answer(422, PROBLEM_JSON, input_problem_bytes(exc, instance))
     except MemoryError:
         # The work's own objects are unwound by now, so there is room to say so.
-        from service.api.workpool import memory_problem
-
         return Answer(503, PROBLEM_JSON, memory_problem(instance))
 
 

@@ -23,13 +23,13 @@ from fastapi.responses import Response
 from schemas import PlanRequest
 from schemas.request import HFConfigModel, PresetModel
 from service.api import trial_seam, trials, wire
-from service.api.disconnect import run_watched
+from service.api.examples import PLAN_EXAMPLES, request_body
 from service.api.jobs import Answer
-from service.api.openapi import PLAN_EXAMPLES, request_body
 from service.api.problems import heavy_docs, problem_doc
 from service.api.workpool import CLIENT_CLOSED, ClientGone, Rejected, pool_of, rejection_response
-from service.solver import gpu_budget, plan
-from service.solver.plan import model_layout
+from service.client_watch import run_watched
+from service.planner import model_layout, plan
+from service.solver import gpu_budget
 
 # Above these a plan leaves the event loop: a 1,024-stage plan and its JSON take ~10 ms, and
 # decoding a 1 MiB body several; an ordinary request stays well below both.

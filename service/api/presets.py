@@ -15,8 +15,9 @@ from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from service.api.problems import problem_doc, problem_response
+from service.planner import plan
 from service.presets import PRESETS
-from service.solver import PlanInputError, plan
+from service.solver import PlanInputError
 
 
 class PresetSummary(BaseModel):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import resource
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,6 +28,7 @@ TYPE_PREFIX = "urn:mambasizer:problem:"
 INVALID_INPUT = TYPE_PREFIX + "invalid-input"
 MALFORMED_JSON = TYPE_PREFIX + "malformed-json"
 BODY_TOO_LARGE = TYPE_PREFIX + "body-too-large"
+RESOURCE_LIMIT = TYPE_PREFIX + "resource-limit"
 
 log = logging.getLogger("mambasizer.api")
 
@@ -201,6 +203,23 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(StarletteHTTPException, _http_exception)  # type: ignore[arg-type]
     app.add_exception_handler(BodyTooLarge, _body_too_large)  # type: ignore[arg-type]
     app.add_exception_handler(Exception, _internal)
+
+
+def memory_problem(instance: str | None, ceiling_mib: int | None = None) -> bytes:
+    """The 503 for a job that ran out of its process's memory ceiling (read from the process's
+    own limit when not given: this runs in the worker)."""
+    mib = _memory_ceiling_mib() if ceiling_mib is None else ceiling_mib
+    return problem_bytes(
+        503,
+        f"the request needed more memory than one request may use on this server ({mib} MiB); "
+        "narrow it (fewer search values or sweep points, fewer stages)",
+        type_=RESOURCE_LIMIT, title="Request too large for this server", instance=instance,
+    )
+
+
+def _memory_ceiling_mib() -> int:
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    return -1 if soft == resource.RLIM_INFINITY else soft >> 20
 
 
 def heavy_docs() -> dict:

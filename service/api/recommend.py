@@ -16,7 +16,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
 from schemas.recommend import RecommendResponse
-from service.api.openapi import request_body
+from service.api.examples import request_body
 from service.api.plan import read_body
 from service.api.problems import heavy_docs, problem_doc
 from service.api.workpool import run_heavy

@@ -37,9 +37,9 @@ from pebble import ProcessExpired, ProcessPool
 from starlette.responses import Response
 
 from service.api import jobs
-from service.api.disconnect import disconnected
 from service.api.pool_settings import PoolSettingError, PoolSettings
-from service.api.problems import PROBLEM_JSON, TYPE_PREFIX, problem_bytes
+from service.api.problems import PROBLEM_JSON, TYPE_PREFIX, memory_problem, problem_bytes
+from service.client_watch import disconnected
 
 if TYPE_CHECKING:  # pragma: no cover
     from starlette.requests import Request
@@ -50,27 +50,9 @@ log = logging.getLogger("mambasizer.api")
 
 OVERLOADED = TYPE_PREFIX + "overloaded"
 DEADLINE_EXCEEDED = TYPE_PREFIX + "deadline-exceeded"
-RESOURCE_LIMIT = TYPE_PREFIX + "resource-limit"
 
 MAX_TASKS = 200
 WORKER_NICE = 5  # the event loop (and /livez) first
-
-
-def memory_problem(instance: str | None, ceiling_mib: int | None = None) -> bytes:
-    """The 503 for a job that ran out of its process's memory ceiling (read from the process's
-    own limit when not given: this runs in the worker)."""
-    mib = _memory_ceiling_mib() if ceiling_mib is None else ceiling_mib
-    return problem_bytes(
-        503,
-        f"the request needed more memory than one request may use on this server ({mib} MiB); "
-        "narrow it (fewer search values or sweep points, fewer stages)",
-        type_=RESOURCE_LIMIT, title="Request too large for this server", instance=instance,
-    )
-
-
-def _memory_ceiling_mib() -> int:
-    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
-    return -1 if soft == resource.RLIM_INFINITY else soft >> 20
 
 
 def _worker_init(memory_mib: int) -> None:
@@ -269,5 +251,5 @@ def rejection_response(exc: Rejected) -> Response:
 
 __all__ = [
     "CLIENT_CLOSED", "ClientGone", "HeavyPool", "PoolSettingError", "PoolSettings", "Rejected",
-    "memory_problem", "pool_of", "rejection_response", "run_heavy",
+    "pool_of", "rejection_response", "run_heavy",
 ]

@@ -335,7 +335,7 @@ def _request_from_args(args: argparse.Namespace) -> dict:
 def _plan_in_process(request: dict) -> dict:
     from pydantic import ValidationError
 
-    from service.solver import plan
+    from service.planner import plan
 
     PlanInputError = _plan_input_error()
     wire = _wire()

@@ -120,7 +120,8 @@ def render(plan: Any, ignored: list[str] | None = None, arg_warnings: Sequence[s
 def run(args: argparse.Namespace) -> int:
     # Imported here, not at module level: `mambasizer --help` stays fast.
     from service.api import wire
-    from service.solver import PlanInputError, plan
+    from service.planner import plan
+    from service.solver import PlanInputError
 
     try:
         prepared = wire.prepare(read_json_request(args.request), allow_trial=False)

@@ -31,8 +31,8 @@ class Preset:
 
     @cached_property
     def reason(self) -> str | None:
-        """Why it is not sized; None when it is. Resolved on first use (the solver imports
-        this module while it initialises), then kept."""
+        """Why it is not sized; None when it is. Resolved on first use (loading the presets
+        imports no solver), then kept."""
         if not self.supported:
             return f"not sized by SGLang 0.5.23's hybrid path: {self.sglang_support or 'no config class'}"
         from service.solver.errors import PlanInputError
@@ -91,7 +91,7 @@ PRESETS: Mapping[str, Preset] = _load()
 def get_preset(name: str, allow_unverified: bool = False) -> Preset:
     """The preset to size. `allow_unverified` is accepted for compatibility and has no effect:
     every preset SGLang 0.5.23 can load is sized, verified or not."""
-    # Imported here: service.solver imports this module while it initialises.
+    # Imported here: loading the presets imports no solver.
     from service.solver.errors import PlanInputError
 
     preset = PRESETS.get(name)

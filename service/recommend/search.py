@@ -47,13 +47,14 @@ from schemas.request import (
     PlanRequest,
     ServerArgs,
 )
+from service.planner import model_layout
 from service.recommend import layers, partition
 from service.recommend.flags import launch_flags
 from service.solver import gpus
 from service.solver.errors import PlanInputError
 from service.solver.launch import _capacity_defaults
 from service.solver.monotone import smallest_int
-from service.solver.plan import input_error_from_validation, model_layout, replan
+from service.solver.plan import input_error_from_validation, replan
 from service.solver.requests import ESTIMATE_MAX, ESTIMATE_MIN
 from service.solver.stages import pp_stages
 
@@ -668,7 +669,7 @@ def _budget_body(req: RecommendRequest) -> dict:
 def _candidate(req: RecommendRequest, s: Setting) -> Candidate | None:
     """Re-plan the setting from its own launch flags, as POST /v1/plan would."""
     from service.api import wire
-    from service.solver import plan
+    from service.planner import plan
 
     flags = launch_flags(s.args)
     env = {k: str(int(v)) if isinstance(v, bool) else str(v) for k, v in req.env.model_dump(exclude_defaults=True).items()}
@@ -766,7 +767,7 @@ def _why(req: RecommendRequest, out: list[Candidate], search: _Search) -> str:
 def _against_default(req: RecommendRequest, c: Candidate) -> str:
     """What SGLang's default (even) partition gives with the same flags."""
     from service.api import wire
-    from service.solver import plan
+    from service.planner import plan
 
     env = {k: v for k, v in c.env.items() if k != "SGLANG_PP_LAYER_PARTITION"}
     body: dict = {"model": req.model.model_dump(exclude_defaults=True), "sglang_args": c.sglang_args,

@@ -259,12 +259,3 @@ def pool_bytes(tensors: list[TensorSpec]) -> dict[str, int]:
     for t in tensors:  # t.nbytes, inlined (the plan's hot loop)
         totals[t.pool] = totals.get(t.pool, 0) + prod(t.shape) * _ITEMSIZE[t.dtype]
     return totals
-
-
-def plan_stage_tensors(request, plan, device_kind: Literal["cuda", "cpu"] = "cuda") -> list[list[TensorSpec]]:
-    """One tensor manifest per PP stage of a feasible plan, for a worker on `device_kind`
-    (the conv-window layout of the spec intermediates differs between CUDA and CPU).
-    Raises ValueError for a plan whose sizing did not finish (K, N or T unknown)."""
-    from service.solver.plan import stage_allocation_inputs  # plan.py imports this module
-
-    return [stage_tensors(x) for x in stage_allocation_inputs(request, plan, device_kind)]

@@ -1,4 +1,6 @@
-"""plan(request) -> Plan: SGLang 0.5.23's start-up sizing, stage by stage.
+"""The planning pipeline: SGLang 0.5.23's start-up sizing of one request on one model
+layout, stage by stage. `solve.py` adds the remedies; `service/planner.py` resolves presets
+(this package never imports service.presets).
 
     resolve launch flags  (launch.py)
  A  R0 = rest memory      (budget.py)
@@ -12,6 +14,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal, NamedTuple
@@ -19,8 +22,7 @@ from typing import Any, Literal, NamedTuple
 from pydantic import ValidationError
 
 from schemas.plan import REFERENCE, Plan, PlanError, ResolvedArgs, Stage
-from schemas.request import HFConfigModel, LayoutModel, PlanRequest, PresetModel
-from service.presets import get_preset
+from schemas.request import HFConfigModel, LayoutModel, PlanRequest
 from service.solver import allocation, budget, gpu_budget, kv, mamba, requests, stages
 from service.solver.errors import PlanInputError, SGLangStartupError
 from service.solver.families import layout_from_explicit, layout_from_hf_config
@@ -53,26 +55,29 @@ class _Partial:
 _PRESET_LAYOUTS: dict[str, ModelLayout] = {}
 
 
-def model_layout(request: PlanRequest) -> ModelLayout:
-    m = request.model
-    if isinstance(m, PresetModel):
-        preset = get_preset(m.preset, m.allow_unverified)
-        layout = _PRESET_LAYOUTS.get(preset.name)
-        if layout is None:
-            try:
-                layout = layout_from_hf_config(dict(preset.hf_config), name=preset.name, path="config")
-            except PlanInputError as exc:
-                # Only unverified presets can get here (allow_unverified): their file is incomplete.
-                raise PlanInputError("model.preset", f"preset {preset.name!r} cannot be sized: its {exc.field}: {exc.message}") from None
-            # A preset's layout lives for the process: its state shapes, a pure function of
-            # (tp, dtypes), are computed once per combination (StateSpec is immutable).
-            layout = layout._replace(state_at=lru_cache(maxsize=32)(layout.state_at))
-            _PRESET_LAYOUTS[preset.name] = layout
-        return layout
-    if isinstance(m, HFConfigModel):
-        return layout_from_hf_config(m.hf_config)
-    assert isinstance(m, LayoutModel)
-    return layout_from_explicit(m.layout)
+def preset_layout(name: str, hf_config: Mapping[str, Any]) -> ModelLayout:
+    """The layout of the preset `name` (its `hf_config`), built on first use and kept for the
+    process. The caller (service/planner.py) looks the preset up: the solver knows no names."""
+    layout = _PRESET_LAYOUTS.get(name)
+    if layout is None:
+        try:
+            layout = layout_from_hf_config(dict(hf_config), name=name, path="config")
+        except PlanInputError as exc:
+            # Only unverified presets can get here (allow_unverified): their file is incomplete.
+            raise PlanInputError("model.preset", f"preset {name!r} cannot be sized: its {exc.field}: {exc.message}") from None
+        # A preset's layout lives for the process: its state shapes, a pure function of
+        # (tp, dtypes), are computed once per combination (StateSpec is immutable).
+        layout = layout._replace(state_at=lru_cache(maxsize=32)(layout.state_at))
+        _PRESET_LAYOUTS[name] = layout
+    return layout
+
+
+def inline_layout(model: HFConfigModel | LayoutModel) -> ModelLayout:
+    """The layout of a model the request carries (a pasted config or an explicit layout)."""
+    if isinstance(model, HFConfigModel):
+        return layout_from_hf_config(model.hf_config)
+    assert isinstance(model, LayoutModel)
+    return layout_from_explicit(model.layout)
 
 
 def parse_request(request: PlanRequest | dict | Any) -> PlanRequest:
@@ -111,24 +116,6 @@ def input_error_from_validation(exc: ValidationError) -> PlanInputError:
     return PlanInputError(loc, msg, allowed)
 
 
-def plan(request: PlanRequest | dict | Any) -> Plan:
-    """Size one deployment. Raises PlanInputError for input that cannot be sized;
-    returns a Plan (feasible or not) for everything else."""
-    req = parse_request(request)
-    layout = model_layout(req)
-    launch = _resolve(req, layout)
-    result = _run(req, layout, launch)
-    if not result.feasible and result.error is not None:
-        from service.solver.remedies import remedies_for
-
-        result = result.model_copy(update={"error": result.error.model_copy(update={"remedies": remedies_for(req, layout, launch, result)})})
-    elif result.binding_limit == "mamba_slots" and launch.user_set_max_running_requests:
-        from service.solver.remedies import advice_for_target_concurrency
-
-        result = result.model_copy(update={"advice": advice_for_target_concurrency(req, layout, launch, result)})
-    return result
-
-
 def _resolve(req: PlanRequest, layout: ModelLayout) -> Launch:
     b = req.budget
     return resolve(
@@ -143,8 +130,14 @@ def _resolve(req: PlanRequest, layout: ModelLayout) -> Launch:
 
 def replan(req: PlanRequest, layout: ModelLayout) -> Plan:
     """Resolve and run the pipeline alone (no remedies): what the remedy search repeats.
-    Raises PlanInputError like plan()."""
+    Raises PlanInputError like solve()."""
     return _run(req, layout, _resolve(req, layout), sensitivity=False)
+
+
+def run(req: PlanRequest, layout: ModelLayout) -> tuple[Plan, Launch]:
+    """The pipeline's plan (no remedies yet) and the launch it resolved (solve.py's input)."""
+    launch = _resolve(req, layout)
+    return _run(req, layout, launch), launch
 
 
 def stage_split(req: PlanRequest, layout: ModelLayout, pp_size: int) -> tuple[stages.StageRange, ...]:
@@ -393,13 +386,11 @@ def _stage_inputs(req, layout: ModelLayout, launch: Launch, stage_ranges, state:
     return out
 
 
-def stage_allocation_inputs(request: PlanRequest | dict | Any, result: Plan, device_kind: Literal["cuda", "cpu"] = "cuda") -> list[allocation.StageAllocationInputs]:
-    """The per-stage allocation inputs of a plan computed for `request` (the worker's entry)."""
-    req = parse_request(request)
+def stage_allocation_inputs(req: PlanRequest, layout: ModelLayout, result: Plan, device_kind: Literal["cuda", "cpu"] = "cuda") -> list[allocation.StageAllocationInputs]:
+    """The per-stage allocation inputs of a plan computed for `req` on `layout` (the worker's entry)."""
     K, N, T = result.max_mamba_cache_size, result.max_running_requests, result.max_total_num_tokens
     if K is None or N is None or T is None:
         raise ValueError("the plan's sizing did not finish (max_mamba_cache_size, max_running_requests or max_total_num_tokens is unknown)")
-    layout = model_layout(req)
     launch = _resolve(req, layout)
     stage_ranges = stage_split(req, layout, launch.pp_size)
     state = _state(layout, launch)

@@ -17,11 +17,10 @@ from service.solver.errors import PlanInputError, SGLangStartupError
 from service.solver.launch import Launch
 from service.solver.layout import ModelLayout
 from service.solver.monotone import largest_int, smallest_int
+from service.solver.plan import replan, sized, stage_split, starts
 
 
 def _replan(req: PlanRequest, layout: ModelLayout) -> Plan | None:
-    from service.solver.plan import replan  # plan.py imports this module
-
     try:
         return replan(req, layout)
     except PlanInputError:
@@ -29,8 +28,6 @@ def _replan(req: PlanRequest, layout: ModelLayout) -> Plan | None:
 
 
 def _starts_with(req: PlanRequest, layout: ModelLayout, split=None) -> bool:
-    from service.solver.plan import starts
-
     return starts(req, layout, split)
 
 
@@ -83,8 +80,6 @@ def remedies_for(req: PlanRequest, layout: ModelLayout, launch: Launch, plan: Pl
 
     # The searches change budgets and sizes, never pp_size or the partition: one stage split
     # serves every candidate (at 1,024 stages, splitting is most of a candidate's cost).
-    from service.solver.plan import stage_split
-
     try:
         split = stage_split(req, layout, launch.pp_size)
     except PlanInputError:
@@ -151,9 +146,7 @@ def advice_for_target_concurrency(req: PlanRequest, layout: ModelLayout, launch:
     """--max-running-requests R was asked for but the mamba slots cap it: the
     --max-mamba-cache-size that reaches R (ratio x R per DP worker) and what it costs the KV
     pool, or, when that does not start, the largest size that does and what it reaches."""
-    from service.solver.plan import sized, stage_split
-
-    def replan(size: int) -> Plan | None:
+    def replan_with(size: int) -> Plan | None:
         return _replan(_with(req, server_args={"max_mamba_cache_size": size}), layout)
 
     if launch.max_running_requests is None:  # nothing was asked for
@@ -165,7 +158,7 @@ def advice_for_target_concurrency(req: PlanRequest, layout: ModelLayout, launch:
     target = wanted * ratio * launch.attn_dp_size
     if launch.max_mamba_cache_size is not None and target <= launch.max_mamba_cache_size:
         return []
-    p = replan(target)
+    p = replan_with(target)
     if p is not None and p.feasible:
         return [(
             f"--max-mamba-cache-size {target} reaches the requested max_running_requests {wanted} "
@@ -186,7 +179,7 @@ def advice_for_target_concurrency(req: PlanRequest, layout: ModelLayout, launch:
     best = largest_int(floor, max(floor, _slot_cap(launch, plan, target)), useful)
     if best is None or best <= (plan.max_mamba_cache_size or 0) * launch.attn_dp_size:
         return []
-    p = replan(best)
+    p = replan_with(best)
     assert p is not None  # best passed useful(), which replanned it
     return [(
         f"--max-mamba-cache-size {best} gives the most running requests this budget allows while the KV cache "

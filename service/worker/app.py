@@ -25,7 +25,7 @@ from fastapi.responses import Response
 from pydantic import ValidationError
 
 from schemas.trial import TrialCall
-from service.api.disconnect import run_watched
+from service.client_watch import run_watched
 from service.solver.errors import PlanInputError
 from service.worker.runner import QueueFull, RunnerConfig, TorchMissing, TrialRunner
 

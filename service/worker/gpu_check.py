@@ -28,7 +28,7 @@ def held_weights_gib(body: dict, stage: int, env: str) -> float:
     against SGLang's model classes), read from the GPU-only plan of the same request."""
     if env in os.environ:
         return float(os.environ[env])
-    from service.solver import plan
+    from service.planner import plan
 
     stages = plan(PlanRequest.model_validate({**body, "budget": {"gpu": "h200"}})).stages
     weights = stages[stage].weights_bytes
@@ -55,8 +55,8 @@ def gib(n):
 
 
 def plan_only(cases=None):
-    from service.solver import plan
-    from service.solver.allocation import plan_stage_tensors, pool_bytes
+    from service.planner import plan, plan_stage_tensors
+    from service.solver.allocation import pool_bytes
 
     for label, body, stages, weights in cases or default_cases():
         free_before = 139.5  # an H200 after CUDA / NCCL init

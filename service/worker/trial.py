@@ -1,7 +1,7 @@
 """One trial: allocate, stage by stage, the tensors SGLang 0.5.23 allocates for a plan and
 measure what the allocator took.
 
-The tensors come from `service.solver.allocation.plan_stage_tensors`: the very manifest the
+The tensors come from `service.planner.plan_stage_tensors`: the very manifest the
 plan sums, so `predicted` and `measured` are two views of one source. Stages run one after
 the other and are freed in between (a real deployment has one stage per GPU). Everything a
 stage allocated is released before the next one starts, whatever happens (OOM, cancel).
@@ -32,8 +32,9 @@ from schemas.trial import (
     TrialStatus,
     UnbudgetedLine,
 )
-from service.solver import plan as solve
-from service.solver.allocation import TensorSpec, plan_stage_tensors
+from service.planner import plan as solve
+from service.planner import plan_stage_tensors
+from service.solver.allocation import TensorSpec
 from service.worker import host_memory
 from service.worker.devices import GIB, MIB, Backend, is_oom
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from api_helpers import H200
-from service.api.openapi import PLAN_EXAMPLES
+from service.api.examples import PLAN_EXAMPLES
 from service.cli import main
 from service.presets import PRESETS
 

@@ -7,10 +7,10 @@ import json
 import pytest
 
 from api_helpers import H200, assert_problem, preset_request
-from service.api.openapi import COMPARE_EXAMPLES
+from service.api.examples import COMPARE_EXAMPLES
 from service.api.presets import json_safe
+from service.planner import plan
 from service.presets import PRESETS
-from service.solver import plan
 
 
 def _plan_json(req: dict, accounting: str) -> dict:

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from api_helpers import assert_problem
-from service.solver import gpu_budget, parse_request, plan
-from service.solver.plan import model_layout
+from service.planner import model_layout, plan
+from service.solver import gpu_budget, parse_request
 from service.solver.stages import pp_stages
 from service.solver.weights import stage_weight_bytes
 

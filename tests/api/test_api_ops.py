@@ -17,8 +17,8 @@ from script_module import load_script
 from service import __version__
 from service.api.app import create_app
 from service.api.deployments import DeploymentsFileError
-from service.api.openapi import COMPARE_EXAMPLES, PLAN_EXAMPLES
-from service.solver import plan
+from service.api.examples import COMPARE_EXAMPLES, PLAN_EXAMPLES
+from service.planner import plan
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAN_GAUGES = (

@@ -10,10 +10,10 @@ from api_helpers import H200, assert_problem, dumps, preset_request
 from schemas import Plan
 from service.api import trial_seam
 from service.api.app import create_app
-from service.api.openapi import PLAN_EXAMPLES
+from service.api.examples import PLAN_EXAMPLES
 from service.api.trials import TrialSettings
+from service.planner import plan
 from service.presets import PRESETS
-from service.solver import plan
 
 SIZABLE = [p.name for p in PRESETS.values() if p.sizable]
 TRIALS_ON = TrialSettings(enabled=True)

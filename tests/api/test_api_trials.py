@@ -16,7 +16,7 @@ from samples import TINY
 from service.api import trials
 from service.api.app import create_app
 from service.api.trials import TrialSettings, TrialSettingsError
-from service.solver import plan
+from service.planner import plan
 
 REQ = preset_request(tp_size=4)
 PLAN_BYTES = plan(REQ).model_dump_json().encode()
@@ -261,7 +261,7 @@ def test_an_embedded_trial_stops_and_frees_when_its_client_goes_away(monkeypatch
             time.sleep(0.05)
         assert runner.status()["cpu"]["busy"] is False
         assert backend.live_bytes() == 0
-        total = len(__import__("service.solver.allocation", fromlist=["x"]).plan_stage_tensors(
+        total = len(__import__("service.planner", fromlist=["x"]).plan_stage_tensors(
             __import__("schemas").PlanRequest.model_validate(TINY), plan(TINY), "cpu")[0])
         assert backend.allocations < total  # stopped early, not after every tensor
     finally:

@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_sweep_bench_small(capsys):
     module = load_script(ROOT / "bench" / "sweep_bench.py", "mambasizer_sweep_bench")
-    from bench.run import load_requests  # the project root is on sys.path through sweep_bench
+    from bench.harness import load_requests  # the project root is on sys.path through sweep_bench
 
     res = module.bench_sweep(load_requests(), runs=1, points=50)
     labels = list(res["cases"])

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from service.api.app import create_app
 from service.api.checklog import EXAMPLE_LOG
-from service.checklog import check_log
+from service.startlog.compare import check_log
 from synth_log import synth_log
 
 PROBLEM_JSON = "application/problem+json"

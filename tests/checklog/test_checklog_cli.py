@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from service.checklog import check_log, preset_for_model_path
 from service.cli import main
 from service.presets import PRESETS
+from service.startlog.compare import check_log, preset_for_model_path
 from synth_log import estimated_budget, synth_log
 
 ROOT = Path(__file__).resolve().parents[2]

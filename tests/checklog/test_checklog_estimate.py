@@ -14,8 +14,6 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.api.app import create_app
-from service.checklog import check_log, checkpoint_variant_cause, preset_for_model_path
-from service.checklog_estimate import Estimate, check, gpu_from_log, gpu_named
 from service.cli import main
 from service.presets import PRESETS
 from service.solver import gpus
@@ -23,6 +21,8 @@ from service.solver.families import layout_from_hf_config
 from service.solver.gpu_budget import GIB
 from service.solver.stages import pp_stages
 from service.solver.weights import stage_weight_bytes
+from service.startlog.compare import check_log, checkpoint_variant_cause, preset_for_model_path
+from service.startlog.estimate import Estimate, check, gpu_from_log, gpu_named
 from synth_log import estimated_budget, synth_log
 from test_checklog_cli import REAL_397B_ARGS
 

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from service.cli import main
-from service.solver import plan
+from service.planner import plan
 
 PRESET = "qwen3-next-80b-a3b-instruct"
 

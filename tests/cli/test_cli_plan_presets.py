@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from service.cli import main
+from service.planner import plan
 from service.presets import PRESETS
-from service.solver import plan
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZABLE = sorted(p.name for p in PRESETS.values() if p.sizable)

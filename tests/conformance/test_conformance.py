@@ -18,7 +18,8 @@ import pytest
 
 import cases
 import sglang_ref
-from service.solver import PlanInputError, plan
+from service.planner import plan
+from service.solver import PlanInputError
 from service.solver.specs import DTYPE_BYTES
 
 SEED = int(os.environ.get("MAMBASIZER_CONFORMANCE_SEED", "20261130"))

@@ -55,7 +55,7 @@ def verdict_line(out: str) -> str:
 
 
 def solved(request: dict) -> dict:
-    from service.solver import plan
+    from service.planner import plan
 
     return plan(request).model_dump(mode="json")
 

@@ -6,9 +6,9 @@ import random
 
 import pytest
 
+from service.planner import model_layout, parse_request
 from service.recommend.layers import layer_costs
 from service.recommend.partition import _Prefix
-from service.solver.plan import model_layout, parse_request
 from service.solver.stages import pp_stages
 from service.solver.weights import stage_weight_bytes
 

@@ -13,6 +13,7 @@ import random
 
 import pytest
 
+from service.planner import plan
 from service.recommend import recommend
 from service.recommend.partition import (
     LayerCosts,
@@ -20,7 +21,6 @@ from service.recommend.partition import (
     pareto_partitions,
     triple_of,
 )
-from service.solver import plan
 
 
 def _random_costs(rng: random.Random, n: int) -> LayerCosts:

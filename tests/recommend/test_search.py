@@ -13,9 +13,10 @@ import pytest
 
 from schemas.plan import PlanError
 from service.api import wire
+from service.planner import plan
 from service.recommend import recommend
 from service.recommend.partition import all_partitions
-from service.solver import PlanInputError, plan
+from service.solver import PlanInputError
 
 KINDS = set(get_args(PlanError.model_fields["kind"].annotation))
 

@@ -66,9 +66,9 @@ def test_the_weights_cache_keeps_few_pasted_configs():
     the cache hold one config per request."""
     import json
 
+    from service.planner import plan
     from service.presets import get_preset
     from service.solver import gpu_budget
-    from service.solver.plan import plan
 
     base = dict(get_preset("qwen3-next-80b-a3b-instruct").hf_config)
     gpu_budget._WEIGHTS_CACHE.clear()

@@ -14,8 +14,9 @@ import copy
 import pytest
 
 from schemas.request import MAX_DIM
+from service.planner import plan
 from service.presets import PRESETS
-from service.solver import PlanInputError, plan
+from service.solver import PlanInputError
 from service.solver.families import (
     NONNEGATIVE_CONFIG_INTS,
     POSITIVE_CONFIG_INTS,

@@ -9,7 +9,8 @@ import sys
 
 from schemas import Plan
 from schemas.plan import PlanError, ResolvedArgs, Stage
-from service.solver import PlanInputError, plan
+from service.planner import plan
+from service.solver import PlanInputError
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "conformance"))
 import cases

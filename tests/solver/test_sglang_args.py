@@ -21,8 +21,8 @@ import pytest
 
 from schemas.request import Env, PlanRequest, ServerArgs
 from service import sglang_args as sa
+from service.planner import plan
 from service.sglang_args import parse_sglang_args, request_from_launch_args
-from service.solver import plan
 from service.solver.errors import PlanInputError
 
 HAS_SGLANG = importlib.util.find_spec("sglang") is not None

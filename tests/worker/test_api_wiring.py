@@ -26,7 +26,7 @@ def test_torch_is_not_imported_by_the_solver_the_api_or_the_worker_modules():
         "    except ModuleNotFoundError as e:\n"
         "        if not (e.name or '').startswith('service.api'): raise\n"
         "for m in mods: importlib.import_module(m)\n"
-        "from service.solver import plan\n"
+        "from service.planner import plan\n"
         f"plan({TINY!r})\n"
         "print('torch' in sys.modules)\n"
     )

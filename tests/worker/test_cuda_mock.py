@@ -14,7 +14,7 @@ torch = pytest.importorskip("torch")
 
 from samples import TINY  # noqa: E402
 from schemas.trial import TrialOptions  # noqa: E402
-from service.solver import plan  # noqa: E402
+from service.planner import plan  # noqa: E402
 from service.solver.budget import rest_gib  # noqa: E402
 from service.worker.devices import CudaBackend  # noqa: E402
 from service.worker.trial import run_trial  # noqa: E402

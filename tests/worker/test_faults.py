@@ -16,8 +16,7 @@ import httpx  # noqa: E402
 
 from samples import TINY  # noqa: E402
 from schemas.trial import TrialOptions  # noqa: E402
-from service.solver import plan  # noqa: E402
-from service.solver.allocation import plan_stage_tensors  # noqa: E402
+from service.planner import plan, plan_stage_tensors  # noqa: E402
 from service.worker import client  # noqa: E402
 from service.worker.app import create_app  # noqa: E402
 from service.worker.devices import CpuBackend  # noqa: E402

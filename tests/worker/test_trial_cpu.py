@@ -10,8 +10,7 @@ pytest.importorskip("torch")
 
 from samples import TINY
 from schemas.trial import TrialOptions, TrialResult
-from service.solver import plan
-from service.solver.allocation import plan_stage_tensors
+from service.planner import plan, plan_stage_tensors
 from service.worker.devices import CpuBackend
 from service.worker.trial import run_trial
 from worker_helpers import KIMI_PP2, KIMI_REPLAY, LAYOUT_FP8, QWEN_SMALL, QWEN_SPEC, req

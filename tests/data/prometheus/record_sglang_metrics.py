@@ -36,7 +36,7 @@ LIVE_SHORTFALL = 0.02
 
 def planned() -> tuple[int, int, int]:
     from service.api import wire
-    from service.solver import plan
+    from service.planner import plan
 
     p = plan(wire.prepare(dict(DEPLOYMENT), allow_trial=False).request)
     assert p.feasible, "the recorded deployment must be feasible"

@@ -1,6 +1,6 @@
 """check-log's second comparison: the memory figures estimated before a boot.
 
-The first comparison (service.checklog) plans with the free memory the log measured, so its
+The first comparison (service.startlog.compare) plans with the free memory the log measured, so its
 pool sizes are exact given that memory. This one predicts the three figures that comparison
 takes as input, the way `budget: {"gpu": ...}` does (service.solver.gpu_budget):
 
@@ -130,8 +130,9 @@ def prepare(
     if weights_cause is not None:
         est.weights_cause = weights_cause
         return est
+    from service.planner import model_layout, parse_request
     from service.solver.launch import resolve
-    from service.solver.plan import model_layout, parse_request, stage_split
+    from service.solver.plan import stage_split
     from service.solver.weights import stage_weight_bytes
 
     try:

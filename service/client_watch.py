@@ -3,7 +3,7 @@
 A trial can run for minutes; nobody reads its answer once the client has disconnected,
 so it is cancelled (which stops an embedded trial between two allocations and aborts a
 call to the remote worker). Used by the API's `POST /v1/plan` and the worker's
-`POST /v1/trial`.
+`POST /v1/trial`, so it lives beside both packages: the worker imports nothing from the API.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from typing import Any
 
 from starlette.requests import Request
 
+# The API's logger, as before the move: the worker logs this line under it too.
 log = logging.getLogger("mambasizer.api")
 
 

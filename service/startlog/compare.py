@@ -5,13 +5,13 @@
     result.all_match   # every predicted figure equals the logged one, every estimate is
                        # within its stated error (exit 0)
 
-The plan request is rebuilt from the log itself (service.bootlog): the model from the
+The plan request is rebuilt from the log itself (service.startlog.parse): the model from the
 preset whose model id matches `model_path` (or the config.json given), the flags from the
 `server_args` record (the modelled ones, by SGLang's own names), and the free memory SGLang
 measured before and after the weights load as the measured budget. Nothing else: the
 comparison is plan vs observed.
 
-Beside it, per rank, `estimated` holds the second comparison (service.checklog_estimate):
+Beside it, per rank, `estimated` holds the second comparison (service.startlog.estimate):
 the free memory before and after the load and the weights' usage predicted before a boot,
 from the model's weights and the GPU (the `gpu` argument or the log's GPU line).
 """
@@ -26,9 +26,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from schemas.request import PlanRequest
-from service.bootlog import FIGURES, BootLog, BootLogError, parse_boot_log
 from service.presets import PRESETS
 from service.sglang_args import IGNORED, MODELLED, SPECIAL, _flags
+from service.startlog.parse import FIGURES, BootLog, BootLogError, parse_boot_log
 
 GB = 1 << 30  # SGLang prints GB as bytes / 2**30 with two decimals
 REFERENCE_VERSION = "0.5.23"
@@ -363,7 +363,7 @@ def difference(name: str, logged: Any, predicted: Any) -> Any:
 def check_log(text: str | bytes | BootLog, hf_config: dict | None = None, sglang_args: list[str] | None = None, gpu: str | None = None) -> CheckResult:
     """Compare the log with the plan. BootLogError (a ValueError) when the log is unreadable;
     PlanInputError when the given config.json, launch arguments or GPU name cannot be used."""
-    from service import checklog_estimate
+    from service.startlog import estimate as checklog_estimate
 
     if gpu is not None:
         checklog_estimate.gpu_named(gpu)  # an unknown name is the caller's error, before any work
@@ -377,8 +377,8 @@ def check_log(text: str | bytes | BootLog, hf_config: dict | None = None, sglang
     ctx = _Context(version_cause=_version_cause(log.sglang_version), platform_cause=_platform_cause(log.gpu))
     ctx.request = rebuild_request(log, hf_config, ctx, sglang_args)
     if ctx.request is not None:
-        from service.solver import PlanInputError, plan
-        from service.solver.allocation import plan_stage_tensors
+        from service.planner import plan, plan_stage_tensors
+        from service.solver import PlanInputError
 
         try:
             ctx.plan = plan(ctx.request)

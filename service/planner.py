@@ -1,0 +1,50 @@
+"""plan(request) -> Plan: the one entry the API, CLI, worker, sweep and recommend size
+through. It resolves the request's model to a layout (a preset name through
+service.presets, a pasted config or explicit layout through the solver), then hands both to
+the solver, which knows no preset names: service.solver imports nothing from
+service.presets (tests/structure/ checks it).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from schemas.plan import Plan
+from schemas.request import PlanRequest, PresetModel
+from service.presets import get_preset
+from service.solver.allocation import StageAllocationInputs, TensorSpec, stage_tensors
+from service.solver.layout import ModelLayout
+from service.solver.plan import inline_layout, parse_request, preset_layout
+from service.solver.plan import stage_allocation_inputs as _stage_allocation_inputs
+from service.solver.solve import solve
+
+__all__ = ["model_layout", "parse_request", "plan", "plan_stage_tensors", "stage_allocation_inputs"]
+
+
+def model_layout(req: PlanRequest) -> ModelLayout:
+    """The layout the request's model sizes as."""
+    m = req.model
+    if isinstance(m, PresetModel):
+        preset = get_preset(m.preset, m.allow_unverified)
+        return preset_layout(preset.name, preset.hf_config)
+    return inline_layout(m)
+
+
+def plan(request: PlanRequest | dict | Any) -> Plan:
+    """Size one deployment. Raises PlanInputError for input that cannot be sized;
+    returns a Plan (feasible or not) for everything else."""
+    req = parse_request(request)
+    return solve(req, model_layout(req))
+
+
+def stage_allocation_inputs(request: PlanRequest | dict | Any, result: Plan, device_kind: Literal["cuda", "cpu"] = "cuda") -> list[StageAllocationInputs]:
+    """The per-stage allocation inputs of a plan computed for `request` (the worker's entry)."""
+    req = parse_request(request)
+    return _stage_allocation_inputs(req, model_layout(req), result, device_kind)
+
+
+def plan_stage_tensors(request: PlanRequest | dict | Any, result: Plan, device_kind: Literal["cuda", "cpu"] = "cuda") -> list[list[TensorSpec]]:
+    """One tensor manifest per PP stage of a feasible plan, for a worker on `device_kind`
+    (the conv-window layout of the spec intermediates differs between CUDA and CPU).
+    Raises ValueError for a plan whose sizing did not finish (K, N or T unknown)."""
+    return [stage_tensors(x) for x in stage_allocation_inputs(request, result, device_kind)]
