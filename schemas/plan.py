@@ -68,6 +68,7 @@ class ResolvedArgs(Out):
     attn_tp_size: int
     page_size: int
     kv_cache_dtype: str
+    kv_cache_dtype_reason: str = Field("", description="Why kv_cache_dtype: given, or `auto` resolved as SGLang's configure_kv_cache_dtype does (the checkpoint's declared FP8 KV cache, else the model dtype).")
     mem_fraction_static: float | None
     mamba_full_memory_ratio: float
     mamba_radix_cache_strategy: str

@@ -53,6 +53,10 @@ class ParsedArgs:
     draft_model_path: str | None = None
     model_path: str | None = None
     served_model_name: str | None = None
+    # Flags that change what a rank loads (weights moved, added or requantized): a measured
+    # budget already holds their effect; a GPU-only estimate does not model them and refuses
+    # them by name (service/api/wire.prepare). (option as given, value)
+    weight_moving: list[tuple[str, Any]] = field(default_factory=list)
 
     @property
     def metrics_model_name(self) -> str | None:
@@ -409,9 +413,18 @@ def parse_sglang_args(argv: list[str]) -> ParsedArgs:
     return out
 
 
+# What a GPU-only estimate cannot price (the weights it computes are the checkpoint's own, on GPU).
+WEIGHT_MOVING = frozenset({
+    "quantization", "cpu_offload_gb", "offload_group_size", "offload_num_in_group", "offload_prefetch_step",
+    "offload_mode", "ep_num_redundant_experts", "speculative_draft_model_quantization",
+})
+
+
 def _apply(dest: str, option: str, value: Any, out: ParsedArgs) -> None:
     _, by_dest = _flags()
     flag = by_dest[dest]
+    if dest in WEIGHT_MOVING and not _is_default(flag, value):
+        out.weight_moving.append((option, value))
     if dest in MODELLED:
         parser = MODELLED[dest]
         if parser is None:
@@ -477,14 +490,17 @@ def _resolve_dp(values: dict, out: ParsedArgs) -> None:
         raise PlanInputError(FIELD, f"{dp_opt}: invalid int value {dp_raw!r}") from None
     dp_attention = bool(values.get("enable_dp_attention", (None, False))[1])
     attn_dp = out.server_args.get("attn_dp_size", 1)
+    applied = False  # --dp-size N --enable-dp-attention became attn_dp_size N: both flags had effect
     if dp_attention:
         if attn_dp == 1:
             attn_dp = dp
             dp = 1
             if attn_dp != 1:
                 out.server_args["attn_dp_size"] = attn_dp
-        out.ignored.append("--enable-dp-attention")
-    if dp_opt is not None:
+                applied = True
+        if not applied:
+            out.ignored.append("--enable-dp-attention")
+    if dp_opt is not None and not applied:
         out.ignored.append(dp_opt)
     if attn_dp < 1:
         raise PlanInputError(FIELD, f"--attn-dp-size must be positive (got {attn_dp}).")

@@ -38,6 +38,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from schemas.request import Env, ServerArgs
+from service.solver.checkpoint_quant import resolve_kv_auto
 from service.solver.errors import PlanInputError
 from service.solver.layout import ModelLayout
 
@@ -142,16 +143,20 @@ class Launch(NamedTuple):
     prefill_cuda_graph: bool = True
     # SGLANG_MAMBA_SSM_DTYPE as SGLang leaves it after resolution (None: unset).
     env_mamba_ssm_dtype: str | None = None
+    kv_cache_dtype_reason: str = ""  # why kv_cache_dtype (auto: what the checkpoint declares)
 
     @property
     def rejected(self) -> bool:
         return bool(self.rejections)
 
 
-def _kv_dtype(args: ServerArgs, layout: ModelLayout) -> str:
+def _kv_dtype(args: ServerArgs, layout: ModelLayout) -> tuple[str, str]:
+    """(the KV pool's dtype, why): `auto` as configure_kv_cache_dtype resolves it (the
+    checkpoint's declared FP8 KV, else the model dtype)."""
     if args.kv_cache_dtype == "auto":
-        return layout.model_dtype
-    return {"bf16": "bfloat16", "fp16": "float16"}.get(args.kv_cache_dtype, args.kv_cache_dtype)
+        return resolve_kv_auto(layout.hf_config, layout.hf_text_config, layout.model_dtype)
+    given = {"bf16": "bfloat16", "fp16": "float16"}.get(args.kv_cache_dtype, args.kv_cache_dtype)
+    return given, f"given: --kv-cache-dtype {args.kv_cache_dtype}"
 
 
 # The breakable prefill graph's capture sizes (`generate_prefill_cuda_graph_batch_sizes`):
@@ -339,7 +344,7 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int
             allowed=["1"],
         )
     backend = args.attention_backend or default_attention_backend(layout, args)
-    kv_dtype = _kv_dtype(args, layout)
+    kv_dtype, kv_reason = _kv_dtype(args, layout)
     if backend == "fa3" and kv_dtype == "fp8_e5m2":
         backend = "triton"  # FA3 only takes fp8_e4m3: SGLang switches to triton (no sizing effect)
 
@@ -502,6 +507,7 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int
     return Launch(
         tp_size=tp, pp_size=pp, attn_dp_size=dp, attn_tp_size=attn_tp, page_size=page,
         kv_cache_dtype=kv_dtype, kv_itemsize=KV_ITEMSIZE[kv_dtype], mem_fraction_static=mfs,
+        kv_cache_dtype_reason=kv_reason,
         mamba_full_memory_ratio=args.mamba_full_memory_ratio if args.mamba_full_memory_ratio is not None else DEFAULT_MAMBA_FULL_MEMORY_RATIO,
         strategy=strategy, extra_buffer=extra_buffer, extra_buffer_lazy=lazy,
         disable_radix_cache=args.disable_radix_cache, disable_overlap_schedule=disable_overlap,

@@ -459,6 +459,7 @@ def _assemble(req, layout: ModelLayout, launch: Launch, stage_ranges, state: Sta
     resolved = ResolvedArgs.trusted({
         "tp_size": launch.tp_size, "pp_size": launch.pp_size, "attn_dp_size": launch.attn_dp_size,
         "attn_tp_size": launch.attn_tp_size, "page_size": launch.page_size, "kv_cache_dtype": launch.kv_cache_dtype,
+        "kv_cache_dtype_reason": launch.kv_cache_dtype_reason,
         "mem_fraction_static": None if mfs is None else float(mfs),
         "mamba_full_memory_ratio": float(launch.mamba_full_memory_ratio),
         "mamba_radix_cache_strategy": launch.strategy, "enable_mamba_extra_buffer": launch.extra_buffer,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from service.solver.checkpoint_quant import declared_kv_algo, quant_config_of
 from service.solver.errors import PlanInputError
 from service.solver.weights.quant.base import Quant
 from service.solver.weights.quant.fp8 import Fp8
@@ -17,12 +18,15 @@ __all__ = ['WNA16', 'Fp8', 'ModelOptFp8', 'ModelOptMixed', 'Mxfp4', 'Nvfp4', 'Qu
 
 
 def quant_scheme(hf: Mapping[str, Any], text: Mapping[str, Any], act_bytes: int, path: str) -> Quant:
-    qc = hf.get("quantization_config") or text.get("quantization_config")
-    qpath = f"{path}.quantization_config" if hf.get("quantization_config") else f"{path}.text_config.quantization_config"
+    found = quant_config_of(hf, text, path)
+    qc, qpath = found.config, found.path
     if not qc:
         return Quant(act_bytes)
     if not isinstance(qc, dict):
-        raise PlanInputError(qpath, "must be an object (the checkpoint's quantization_config)")
+        raise PlanInputError(qpath, f"must be an object (the checkpoint's {found.source})")
+    # The KV-cache method (k_scale / v_scale on every RadixAttention) comes with a declared
+    # KV algorithm (ModelOptQuantConfig: any truthy kv_cache_quant_algo).
+    kv_declared = bool(declared_kv_algo(qc)[0])
     method = str(qc.get("quant_method", "")).lower()
     field = f"{qpath}.quant_method"
     skip = list(qc.get("ignored_layers") or []) + list(qc.get("modules_to_not_convert") or []) + list(qc.get("ignore") or [])
@@ -39,7 +43,7 @@ def quant_scheme(hf: Mapping[str, Any], text: Mapping[str, Any], act_bytes: int,
             # ModelOptFp8Config.from_config: the flat form's exclusions are its `ignore` list,
             # the hf_quant_config form's are quantization.exclude_modules.
             skip = list(qc.get("ignore") or []) if qc.get("quant_algo") else list(nested.get("exclude_modules") or [])
-            return ModelOptFp8(act_bytes, skip)
+            return ModelOptFp8(act_bytes, skip, kv_scales=kv_declared)
         skip += list(qc.get("exclude_modules") or nested.get("exclude_modules") or [])
         if algo == "NVFP4":
             return Nvfp4(act_bytes, skip, int(qc.get("group_size") or 16))
@@ -47,8 +51,7 @@ def quant_scheme(hf: Mapping[str, Any], text: Mapping[str, Any], act_bytes: int,
             layers = qc.get("quantized_layers") or nested.get("quantized_layers")
             if not isinstance(layers, dict) or not layers:
                 raise PlanInputError(f"{qpath}.quantized_layers", "MIXED_PRECISION needs a non-empty quantized_layers map")
-            kvs = qc.get("kv_cache_scheme")
-            kv = (isinstance(kvs, dict) and kvs.get("type") == "float") or bool(qc.get("kv_cache_quant_algo") or nested.get("kv_cache_quant_algo"))
+            kv = kv_declared
             group = next((int(v.get("group_size", 16)) for v in layers.values() if isinstance(v, dict) and str(v.get("quant_algo", "")).upper() in ("NVFP4", "W4A16_NVFP4")), 16)
             mixed_skip = list(qc.get("ignore", qc.get("exclude_modules")) or []) if qc.get("quant_algo") else list(nested.get("exclude_modules") or [])
             return ModelOptMixed(act_bytes, mixed_skip, layers, kv, group)

@@ -61,8 +61,25 @@ def matches(name: str, patterns: Sequence[str]) -> bool:
         if pat.startswith("re:"):
             if re.match(pat[3:], name):
                 return True
+        elif "*" in pat:
+            if _glob_match(pat, name):
+                return True
         elif _path_match(pat, name):
             return True
     return False
+
+
+def _glob_match(pattern: str, name: str) -> bool:
+    """A glob entry (`model.language_model.layers.0.linear_attn*`, `*.mlp.shared_expert.*`),
+    as ModelOptQuantConfig.is_layer_excluded matches it: `*` is any run of characters, the
+    whole path or any one of its dotted parts must match; the language-model wrapper's prefix
+    is tried both ways (the checkpoint's names and SGLang's module paths differ in it)."""
+    rx = re.compile(pattern.replace(".", r"\.").replace("*", ".*"))
+    names = [name]
+    if name.startswith("model.language_model."):
+        names.append("model." + name[len("model.language_model."):])
+    elif name.startswith("model."):
+        names.append("model.language_model." + name[len("model."):])
+    return any(rx.fullmatch(n) or any(rx.fullmatch(part) for part in n.split(".")) for n in names)
 
 

@@ -18,7 +18,10 @@ class ModelOptFp8(Quant):
 
     name = "modelopt_fp8"
     quantizes_lm_head = True
-    kv_scale_bytes = 8
+
+    def __init__(self, act_bytes, skip=(), kv_scales: bool = True):
+        super().__init__(act_bytes, skip)
+        self.kv_scale_bytes = 8 if kv_scales else 0
 
     def linear(self, in_pr, outs_pr, parts):
         if self.skipped(parts):
@@ -57,11 +60,13 @@ class Nvfp4(Quant):
         g = self.group
         shards = 2 if w13_pr == 2 * inter_pr else 1
         w = n_local * (w13_pr * hidden // 2 + hidden * inter_pr // 2)
-        s = n_local * (w13_pr * cdiv(hidden, g) + hidden * cdiv(inter_pr, g))
+        # create_weights floors the scale columns (`size // group_size`): a TP shard of the
+        # intermediate size that is no multiple of 16 (Nemotron-3 Nano at tp 8) loses the tail.
+        s = n_local * (w13_pr * (hidden // g) + hidden * (inter_pr // g))
         # The blockscales' swizzled copies (rows to 128, scale columns to 4) that
         # ModelOptNvFp4FusedMoEMethod allocates with the weights unless the runner is
         # FlashInfer TRT-LLM (which aliases them): the default runner on Hopper keeps them.
-        sw = n_local * (round_up(w13_pr, 128) * round_up(cdiv(hidden, g), 4) + round_up(hidden, 128) * round_up(cdiv(inter_pr, g), 4))
+        sw = n_local * (round_up(w13_pr, 128) * round_up(hidden // g, 4) + round_up(hidden, 128) * round_up(inter_pr // g, 4))
         # weight_scale_2 per local expert; the input scales span every expert (all EP ranks).
         return w + s + sw + 4 * (n_local + self.n_global) * (shards + 1)
 
