@@ -72,3 +72,28 @@ def test_kv_cache_dtype_auto_is_sglangs(name):
     assert r.resolved.kv_cache_dtype == theirs
     assert r.resolved.kv_cache_dtype_reason.startswith("auto: ")
     assert ("FP8 KV" in r.resolved.kv_cache_dtype_reason) == (theirs == "fp8_e4m3")
+
+
+# Config-key aliases (service/solver/config_aliases.py): LiquidAI's files spell
+# intermediate_size `block_ff_dim` (LFM2-1.2B) and tie_word_embeddings `tie_embedding`
+# (LFM2-2.6B); Lfm2Config reads both. Also a pasted file carrying only the aliases.
+ALIAS_CASES = ("lfm2-1.2b", "lfm2-2.6b", "lfm2-350m-aliased")
+
+
+def _alias_config(name: str) -> dict:
+    if name == "lfm2-350m-aliased":
+        hf = dict(PRESETS["lfm2-350m"].hf_config)
+        hf["block_ff_dim"] = hf.pop("intermediate_size")
+        hf["tie_embedding"] = hf.pop("tie_word_embeddings", True)
+        return hf
+    return dict(PRESETS[name].hf_config)
+
+
+@pytest.mark.parametrize("tp", (1, 2))
+@pytest.mark.parametrize("name", ALIAS_CASES)
+def test_config_aliases_as_sglang_reads_them(name, tp):
+    hf = _alias_config(name)
+    lay = layout_from_hf_config(hf)
+    ours = stage_weight_breakdown(lay, tp_size=tp, pp_size=1, ep_size=1, stages=pp_stages(lay.num_hidden_layers, 1), load_nextn=False)
+    theirs, _ = W.rank_bytes(hf, tp=tp, pp=1)
+    assert ours[0].total_bytes == theirs, (ours[0].total_bytes - theirs, ours[0].groups)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from service.solver.config_aliases import as_config_class_sees
 from service.solver.layout import ModelLayout
 from service.solver.stages import StageRange
 
@@ -77,8 +78,12 @@ def get_or(cfg: Mapping[str, Any], key: str, default: Any = None) -> Any:
 
 
 def class_config(lay: ModelLayout) -> dict:
-    """The text config as SGLang's config class sees it: the class defaults under the file's keys."""
-    return {**CLASS_DEFAULTS.get(lay.family, {}), **lay.hf_text_config}
+    """The text config as SGLang's config class sees it: the file's keys with their aliases
+    resolved (config_aliases, the one place), over the class defaults."""
+    return {**CLASS_DEFAULTS.get(lay.family, {}), **as_config_class_sees(lay.family, lay.hf_text_config)}
+
+
+
 
 
 def vocab_size(lay: ModelLayout) -> int:
