@@ -86,6 +86,7 @@ class ResolvedArgs(Out):
     conv_dtype: str
     ssm_dtype: str
     draft_kv_layers: int
+    draft_kv_layers_reason: str = Field("", description="Speculative EAGLE/STANDALONE only: where draft_kv_layers came from (draft_model, the checkpoint's MTP), or that the draft's KV is priced at zero and what one draft layer costs per token.")
     speculative_num_steps: int | None = Field(None, description="Draft steps after SGLang's speculative defaults (NGRAM: num_draft_tokens // topk).")
     speculative_eagle_topk: int | None = Field(None, description="Draft tree width after SGLang's speculative defaults (NGRAM: --speculative-ngram-max-bfs-breadth, 10).")
 

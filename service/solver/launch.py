@@ -144,6 +144,7 @@ class Launch(NamedTuple):
     # SGLANG_MAMBA_SSM_DTYPE as SGLang leaves it after resolution (None: unset).
     env_mamba_ssm_dtype: str | None = None
     kv_cache_dtype_reason: str = ""  # why kv_cache_dtype (auto: what the checkpoint declares)
+    draft_kv_layers_reason: str = ""  # where draft_kv_layers came from (or that it is zero unpriced)
 
     @property
     def rejected(self) -> bool:
@@ -479,6 +480,22 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int
             reject("ValueError", "Currently ngram speculative decoding does not support dp attention.")
     prices_draft = spec in EAGLE_FAMILY or spec == "STANDALONE"
     draft_kv_layers = draft_layers if draft_layers is not None else layout.num_nextn_predict_layers
+    draft_reason = ""
+    if prices_draft:
+        if draft_layers is not None:
+            draft_reason = f"draft_model.num_layers: {draft_layers} draft KV layer(s) priced"
+        elif layout.num_nextn_predict_layers:
+            draft_reason = f"the checkpoint's MTP: num_nextn_predict_layers={layout.num_nextn_predict_layers} draft KV layer(s) priced"
+        else:
+            # SGLang prices the separate draft's own layers; without its config nothing says how many.
+            one = layout.kv.cell_bytes(1, KV_ITEMSIZE[kv_dtype], attn_tp)
+            draft_reason = (f"no draft_model and no num_nextn_predict_layers in the config: the draft's KV is priced at zero; "
+                            f"each draft layer adds {one:,} bytes per token to every stage's KV cell")
+            warnings.append(
+                f"mambasizer: {spec} without draft_model: the draft model's KV cache is priced at zero, so the KV "
+                f"tokens are overstated; each draft layer costs {one:,} bytes per token. Give draft_model.num_layers "
+                "(the draft checkpoint's num_hidden_layers) to price it as SGLang does"
+            )
 
     # 9. --mamba-ssm-dtype is exported as SGLANG_MAMBA_SSM_DTYPE (beats the config's value).
     env_ssm = mamba_ssm_dtype or env.SGLANG_MAMBA_SSM_DTYPE
@@ -507,7 +524,7 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int
     return Launch(
         tp_size=tp, pp_size=pp, attn_dp_size=dp, attn_tp_size=attn_tp, page_size=page,
         kv_cache_dtype=kv_dtype, kv_itemsize=KV_ITEMSIZE[kv_dtype], mem_fraction_static=mfs,
-        kv_cache_dtype_reason=kv_reason,
+        kv_cache_dtype_reason=kv_reason, draft_kv_layers_reason=draft_reason,
         mamba_full_memory_ratio=args.mamba_full_memory_ratio if args.mamba_full_memory_ratio is not None else DEFAULT_MAMBA_FULL_MEMORY_RATIO,
         strategy=strategy, extra_buffer=extra_buffer, extra_buffer_lazy=lazy,
         disable_radix_cache=args.disable_radix_cache, disable_overlap_schedule=disable_overlap,

@@ -469,6 +469,7 @@ def _assemble(req, layout: ModelLayout, launch: Launch, stage_ranges, state: Sta
         "speculative_algorithm": launch.speculative_algorithm, "speculative_num_draft_tokens": launch.num_draft_tokens,
         "enable_linear_replayssm_spec": launch.replayssm_spec, "context_length": launch.context_len,
         "conv_dtype": launch.conv_dtype, "ssm_dtype": launch.ssm_dtype, "draft_kv_layers": launch.draft_kv_layers,
+        "draft_kv_layers_reason": launch.draft_kv_layers_reason,
         "speculative_num_steps": launch.speculative_num_steps, "speculative_eagle_topk": launch.speculative_eagle_topk,
     })
     feasible = error is None
