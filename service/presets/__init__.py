@@ -128,8 +128,9 @@ def get_preset(name: str, allow_unverified: bool = False) -> Preset:
         hint = f"closest: {', '.join(close)}; " if close else ""
         raise PlanInputError(
             "model.preset",
-            f"unknown preset or checkpoint {name[:128]!r}; {hint}give a preset name or its HF repo id (GET /v1/presets lists both), "
-            f"or paste the checkpoint's config.json as model.hf_config; listed but not sizable (GET /v1/presets/NAME says why): {listed_only}",
+            f"unknown preset {name[:128]!r} (neither a preset name nor a shipped checkpoint's HF repo id, any case); {hint}"
+            "GET /v1/presets lists both; for another checkpoint paste its config.json as model.hf_config; "
+            f"listed but not sizable (GET /v1/presets/NAME says why): {listed_only}; the sizable presets are allowed",
             allowed=sorted(n for n, p in PRESETS.items() if p.sizable),
         )
     if not preset.sizable:

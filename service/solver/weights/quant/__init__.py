@@ -46,7 +46,11 @@ def quant_scheme(hf: Mapping[str, Any], text: Mapping[str, Any], act_bytes: int,
             return ModelOptFp8(act_bytes, skip, kv_scales=kv_declared)
         skip += list(qc.get("exclude_modules") or nested.get("exclude_modules") or [])
         if algo == "NVFP4":
-            return Nvfp4(act_bytes, skip, int(qc.get("group_size") or 16))
+            if not qc.get("quant_algo") and not any(isinstance(g, int) for g in (qc.get("group_size"), nested.get("group_size"))):
+                # ModelOptFp4Config.common_group_size: the nested (hf_quant_config.json) form must say it.
+                raise PlanInputError(f"{qpath}.quantization.group_size", "is missing: SGLang 0.5.23 refuses an NVFP4 hf_quant_config.json "
+                                     "without group_size (ValueError); add the checkpoint's group_size (16 for NVFP4)")
+            return Nvfp4(act_bytes, skip, int(qc.get("group_size") or nested.get("group_size") or 16))
         if algo == "MIXED_PRECISION":
             layers = qc.get("quantized_layers") or nested.get("quantized_layers")
             if not isinstance(layers, dict) or not layers:
