@@ -151,3 +151,10 @@ def test_cli_unknown_checkpoint_is_exit_2_naming_the_field(tmp_path, capsys):
     assert main(["plan", str(f)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "model.preset: unknown preset" in err[0] and "closest: nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8" in err[0]
+
+
+def test_check_gpu_plans_nemotron_3_super_fp8_on_one_h200_as_starting(capsys):
+    code = main(["check", "--preset", "nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8", "--gpu", "h200", "--", "--tp-size", "1"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "OK: nvidia-nemotron-3-super-120b-a12b starts under SGLang 0.5.23" in out and "budget=estimated" in out
