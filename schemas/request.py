@@ -341,6 +341,9 @@ class Env(Strict):
     SGLANG_MAMBA_SSM_DTYPE: Literal["float32", "bfloat16", "float16"] | None = None
     SGLANG_MAMBA_CONV_DTYPE: Literal["float32", "bfloat16", "float16"] | None = None
     SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN: EnvBoolValue = False
+    # Legacy spelling of --mm-feature-transport cuda_ipc (true) / cpu (false): on a multimodal
+    # model cuda_ipc reserves the 1 GiB feature-transport pool out of the KV budget.
+    SGLANG_USE_CUDA_IPC_TRANSPORT: EnvBoolValue | None = None
 
 
 # --------------------------------------------------------------------------- budget

@@ -313,6 +313,7 @@ _ENV_KEYS = {
     "SGLANG_MAMBA_SSM_DTYPE": str,
     "SGLANG_MAMBA_CONV_DTYPE": str,
     "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "bool",
+    "SGLANG_USE_CUDA_IPC_TRANSPORT": "bool",
 }
 # Env vars that change the sizing or launch checks and are not modelled.
 _UNMODELLED_ENV = {
@@ -322,12 +323,13 @@ _UNMODELLED_ENV = {
 
 
 def _env_bool(text: str) -> bool:
+    """SGLang's EnvBool.parse (any case): anything else SGLang ignores with a warning."""
     lowered = text.strip().lower()
-    if lowered in ("1", "true", "yes", "on"):
+    if lowered in ("true", "1", "yes", "y"):
         return True
-    if lowered in ("0", "false", "no", "off", ""):
+    if lowered in ("false", "0", "no", "n"):
         return False
-    raise ValueError("must be a boolean (1/0, true/false)")
+    raise ValueError("must be a boolean as SGLang's EnvBool reads it: true/1/yes/y or false/0/no/n (any case)")
 
 
 def _tokens(argv: list[str], out: ParsedArgs) -> list[tuple[str, str | None, list[str]]]:

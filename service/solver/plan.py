@@ -275,7 +275,8 @@ def _pipeline(req, layout, launch: Launch, stage_ranges, state: StateSpec, whole
         p.rest_gib = b.rest_gib
     else:
         assert launch.mem_fraction_static is not None  # resolved with needs_mfs (no rest_gib)
-        p.rest_gib = budget.rest_gib(free_before, free_after, launch.mem_fraction_static, layout.is_multimodal)
+        p.rest_gib = budget.rest_gib(free_before, free_after, launch.mem_fraction_static, layout.is_multimodal,
+                                      cuda_ipc=bool(req.env.SGLANG_USE_CUDA_IPC_TRANSPORT))
 
     # B: the mamba split, charged at the largest stage's share.
     def ratio() -> int:

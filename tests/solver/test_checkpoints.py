@@ -158,3 +158,18 @@ def test_check_gpu_plans_nemotron_3_super_fp8_on_one_h200_as_starting(capsys):
     out = capsys.readouterr().out
     assert code == 0, out
     assert "OK: nvidia-nemotron-3-super-120b-a12b starts under SGLang 0.5.23" in out and "budget=estimated" in out
+
+
+def test_legacy_cuda_ipc_transport_reserves_the_feature_pool_on_multimodal_models():
+    base = {"model": {"preset": "qwen3.5-27b"}, "server_args": {"tp_size": 1, "mem_fraction_static": 0.88}, "budget": MEASURED}
+    off = plan(base).rest_gib
+    on = plan(prepare({**base, "env": {"SGLANG_USE_CUDA_IPC_TRANSPORT": "1"}}).request).rest_gib
+    assert off - on == pytest.approx(1.0)  # SGLANG_MM_FEATURE_CACHE_MB = 1024
+    # A text-only model has no multimodal reservation either way.
+    text = {**base, "model": {"preset": "nvidia-nemotron-nano-9b-v2"}}
+    assert plan(prepare({**text, "env": {"SGLANG_USE_CUDA_IPC_TRANSPORT": "yes"}}).request).rest_gib == plan(text).rest_gib
+    p = prepare({"model": {"preset": "qwen3.5-27b"}, "sglang_args": ["SGLANG_USE_CUDA_IPC_TRANSPORT=Y", "--tp-size", "1"], "budget": H200})
+    assert p.request.env.SGLANG_USE_CUDA_IPC_TRANSPORT is True
+    with pytest.raises(PlanInputError) as e:
+        prepare({"model": {"preset": "qwen3.5-27b"}, "budget": H200, "env": {"SGLANG_USE_CUDA_IPC_TRANSPORT": "on"}})
+    assert e.value.field == "env.SGLANG_USE_CUDA_IPC_TRANSPORT"
