@@ -211,10 +211,35 @@ def prepare(raw: dict, allow_trial: bool = True) -> Prepared:
     return Prepared(request, ignored, trial, warnings, parsed.metrics_model_name)
 
 
+def _checkpoint_is_quantized(request: PlanRequest) -> bool:
+    from schemas.request import HFConfigModel, PresetModel
+    from service.presets import get_preset
+    from service.solver.checkpoint_quant import quant_config_of
+
+    m = request.model
+    if isinstance(m, PresetModel):
+        try:
+            hf = dict(get_preset(m.preset).hf_config)
+        except PlanInputError:
+            return False  # the plan names the unknown preset
+    elif isinstance(m, HFConfigModel):
+        hf = dict(m.hf_config)
+    else:
+        return False
+    text = hf.get("text_config") if isinstance(hf.get("text_config"), dict) else hf
+    return quant_config_of(hf, text).config is not None
+
+
 def _weight_moving(request: PlanRequest, flags: list) -> tuple[str, ...]:
     """Flags that change what a rank loads: refused in a GPU-only (estimated) budget, whose
     weights are the checkpoint's own on the GPU; noted in a measured one, whose free memory
     after load already holds their effect."""
+    if _checkpoint_is_quantized(request):
+        # --quantization on a pre-quantized checkpoint names its serialized format: the
+        # weights are the checkpoint's own either way (a mismatch is SGLang's error, not a size).
+        flags = [(o, v) for o, v in flags if o != "--quantization"]
+        if not flags:
+            return ()
     given = " ".join(f"{o} {v}" if v is not True else o for o, v in flags)
     if request.budget.estimated:
         option = flags[0][0]

@@ -173,3 +173,10 @@ def test_legacy_cuda_ipc_transport_reserves_the_feature_pool_on_multimodal_model
     with pytest.raises(PlanInputError) as e:
         prepare({"model": {"preset": "qwen3.5-27b"}, "budget": H200, "env": {"SGLANG_USE_CUDA_IPC_TRANSPORT": "on"}})
     assert e.value.field == "env.SGLANG_USE_CUDA_IPC_TRANSPORT"
+
+
+def test_quantization_flag_on_a_prequantized_checkpoint_is_its_own_format():
+    p = prepare({"model": {"preset": "nvidia/Qwen3.6-27B-NVFP4"}, "sglang_args": ["--quantization", "modelopt_mixed"], "budget": H200})
+    assert plan(p.request).feasible
+    with pytest.raises(PlanInputError):  # online quantization of the BF16 checkpoint: refused by name
+        prepare({"model": {"preset": "Qwen/Qwen3.6-27B"}, "sglang_args": ["--quantization", "fp8"], "budget": H200})
