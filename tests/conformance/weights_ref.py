@@ -191,7 +191,26 @@ def _model_dir(hf_config: dict) -> str:
 def kv_cache_dtype_auto(hf_config: dict) -> str:
     """SGLang's own `configure_kv_cache_dtype` for `--kv-cache-dtype auto`, given the quant
     config SGLang's loader builds for this checkpoint folder (config.json + hf_quant_config.json)
-    and the model dtype ModelConfig resolves: the KV pool's dtype name (fp8_e4m3 / bfloat16 / ...)."""
+    and the model dtype ModelConfig resolves: the KV pool's dtype name (fp8_e4m3 / bfloat16 / ...).
+    Cached per config; SGLang's log lines while it resolves are muted (the oracle captures the
+    sizing path's warnings, and this is not part of it)."""
+    import logging
+
+    key = json.dumps(hf_config, sort_keys=True, default=str)
+    if key not in _KV_AUTO:
+        prev = logging.root.manager.disable
+        logging.disable(logging.CRITICAL)
+        try:
+            _KV_AUTO[key] = _kv_cache_dtype_auto(hf_config)
+        finally:
+            logging.disable(prev)
+    return _KV_AUTO[key]
+
+
+_KV_AUTO: dict[str, str] = {}
+
+
+def _kv_cache_dtype_auto(hf_config: dict) -> str:
     sg = load()
     path = _model_dir(hf_config)
     with active(), sg.launch_ref._hopper(sg.lsg, H200_MIB), _platform_flags():
