@@ -68,6 +68,7 @@ class ResolvedArgs(Out):
     attn_tp_size: int
     page_size: int
     kv_cache_dtype: str
+    kv_cache_dtype_reason: str = Field("", description="Why kv_cache_dtype: given, or `auto` resolved as SGLang's configure_kv_cache_dtype does (the checkpoint's declared FP8 KV cache, else the model dtype).")
     mem_fraction_static: float | None
     mamba_full_memory_ratio: float
     mamba_radix_cache_strategy: str
@@ -85,6 +86,7 @@ class ResolvedArgs(Out):
     conv_dtype: str
     ssm_dtype: str
     draft_kv_layers: int
+    draft_kv_layers_reason: str = Field("", description="Speculative EAGLE/STANDALONE only: where draft_kv_layers came from (draft_model, the checkpoint's MTP), or that the draft's KV is priced at zero and what one draft layer costs per token.")
     speculative_num_steps: int | None = Field(None, description="Draft steps after SGLang's speculative defaults (NGRAM: num_draft_tokens // topk).")
     speculative_eagle_topk: int | None = Field(None, description="Draft tree width after SGLang's speculative defaults (NGRAM: --speculative-ngram-max-bfs-breadth, 10).")
 

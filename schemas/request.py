@@ -21,6 +21,7 @@ from pydantic import (
     StrictFloat,
     Tag,
     ValidationInfo,
+    WithJsonSchema,
     field_validator,
     model_validator,
 )
@@ -312,12 +313,42 @@ class DraftModel(Strict):
     num_layers: Annotated[StrictInt, Field(ge=0, le=MAX_LAYERS)]
 
 
+_ENV_TRUE, _ENV_FALSE = ("true", "1", "yes", "y"), ("false", "0", "no", "n")
+
+
+def _env_bool(v: Any) -> bool:
+    """SGLang's EnvBool.parse: environment variables are strings; `true/1/yes/y` and
+    `false/0/no/n` in any case (JSON booleans and 0/1 are taken too). Anything else SGLang
+    warns about and replaces by the default: refused here, so a typo is not silently off."""
+    if isinstance(v, bool):
+        return v
+    if isinstance(v, int) and v in (0, 1):
+        return bool(v)
+    if isinstance(v, str):
+        s = v.strip().lower()
+        if s in _ENV_TRUE:
+            return True
+        if s in _ENV_FALSE:
+            return False
+    raise PydanticCustomError(
+        "env_bool",
+        "must be a boolean as SGLang's EnvBool reads it: true/1/yes/y or false/0/no/n (any case); "
+        "SGLang 0.5.23 ignores any other value with a warning and keeps the default (false)",
+    )
+
+
+EnvBoolValue = Annotated[bool, BeforeValidator(_env_bool), WithJsonSchema({"anyOf": [{"type": "boolean"}, {"type": "string", "maxLength": 8}, {"type": "integer", "enum": [0, 1]}]})]
+
+
 class Env(Strict):
     SGLANG_PP_LAYER_PARTITION: Annotated[str, Field(max_length=8192)] | None = None
-    SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK: StrictBool = False
+    SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK: EnvBoolValue = False
     SGLANG_MAMBA_SSM_DTYPE: Literal["float32", "bfloat16", "float16"] | None = None
     SGLANG_MAMBA_CONV_DTYPE: Literal["float32", "bfloat16", "float16"] | None = None
-    SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN: StrictBool = False
+    SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN: EnvBoolValue = False
+    # Legacy spelling of --mm-feature-transport cuda_ipc (true) / cpu (false): on a multimodal
+    # model cuda_ipc reserves the 1 GiB feature-transport pool out of the KV budget.
+    SGLANG_USE_CUDA_IPC_TRANSPORT: EnvBoolValue | None = None
 
 
 # --------------------------------------------------------------------------- budget

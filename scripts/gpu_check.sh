@@ -12,7 +12,7 @@
 #   CUDA_INDEX             which GPU (default 0)
 #   KIMI_K3_WEIGHTS_GIB    weights held per rank for Kimi-K3 at tp 8 pp 8 (default: the
 #                          parameter bytes SGLang builds on stage 0's largest rank, from
-#                          service/solver/weights.py for the shipped MXFP4 config)
+#                          service/solver/weights/ for the shipped MXFP4 config)
 #   QWEN3_NEXT_WEIGHTS_GIB weights held per rank for Qwen3-Next-80B at tp 4 (default: the
 #                          same for its bf16 config; the NEXTN case adds nothing on stage 0)
 #   GPU_CHECK_JSON         also write every TrialResult to this file

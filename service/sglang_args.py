@@ -53,6 +53,10 @@ class ParsedArgs:
     draft_model_path: str | None = None
     model_path: str | None = None
     served_model_name: str | None = None
+    # Flags that change what a rank loads (weights moved, added or requantized): a measured
+    # budget already holds their effect; a GPU-only estimate does not model them and refuses
+    # them by name (service/api/wire.prepare). (option as given, value)
+    weight_moving: list[tuple[str, Any]] = field(default_factory=list)
 
     @property
     def metrics_model_name(self) -> str | None:
@@ -309,6 +313,7 @@ _ENV_KEYS = {
     "SGLANG_MAMBA_SSM_DTYPE": str,
     "SGLANG_MAMBA_CONV_DTYPE": str,
     "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "bool",
+    "SGLANG_USE_CUDA_IPC_TRANSPORT": "bool",
 }
 # Env vars that change the sizing or launch checks and are not modelled.
 _UNMODELLED_ENV = {
@@ -318,12 +323,13 @@ _UNMODELLED_ENV = {
 
 
 def _env_bool(text: str) -> bool:
+    """SGLang's EnvBool.parse (any case): anything else SGLang ignores with a warning."""
     lowered = text.strip().lower()
-    if lowered in ("1", "true", "yes", "on"):
+    if lowered in ("true", "1", "yes", "y"):
         return True
-    if lowered in ("0", "false", "no", "off", ""):
+    if lowered in ("false", "0", "no", "n"):
         return False
-    raise ValueError("must be a boolean (1/0, true/false)")
+    raise ValueError("must be a boolean as SGLang's EnvBool reads it: true/1/yes/y or false/0/no/n (any case)")
 
 
 def _tokens(argv: list[str], out: ParsedArgs) -> list[tuple[str, str | None, list[str]]]:
@@ -409,9 +415,18 @@ def parse_sglang_args(argv: list[str]) -> ParsedArgs:
     return out
 
 
+# What a GPU-only estimate cannot price (the weights it computes are the checkpoint's own, on GPU).
+WEIGHT_MOVING = frozenset({
+    "quantization", "cpu_offload_gb", "offload_group_size", "offload_num_in_group", "offload_prefetch_step",
+    "offload_mode", "ep_num_redundant_experts", "speculative_draft_model_quantization",
+})
+
+
 def _apply(dest: str, option: str, value: Any, out: ParsedArgs) -> None:
     _, by_dest = _flags()
     flag = by_dest[dest]
+    if dest in WEIGHT_MOVING and not _is_default(flag, value):
+        out.weight_moving.append((option, value))
     if dest in MODELLED:
         parser = MODELLED[dest]
         if parser is None:
@@ -477,14 +492,17 @@ def _resolve_dp(values: dict, out: ParsedArgs) -> None:
         raise PlanInputError(FIELD, f"{dp_opt}: invalid int value {dp_raw!r}") from None
     dp_attention = bool(values.get("enable_dp_attention", (None, False))[1])
     attn_dp = out.server_args.get("attn_dp_size", 1)
+    applied = False  # --dp-size N --enable-dp-attention became attn_dp_size N: both flags had effect
     if dp_attention:
         if attn_dp == 1:
             attn_dp = dp
             dp = 1
             if attn_dp != 1:
                 out.server_args["attn_dp_size"] = attn_dp
-        out.ignored.append("--enable-dp-attention")
-    if dp_opt is not None:
+                applied = True
+        if not applied:
+            out.ignored.append("--enable-dp-attention")
+    if dp_opt is not None and not applied:
         out.ignored.append(dp_opt)
     if attn_dp < 1:
         raise PlanInputError(FIELD, f"--attn-dp-size must be positive (got {attn_dp}).")

@@ -297,13 +297,62 @@ def prepare(raw: dict, allow_trial: bool = True) -> Prepared:
         value = raw.pop("sglang_args")
         if value is not None:
             raw, parsed = _take_sglang_args(raw, value)
+    ignored = list(parsed.ignored or []) if parsed is not None else []
+    if parsed is not None and parsed.model_path and "model" not in raw:
+        # `--model-path ID` names the checkpoint when the body does not: a preset name or HF repo id.
+        raw["model"] = {"preset": parsed.model_path}
+        ignored = [a for a in ignored if a not in ("--model-path", "--model")]
     try:
         request = PlanRequest.model_validate(raw)
     except ValidationError as exc:
         raise validation_error(exc, from_sglang_args=parsed is not None) from None
     if parsed is None:
         return Prepared(request, None, trial)
-    return Prepared(request, list(parsed.ignored or []), trial, tuple(parsed.warnings or ()), parsed.metrics_model_name)
+    warnings = tuple(parsed.warnings or ())
+    if parsed.weight_moving:
+        warnings += _weight_moving(request, parsed.weight_moving)
+    return Prepared(request, ignored, trial, warnings, parsed.metrics_model_name)
+
+
+def _checkpoint_is_quantized(request: PlanRequest) -> bool:
+    from schemas.request import HFConfigModel, PresetModel
+    from service.presets import get_preset
+    from service.solver.checkpoint_quant import quant_config_of
+
+    m = request.model
+    if isinstance(m, PresetModel):
+        try:
+            hf = dict(get_preset(m.preset).hf_config)
+        except PlanInputError:
+            return False  # the plan names the unknown preset
+    elif isinstance(m, HFConfigModel):
+        hf = dict(m.hf_config)
+    else:
+        return False
+    text = hf.get("text_config") if isinstance(hf.get("text_config"), dict) else hf
+    return quant_config_of(hf, text).config is not None
+
+
+def _weight_moving(request: PlanRequest, flags: list) -> tuple[str, ...]:
+    """Flags that change what a rank loads: refused in a GPU-only (estimated) budget, whose
+    weights are the checkpoint's own on the GPU; noted in a measured one, whose free memory
+    after load already holds their effect."""
+    if _checkpoint_is_quantized(request):
+        # --quantization on a pre-quantized checkpoint names its serialized format: the
+        # weights are the checkpoint's own either way (a mismatch is SGLang's error, not a size).
+        flags = [(o, v) for o, v in flags if o != "--quantization"]
+        if not flags:
+            return ()
+    given = " ".join(f"{o} {v}" if v is not True else o for o, v in flags)
+    if request.budget.estimated:
+        option = flags[0][0]
+        raise PlanInputError(
+            "sglang_args",
+            f"{given}: changes the weights each GPU loads (online quantization, CPU offload, redundant experts or "
+            f"draft quantization), which a GPU-only estimate does not model; remove {option}, or give a measured "
+            "budget (free_gib_before_load and free_gib_after_load from a boot log), which already holds its effect",
+        )
+    return (f"{given}: changes the weights each GPU loads; ignored here because the measured budget already holds its effect",)
 
 
 def plan_json(plan: Plan) -> bytes:

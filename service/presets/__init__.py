@@ -72,6 +72,10 @@ def _load() -> Mapping[str, Preset]:
         supported = support.startswith("supported") or support == "yes"
         verified = raw.get("_verified") is True
         config = {k: v for k, v in raw.items() if not k.startswith("_")}
+        if isinstance(raw.get("_hf_quant_config"), dict):
+            # The checkpoint's sibling hf_quant_config.json, verbatim: SGLang reads it when
+            # config.json has no quantization_config (service/solver/checkpoint_quant.py).
+            config["hf_quant_config"] = raw["_hf_quant_config"]
         presets[name] = Preset(
             name=name,
             model_id=str(raw.get("_model_id", "")),
@@ -88,21 +92,45 @@ def _load() -> Mapping[str, Preset]:
 PRESETS: Mapping[str, Preset] = _load()
 
 
+def repo_id(preset: Preset) -> str:
+    """The HF repo id the preset is the checkpoint of (`_model_id`'s first word; some add a note)."""
+    return preset.model_id.split()[0] if preset.model_id.strip() else ""
+
+
+# Every preset answers to its name and to its checkpoint's HF repo id, case-insensitive.
+_BY_KEY: Mapping[str, str] = MappingProxyType({
+    **{repo_id(p).lower(): n for n, p in PRESETS.items() if repo_id(p)},
+    **{n.lower(): n for n in PRESETS},
+})
+
+
+def _closest(name: str) -> list[str]:
+    import difflib
+
+    keys = sorted({*PRESETS, *(repo_id(p) for p in PRESETS.values() if repo_id(p))})
+    lowered = {k.lower(): k for k in keys}
+    return [lowered[k] for k in difflib.get_close_matches(name.lower(), list(lowered), n=5, cutoff=0.5)]
+
+
 def get_preset(name: str, allow_unverified: bool = False) -> Preset:
     """The preset to size. `allow_unverified` is accepted for compatibility and has no effect:
     every preset SGLang 0.5.23 can load is sized, verified or not."""
     # Imported here: loading the presets imports no solver.
     from service.solver.errors import PlanInputError
 
-    preset = PRESETS.get(name)
+    key = _BY_KEY.get(name.strip().lower())
+    preset = PRESETS.get(key) if key is not None else None
     if preset is None:
         # `allowed` holds the sizable presets; the listed-only ones are named apart, so a name
         # seen in GET /v1/presets (which lists all) is not mistaken for a typo.
         listed_only = ", ".join(sorted(n for n, p in PRESETS.items() if not p.sizable))
+        close = _closest(name)
+        hint = f"closest: {', '.join(close)}; " if close else ""
         raise PlanInputError(
             "model.preset",
-            f"unknown preset {name!r}; listed but not sizable (GET /v1/presets/NAME says why): {listed_only}; "
-            "the sizable presets are allowed",
+            f"unknown preset {name[:128]!r} (neither a preset name nor a shipped checkpoint's HF repo id, any case); {hint}"
+            "GET /v1/presets lists both; for another checkpoint paste its config.json as model.hf_config; "
+            f"listed but not sizable (GET /v1/presets/NAME says why): {listed_only}; the sizable presets are allowed",
             allowed=sorted(n for n, p in PRESETS.items() if p.sizable),
         )
     if not preset.sizable:

@@ -8,17 +8,23 @@ import math
 from service.solver.errors import SGLangStartupError
 
 VLM_CACHE_SIZE_MB = 100  # SGLANG_VLM_CACHE_SIZE_MB default: multimodal reservation
+MM_FEATURE_CACHE_MB = 1024  # SGLANG_MM_FEATURE_CACHE_MB default: the CUDA-IPC / VMM feature-transport pool
 
 
-def multimodal_reservation_gib(is_multimodal: bool) -> float:
-    return VLM_CACHE_SIZE_MB / 1024 if is_multimodal else 0.0
+def multimodal_reservation_gib(is_multimodal: bool, cuda_ipc: bool = False) -> float:
+    """`mm_runtime_reservation_gb`: the embedding cache, plus the feature-transport pool when
+    the transport is cuda_ipc (SGLANG_USE_CUDA_IPC_TRANSPORT=1, the legacy spelling of
+    --mm-feature-transport cuda_ipc), on multimodal models only."""
+    if not is_multimodal:
+        return 0.0
+    return (VLM_CACHE_SIZE_MB + (MM_FEATURE_CACHE_MB if cuda_ipc else 0)) / 1024
 
 
-def rest_gib(free_before: float, free_after: float, mem_fraction_static: float, is_multimodal: bool) -> float:
+def rest_gib(free_before: float, free_after: float, mem_fraction_static: float, is_multimodal: bool, cuda_ipc: bool = False) -> float:
     # Slack = what mem_fraction_static keeps back of the pre-load free memory for
     # activations, CUDA graphs, NCCL and the req-to-token table.
     slack = free_before * (1 - mem_fraction_static)
-    return free_after - slack - multimodal_reservation_gib(is_multimodal)
+    return free_after - slack - multimodal_reservation_gib(is_multimodal, cuda_ipc)
 
 
 def no_memory_for_kv(free_before: float | None, free_after: float | None, mem_fraction_static: float | None, rest_after: float) -> SGLangStartupError:

@@ -40,6 +40,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from schemas.request import Env, ServerArgs
+from service.solver.checkpoint_quant import resolve_kv_auto
 from service.solver.errors import PlanInputError
 from service.solver.layout import ModelLayout
 
@@ -144,16 +145,21 @@ class Launch(NamedTuple):
     prefill_cuda_graph: bool = True
     # SGLANG_MAMBA_SSM_DTYPE as SGLang leaves it after resolution (None: unset).
     env_mamba_ssm_dtype: str | None = None
+    kv_cache_dtype_reason: str = ""  # why kv_cache_dtype (auto: what the checkpoint declares)
+    draft_kv_layers_reason: str = ""  # where draft_kv_layers came from (or that it is zero unpriced)
 
     @property
     def rejected(self) -> bool:
         return bool(self.rejections)
 
 
-def _kv_dtype(args: ServerArgs, layout: ModelLayout) -> str:
+def _kv_dtype(args: ServerArgs, layout: ModelLayout) -> tuple[str, str]:
+    """(the KV pool's dtype, why): `auto` as configure_kv_cache_dtype resolves it (the
+    checkpoint's declared FP8 KV, else the model dtype)."""
     if args.kv_cache_dtype == "auto":
-        return layout.model_dtype
-    return {"bf16": "bfloat16", "fp16": "float16"}.get(args.kv_cache_dtype, args.kv_cache_dtype)
+        return resolve_kv_auto(layout.hf_config, layout.hf_text_config, layout.model_dtype)
+    given = {"bf16": "bfloat16", "fp16": "float16"}.get(args.kv_cache_dtype, args.kv_cache_dtype)
+    return given, f"given: --kv-cache-dtype {args.kv_cache_dtype}"
 
 
 # The breakable prefill graph's capture sizes (`generate_prefill_cuda_graph_batch_sizes`):
@@ -356,7 +362,7 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int
         )
     check_pp_layers(layout, pp)
     backend = args.attention_backend or default_attention_backend(layout, args)
-    kv_dtype = _kv_dtype(args, layout)
+    kv_dtype, kv_reason = _kv_dtype(args, layout)
     if backend == "fa3" and kv_dtype == "fp8_e5m2":
         backend = "triton"  # FA3 only takes fp8_e4m3: SGLang switches to triton (no sizing effect)
 
@@ -491,6 +497,22 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int
             reject("ValueError", "Currently ngram speculative decoding does not support dp attention.")
     prices_draft = spec in EAGLE_FAMILY or spec == "STANDALONE"
     draft_kv_layers = draft_layers if draft_layers is not None else layout.num_nextn_predict_layers
+    draft_reason = ""
+    if prices_draft:
+        if draft_layers is not None:
+            draft_reason = f"draft_model.num_layers: {draft_layers} draft KV layer(s) priced"
+        elif layout.num_nextn_predict_layers:
+            draft_reason = f"the checkpoint's MTP: num_nextn_predict_layers={layout.num_nextn_predict_layers} draft KV layer(s) priced"
+        else:
+            # SGLang prices the separate draft's own layers; without its config nothing says how many.
+            one = layout.kv.cell_bytes(1, KV_ITEMSIZE[kv_dtype], attn_tp)
+            draft_reason = (f"no draft_model and no num_nextn_predict_layers in the config: the draft's KV is priced at zero; "
+                            f"each draft layer adds {one:,} bytes per token to every stage's KV cell")
+            warnings.append(
+                f"mambasizer: {spec} without draft_model: the draft model's KV cache is priced at zero, so the KV "
+                f"tokens are overstated; each draft layer costs {one:,} bytes per token. Give draft_model.num_layers "
+                "(the draft checkpoint's num_hidden_layers) to price it as SGLang does"
+            )
 
     # 9. --mamba-ssm-dtype is exported as SGLANG_MAMBA_SSM_DTYPE (beats the config's value).
     env_ssm = mamba_ssm_dtype or env.SGLANG_MAMBA_SSM_DTYPE
@@ -509,6 +531,7 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int
     return Launch(
         tp_size=tp, pp_size=pp, attn_dp_size=dp, attn_tp_size=attn_tp, page_size=page,
         kv_cache_dtype=kv_dtype, kv_itemsize=KV_ITEMSIZE[kv_dtype], mem_fraction_static=mfs,
+        kv_cache_dtype_reason=kv_reason, draft_kv_layers_reason=draft_reason,
         mamba_full_memory_ratio=args.mamba_full_memory_ratio if args.mamba_full_memory_ratio is not None else DEFAULT_MAMBA_FULL_MEMORY_RATIO,
         strategy=strategy, extra_buffer=extra_buffer, extra_buffer_lazy=lazy,
         disable_radix_cache=args.disable_radix_cache, disable_overlap_schedule=disable_overlap,

@@ -268,7 +268,8 @@ def _pipeline(req, layout, launch: Launch, stage_ranges, state: StateSpec, whole
         p.rest_gib = b.rest_gib
     else:
         assert launch.mem_fraction_static is not None  # resolved with needs_mfs (no rest_gib)
-        p.rest_gib = budget.rest_gib(free_before, free_after, launch.mem_fraction_static, layout.is_multimodal)
+        p.rest_gib = budget.rest_gib(free_before, free_after, launch.mem_fraction_static, layout.is_multimodal,
+                                      cuda_ipc=bool(req.env.SGLANG_USE_CUDA_IPC_TRANSPORT))
 
     # B: the mamba split, charged at the largest stage's share.
     def ratio() -> int:
@@ -450,6 +451,7 @@ def _assemble(req, layout: ModelLayout, launch: Launch, stage_ranges, state: Sta
     resolved = ResolvedArgs.trusted({
         "tp_size": launch.tp_size, "pp_size": launch.pp_size, "attn_dp_size": launch.attn_dp_size,
         "attn_tp_size": launch.attn_tp_size, "page_size": launch.page_size, "kv_cache_dtype": launch.kv_cache_dtype,
+        "kv_cache_dtype_reason": launch.kv_cache_dtype_reason,
         "mem_fraction_static": None if mfs is None else float(mfs),
         "mamba_full_memory_ratio": float(launch.mamba_full_memory_ratio),
         "mamba_radix_cache_strategy": launch.strategy, "enable_mamba_extra_buffer": launch.extra_buffer,
@@ -459,6 +461,7 @@ def _assemble(req, layout: ModelLayout, launch: Launch, stage_ranges, state: Sta
         "speculative_algorithm": launch.speculative_algorithm, "speculative_num_draft_tokens": launch.num_draft_tokens,
         "enable_linear_replayssm_spec": launch.replayssm_spec, "context_length": launch.context_len,
         "conv_dtype": launch.conv_dtype, "ssm_dtype": launch.ssm_dtype, "draft_kv_layers": launch.draft_kv_layers,
+        "draft_kv_layers_reason": launch.draft_kv_layers_reason,
         "speculative_num_steps": launch.speculative_num_steps, "speculative_eagle_topk": launch.speculative_eagle_topk,
     })
     feasible = error is None

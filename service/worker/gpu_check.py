@@ -24,7 +24,7 @@ H200_MIB = 143771  # what --plan-only assumes for the device (an H200)
 
 def held_weights_gib(body: dict, stage: int, env: str) -> float:
     """The weights a case holds on its rank: `$env` when set, else the parameter bytes
-    SGLang 0.5.23 builds on that stage's largest rank (service/solver/weights.py, exact
+    SGLang 0.5.23 builds on that stage's largest rank (service/solver/weights/, exact
     against SGLang's model classes), read from the GPU-only plan of the same request."""
     if env in os.environ:
         return float(os.environ[env])

@@ -127,7 +127,7 @@ def test_would_not_start_json(tmp_path, capsys):
 @pytest.mark.parametrize(
     "content, expected",
     [
-        ({"model": {"preset": "nope"}, "budget": {"rest_gib": 1}}, "mambasizer: error: model.preset: unknown preset 'nope'; "
+        ({"model": {"preset": "nope"}, "budget": {"rest_gib": 1}}, "mambasizer: error: model.preset: unknown preset 'nope' (neither a preset name nor a shipped checkpoint's HF repo id, any case); GET /v1/presets lists both; for another checkpoint paste its config.json as model.hf_config; "
          "listed but not sizable (GET /v1/presets/NAME says why): " + ", ".join(LISTED_ONLY)
          + "; the sizable presets are allowed (allowed: " + ", ".join(SIZABLE) + ")"),
         ({**OK, "server_args": {"pp_size": 2}, "model": {"preset": "qwen3-next-80b-a3b-instruct"}}, "mambasizer: error: server_args.pp_size: "),

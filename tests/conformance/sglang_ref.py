@@ -422,7 +422,7 @@ def _model_config_cached(hf_json: str, context_length: int | None):
 
 def model_config_for(hf_config: dict, context_length: int | None = None):
     """SGLang's real ModelConfig for a config.json dict (cached; treat as read-only)."""
-    cleaned = {k: v for k, v in hf_config.items() if not k.startswith("_")}
+    cleaned = {k: v for k, v in hf_config.items() if not k.startswith("_") and k != "hf_quant_config"}
     return _model_config_cached(json.dumps(cleaned, sort_keys=True), context_length)
 
 
@@ -712,6 +712,16 @@ def _run(sg, request, sa, draft, pp, f_pre, mfs, out, all_reduce_inputs, all_red
             draft_layers = int(draft["num_layers"])
         elif mc.num_nextn_predict_layers is not None:
             draft_layers = int(mc.num_nextn_predict_layers)
+    hf = request["model"]["hf_config"]
+    if sa.get("kv_cache_dtype", "auto") == "auto" and (hf.get("quantization_config") or hf.get("hf_quant_config")
+                                                       or (hf.get("text_config") or {}).get("quantization_config")):
+        # `auto` on a quantized checkpoint: SGLang's configure_kv_cache_dtype given the quant
+        # config its loader builds (weights_ref), not the model=None shortcut below.
+        import weights_ref
+
+        sa = {**sa, "kv_cache_dtype": weights_ref.kv_cache_dtype_auto(hf)}
+        if sa["kv_cache_dtype"] not in ("fp8_e4m3", "fp8_e5m2"):
+            sa["kv_cache_dtype"] = "auto"
     kv_dtype_str, kv_dtype = _kv_dtype(sg, sa, mc.dtype)
     page = int(sa.get("page_size") or 1)
 

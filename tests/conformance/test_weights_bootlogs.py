@@ -31,9 +31,9 @@ CHECKED = {
 SKIPPED = {
     "nemotron-3-nano-omni-30b-a3b-1.json": "no weight mem usage figure in the log, and the Omni (vision/audio) checkpoint is not a preset",
     "nemotron-3-nano-omni-30b-a3b-2.json": "no weight mem usage figure in the log, and the Omni (vision/audio) checkpoint is not a preset",
-    "nemotron-3-super-120b-a12b-1.json": "NVFP4 checkpoint: its hf_quant_config.json (exclude list) is not in the presets (the preset is the FP8 release)",
-    "nemotron-3-super-120b-a12b-2.json": "NVFP4 checkpoint: its hf_quant_config.json (exclude list) is not in the presets (the preset is the FP8 release)",
-    "nemotron-3-ultra-550b-a55b-1.json": "NVFP4 checkpoint: its hf_quant_config.json (exclude list) is not in the presets",
+    "nemotron-3-super-120b-a12b-1.json": "NVFP4 checkpoint: its hf_quant_config.json as the catalog holds it (aiconfigurator-core 0.12.0) has no group_size, which SGLang 0.5.23's ModelOptFp4Config refuses (ValueError), so it is not shipped as a preset (the shipped Super is the FP8 release)",
+    "nemotron-3-super-120b-a12b-2.json": "NVFP4 checkpoint: its hf_quant_config.json as the catalog holds it (aiconfigurator-core 0.12.0) has no group_size, which SGLang 0.5.23's ModelOptFp4Config refuses (ValueError), so it is not shipped as a preset (the shipped Super is the FP8 release)",
+    "nemotron-3-ultra-550b-a55b-1.json": "NVFP4 checkpoint: its catalogued hf_quant_config.json has no group_size, which SGLang 0.5.23 refuses; not a preset (the FP8 release is)",
     "qwen3.5-35b-a3b-1.json": "community AWQ-4bit re-quantization: its quantization_config (bits, group, ignore list) is not in the presets",
     "qwen3.5-35b-a3b-2.json": "AutoRound INT4 re-quantization: its quantization_config is not in the presets",
     "qwen3.5-397b-a17b-1.json": "--cpu-offload-gb 400: most weights live in host memory, so mem usage is not the weights",

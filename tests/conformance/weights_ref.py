@@ -176,11 +176,58 @@ class _FakeStream:
 
 
 def _model_dir(hf_config: dict) -> str:
+    """A checkpoint folder: config.json, and the sibling hf_quant_config.json where the config
+    carries one (`hf_quant_config`, as a preset's loader passes it on)."""
     td = tempfile.mkdtemp(prefix="mambasizer-wref-")
-    clean = {k: v for k, v in hf_config.items() if not k.startswith("_")}
+    clean = {k: v for k, v in hf_config.items() if not k.startswith("_") and k != "hf_quant_config"}
     with open(os.path.join(td, "config.json"), "w") as f:
         json.dump(clean, f)
+    if isinstance(hf_config.get("hf_quant_config"), dict):
+        with open(os.path.join(td, "hf_quant_config.json"), "w") as f:
+            json.dump(hf_config["hf_quant_config"], f)
     return td
+
+
+def kv_cache_dtype_auto(hf_config: dict) -> str:
+    """SGLang's own `configure_kv_cache_dtype` for `--kv-cache-dtype auto`, given the quant
+    config SGLang's loader builds for this checkpoint folder (config.json + hf_quant_config.json)
+    and the model dtype ModelConfig resolves: the KV pool's dtype name (fp8_e4m3 / bfloat16 / ...).
+    Cached per config; SGLang's log lines while it resolves are muted (the oracle captures the
+    sizing path's warnings, and this is not part of it)."""
+    import logging
+
+    key = json.dumps(hf_config, sort_keys=True, default=str)
+    if key not in _KV_AUTO:
+        prev = logging.root.manager.disable
+        logging.disable(logging.CRITICAL)
+        try:
+            _KV_AUTO[key] = _kv_cache_dtype_auto(hf_config)
+        finally:
+            logging.disable(prev)
+    return _KV_AUTO[key]
+
+
+_KV_AUTO: dict[str, str] = {}
+
+
+def _kv_cache_dtype_auto(hf_config: dict) -> str:
+    sg = load()
+    path = _model_dir(hf_config)
+    with active(), sg.launch_ref._hopper(sg.lsg, H200_MIB), _platform_flags():
+        sa = sg.ServerArgs(model_path=path, tp_size=1, pp_size=1, device="cuda", load_format="dummy")
+        ctx = sg.rc.create_context(sa, role="scheduler", ranks=sg.rc.SpawnRanks(world_rank=0, gpu_id=0))
+        from sglang.srt.configs.load_config import LoadConfig
+        from sglang.srt.configs.model_config import ModelConfig
+        from sglang.srt.mem_cache import kv_cache_dtype as kvdt
+
+        with sg.rc.use_context(ctx):
+            mc = ModelConfig.from_server_args(sa)
+            quant = sg.loader._get_quantization_config(mc, LoadConfig(load_format="dummy"))
+            _, dtype = kvdt.configure_kv_cache_dtype(
+                server_args_kv_cache_dtype="auto", model=types.SimpleNamespace(quant_config=quant), model_dtype=mc.dtype,
+                is_draft_worker=False, is_dflash=False, speculative_draft_attention_backend=None)
+    name = str(dtype).replace("torch.", "")
+    return {"float8_e4m3fn": "fp8_e4m3", "float8_e5m2": "fp8_e5m2"}.get(name, name)
 
 
 def rank_bytes(hf_config: dict, *, tp: int, pp: int, ep: int = 1, pp_rank: int = 0, tp_rank: int = 0,

@@ -1,7 +1,7 @@
 """The estimated budget (budget.gpu / gpu_memory_mib alone): F_pre from the calibrated
 residents, F_post per stage and SGLang's float32 world MIN, then the unchanged pipeline.
 
-Weights come from service/solver/weights.py (tested on its own); here a fixed per-stage
+Weights come from service/solver/weights/ (tested on its own); here a fixed per-stage
 weight table is injected where the test is about what happens AFTER the weights, so the
 figures below are independent of the weights model."""
 

@@ -1,0 +1,87 @@
+"""Quantization as SGLang 0.5.23's quant methods create their parameters, one module per scheme;
+`quant_scheme` picks the method from the checkpoint's quantization_config."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from service.solver.checkpoint_quant import declared_kv_algo, quant_config_of
+from service.solver.errors import PlanInputError
+from service.solver.weights.quant.base import Quant
+from service.solver.weights.quant.fp8 import Fp8
+from service.solver.weights.quant.modelopt import ModelOptFp8, ModelOptMixed, Nvfp4
+from service.solver.weights.quant.mxfp4 import Mxfp4
+from service.solver.weights.quant.wna16 import WNA16
+
+__all__ = ['WNA16', 'Fp8', 'ModelOptFp8', 'ModelOptMixed', 'Mxfp4', 'Nvfp4', 'Quant', 'quant_scheme']
+
+
+def quant_scheme(hf: Mapping[str, Any], text: Mapping[str, Any], act_bytes: int, path: str) -> Quant:
+    found = quant_config_of(hf, text, path)
+    qc, qpath = found.config, found.path
+    if not qc:
+        return Quant(act_bytes)
+    if not isinstance(qc, dict):
+        raise PlanInputError(qpath, f"must be an object (the checkpoint's {found.source})")
+    # The KV-cache method (k_scale / v_scale on every RadixAttention) comes with a declared
+    # KV algorithm (ModelOptQuantConfig: any truthy kv_cache_quant_algo).
+    kv_declared = bool(declared_kv_algo(qc)[0])
+    method = str(qc.get("quant_method", "")).lower()
+    field = f"{qpath}.quant_method"
+    skip = list(qc.get("ignored_layers") or []) + list(qc.get("modules_to_not_convert") or []) + list(qc.get("ignore") or [])
+    if method == "fp8":
+        block = qc.get("weight_block_size")
+        if block is not None and (not isinstance(block, list) or len(block) != 2 or not all(isinstance(b, int) and b > 0 for b in block)):
+            raise PlanInputError(f"{qpath}.weight_block_size", "must be two positive integers [block_n, block_k]")
+        return Fp8(act_bytes, skip, block, qc.get("activation_scheme", "dynamic") == "static")
+    if method in ("modelopt", "modelopt_fp8", "modelopt_fp4"):
+        raw_nested = qc.get("quantization")
+        nested: Mapping[str, Any] = raw_nested if isinstance(raw_nested, dict) else {}
+        algo = str(qc.get("quant_algo") or nested.get("quant_algo") or "").upper()
+        if algo == "FP8":
+            # ModelOptFp8Config.from_config: the flat form's exclusions are its `ignore` list,
+            # the hf_quant_config form's are quantization.exclude_modules.
+            skip = list(qc.get("ignore") or []) if qc.get("quant_algo") else list(nested.get("exclude_modules") or [])
+            return ModelOptFp8(act_bytes, skip, kv_scales=kv_declared)
+        skip += list(qc.get("exclude_modules") or nested.get("exclude_modules") or [])
+        if algo == "NVFP4":
+            if not qc.get("quant_algo") and not any(isinstance(g, int) for g in (qc.get("group_size"), nested.get("group_size"))):
+                # ModelOptFp4Config.common_group_size: the nested (hf_quant_config.json) form must say it.
+                raise PlanInputError(f"{qpath}.quantization.group_size", "is missing: SGLang 0.5.23 refuses an NVFP4 hf_quant_config.json "
+                                     "without group_size (ValueError); add the checkpoint's group_size (16 for NVFP4)")
+            return Nvfp4(act_bytes, skip, int(qc.get("group_size") or nested.get("group_size") or 16))
+        if algo == "MIXED_PRECISION":
+            layers = qc.get("quantized_layers") or nested.get("quantized_layers")
+            if not isinstance(layers, dict) or not layers:
+                raise PlanInputError(f"{qpath}.quantized_layers", "MIXED_PRECISION needs a non-empty quantized_layers map")
+            kv = kv_declared
+            group = next((int(v.get("group_size", 16)) for v in layers.values() if isinstance(v, dict) and str(v.get("quant_algo", "")).upper() in ("NVFP4", "W4A16_NVFP4")), 16)
+            mixed_skip = list(qc.get("ignore", qc.get("exclude_modules")) or []) if qc.get("quant_algo") else list(nested.get("exclude_modules") or [])
+            return ModelOptMixed(act_bytes, mixed_skip, layers, kv, group)
+        raise PlanInputError(f"{qpath}.quant_algo", f"ModelOpt quant_algo {algo or None!r} is not modelled (FP8, NVFP4 and MIXED_PRECISION are); give a budget with measured memory instead")
+    if method in ("awq", "gptq", "auto-round"):
+        bits = qc.get("bits", qc.get("w_bit", 4))
+        wgroup = qc.get("group_size", qc.get("q_group_size", 128))
+        if bits != 4 or not isinstance(wgroup, int):
+            raise PlanInputError(f"{qpath}.bits", f"only 4-bit {method} is modelled, got bits={bits!r}")
+        flavour = "awq" if method == "awq" or str(qc.get("packing_format", "")).endswith("awq") else "gptq"
+        return WNA16(act_bytes, skip, 4, wgroup, flavour, True)
+    if method == "compressed-tensors":
+        groups = qc.get("config_groups") or {}
+        if not isinstance(groups, dict) or len(groups) != 1:
+            raise PlanInputError(f"{qpath}.config_groups", "exactly one config group is modelled")
+        g = next(iter(groups.values()))
+        w = (g or {}).get("weights") or {}
+        fmt = str(g.get("format") or qc.get("format") or "")
+        if w.get("num_bits") == 4 and w.get("type") == "float" and "mxfp4" in fmt:
+            return Mxfp4(act_bytes, skip)
+        if w.get("num_bits") == 4 and w.get("type", "int") == "int":
+            return WNA16(act_bytes, skip, 4, int(w.get("group_size") or -1), "compressed-tensors", not w.get("symmetric", True))
+        if w.get("num_bits") == 8 and w.get("type") == "float":
+            block = w.get("block_structure")
+            return Fp8(act_bytes, skip, block if w.get("strategy") == "block" else None, not (g.get("input_activations") or {}).get("dynamic", True))
+        raise PlanInputError(field, f"compressed-tensors format {fmt or w!r} is not modelled (int4 pack-quantized, fp8 and mxfp4 are)"[:300])
+    raise PlanInputError(field, f"quant_method {method!r} is not modelled (fp8, modelopt FP8/NVFP4, awq, gptq, compressed-tensors are); give a budget with measured memory instead")
+
+
