@@ -17,8 +17,8 @@ from __future__ import annotations
 import pytest
 
 import weights_ref as W
+from service.planner import plan
 from service.presets import PRESETS
-from service.solver import plan
 from service.solver.errors import PlanInputError
 from service.solver.families import layout_from_hf_config
 from service.solver.stages import pp_stages

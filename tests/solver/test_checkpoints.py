@@ -12,8 +12,8 @@ import pytest
 
 from service.api.wire import prepare
 from service.cli import main
+from service.planner import plan
 from service.presets import PRESETS, get_preset
-from service.solver import plan
 from service.solver.errors import PlanInputError
 
 GIB = 1 << 30
