@@ -34,6 +34,8 @@ WORKDIR /src
 COPY pyproject.toml README.md LICENSE constraints.txt ./
 COPY schemas/ schemas/
 COPY service/ service/
+# the import package: mambasizer/service -> ../service, mambasizer/schemas -> ../schemas
+COPY mambasizer/ mambasizer/
 # The project WITHOUT the `worker` extra: no torch, no CUDA on the API path. The venv has
 # no pip/setuptools of its own; the build stage's pip installs into it. Every package at its
 # constraints.txt version (scripts/lock_constraints.py): one tag, one set of packages.
@@ -87,6 +89,8 @@ WORKDIR /src
 COPY pyproject.toml README.md LICENSE constraints.txt ./
 COPY schemas/ schemas/
 COPY service/ service/
+# the import package: mambasizer/service -> ../service, mambasizer/schemas -> ../schemas
+COPY mambasizer/ mambasizer/
 # DL3013 takes ".[worker]" (this project, its torch pinned above and in pyproject.toml) for an
 # unpinned registry package.
 # hadolint ignore=DL3013

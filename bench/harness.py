@@ -49,7 +49,7 @@ def serve_command(host: str, port: int, extra: list[str]) -> list[str]:
     if exe.exists():
         base = [str(exe)]
     else:  # not installed as a script: the same entry point
-        base = [sys.executable, "-c", "import sys; from service.cli import main; sys.exit(main())"]
+        base = [sys.executable, "-c", "import sys; from mambasizer.service.cli import main; sys.exit(main())"]
     return base + ["serve", "--host", host, "--port", str(port), *extra]
 
 

@@ -131,8 +131,8 @@ def bench_heavy(*, seconds: float = 6.0, requests: int = 24, serve_args: list[st
     from bench.harness import Server, free_port, load_requests, serve_command
     from bench.recommend_bench import KIMI_K3_64
     from bench.sweep_bench import cases
-    from service.recommend import recommend
-    from service.sweep import run_sweep
+    from mambasizer.service.recommend import recommend
+    from mambasizer.service.sweep import run_sweep
 
     sweep_body = next(body for label, body in cases(load_requests(), 1000) if label.startswith("qwen3-next"))
     port = free_port()

@@ -40,7 +40,7 @@ def main(argv=None) -> int:
         fn = load_oracle()
         iters = args.iters or 30
     else:
-        from service.planner import plan as fn
+        from mambasizer.service.planner import plan as fn
 
         iters = args.iters or 5000
     for name, req in load_requests(args.request).items():

@@ -39,8 +39,8 @@ CASES: dict[str, Callable[[], dict]] = {
 
 
 def bench_recommend(runs: int, quick: bool = False) -> dict:
-    from service.planner import plan
-    from service.recommend import layers, recommend, search
+    from mambasizer.service.planner import plan
+    from mambasizer.service.recommend import layers, recommend, search
 
     out: dict = {}
     for name, make in CASES.items():

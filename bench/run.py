@@ -10,7 +10,7 @@ comparison needs the `sglang==0.5.23` wheel installed with --no-deps (scripts/te
 
 For the three requests in bench/requests/ it prints:
 
-1. In-process plans/second: our `service.planner.plan` and SGLang 0.5.23's own sizing
+1. In-process plans/second: our `mambasizer.service.planner.plan` and SGLang 0.5.23's own sizing
    functions driven by the conformance oracle (`tests/conformance/sglang_ref.py`,
    `reference_plan`), same process, same explicit request (the preset expanded to its
    `hf_config`, launch values resolved: page_size, strategy, overlap, mem_fraction_static),
@@ -100,7 +100,7 @@ def fmt_stat(s: dict, scale: float = 1.0, digits: int = 0) -> str:
 def expand_preset(request: dict) -> dict:
     """The same request with `model.preset` replaced by the preset's `hf_config` (the
     oracle takes `hf_config` only): both sides then get byte-identical input."""
-    from service.presets import get_preset
+    from mambasizer.service.presets import get_preset
 
     req = copy.deepcopy(request)
     model = req["model"]
@@ -423,7 +423,7 @@ def bench_inprocess(
     calls it, and with the oracle's locals probe off (SGLang's functions alone, faster); the
     speedup is taken against the faster of the two. Returns {"requests": {name: {...}},
     "plan_speedup_vs_sglang": the smallest speedup over the requests, ...}."""
-    from service.planner import plan
+    from mambasizer.service.planner import plan
 
     reference_plan = load_oracle() if with_sglang else None
     results: dict[str, dict] = {}
@@ -528,7 +528,7 @@ def print_gpu_only(res: dict) -> None:
 def print_inprocess(res: dict) -> None:
     print(
         "\n== 1. In-process, median [min..max] of runs. Both sides get the same request: the preset expanded to its"
-        "\n   hf_config, launch values stated. Ours: service.planner.plan (flags resolved, config.json parsed, sized,"
+        "\n   hf_config, launch values stated. Ours: mambasizer.service.planner.plan (flags resolved, config.json parsed, sized,"
         "\n   pools and output built: every call). SGLang 0.5.23's own code for the same three steps, each timed"
         "\n   alone with the conformance harness around it left out: launch-flag resolution (ServerArgs +"
         "\n   resolve_once + check_server_args), the config load (ModelConfig from a fresh config.json), the sizing"
@@ -768,7 +768,7 @@ def bench_http(
     server_cmd: str | None,
     log: Callable[[str], None] = print,
 ) -> dict:
-    from service.planner import plan
+    from mambasizer.service.planner import plan
 
     workdir = Path(tempfile.mkdtemp(prefix="mambasizer-bench-"))
     host, port = "127.0.0.1", free_port()

@@ -29,7 +29,7 @@ def _memoize_solver() -> None:
     """EXPERIMENT ONLY: answer a request seen before with its stored Plan, so the solver's
     cost drops out and what remains is the API and the stack (what /v1/plan would cost with
     a free solver). Never a setting of the service."""
-    import service.api.plan as api_plan
+    import mambasizer.service.api.plan as api_plan
 
     solve = api_plan.plan
     memo: dict = {}
@@ -46,8 +46,8 @@ def _memoize_solver() -> None:
 
 def app_factory():
     """What each worker process builds (uvicorn imports this by name when workers > 1)."""
-    from service.api import logs
-    from service.api.app import create_app
+    from mambasizer.service.api import logs
+    from mambasizer.service.api.app import create_app
 
     logs.configure(LOG_LEVEL)
     if MEMO_SOLVER:
@@ -79,7 +79,7 @@ def main(argv=None) -> int:
     if args.workers > 1:
         os.environ["MAMBASIZER_BENCH_LOG_LEVEL"] = args.log_level
         os.environ["PYTHONPATH"] = str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")
-        from service.api import logs
+        from mambasizer.service.api import logs
 
         logs.configure(args.log_level)
         uvicorn.run("bench.serve_variant:app_factory", factory=True, workers=args.workers, **opts)

@@ -1,7 +1,7 @@
 """The pydantic v2 wire contract shared by the API, the CLI, the Helm hook and the worker."""
 
-from schemas.plan import REFERENCE, Plan, PlanError, ResolvedArgs, Stage
-from schemas.request import (
+from mambasizer.schemas.plan import REFERENCE, Plan, PlanError, ResolvedArgs, Stage
+from mambasizer.schemas.request import (
     Budget,
     DraftModel,
     Env,

@@ -13,7 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from schemas.request import MAX_SGLANG_ARG_CHARS, MAX_SGLANG_ARGS
+from mambasizer.schemas.request import MAX_SGLANG_ARG_CHARS, MAX_SGLANG_ARGS
 
 MAX_LOG_CHARS = 1 << 20  # 1 MiB, as the body limit
 # The text/plain form: the log itself, read as a stream keeping only the start-up lines, so a

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from schemas.request import Accounting
+from mambasizer.schemas.request import Accounting
 
 REFERENCE = "sglang==0.5.23"
 

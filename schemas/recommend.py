@@ -12,8 +12,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from schemas.plan import Out, Plan
-from schemas.request import (
+from mambasizer.schemas.plan import Out, Plan
+from mambasizer.schemas.request import (
     MAX_CONTEXT,
     MAX_PARALLEL,
     MAX_SGLANG_ARG_CHARS,

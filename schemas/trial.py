@@ -24,8 +24,8 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from schemas.plan import Plan
-from schemas.request import MAX_GIB, MAX_PARALLEL, PlanRequest, StrictInt
+from mambasizer.schemas.plan import Plan
+from mambasizer.schemas.request import MAX_GIB, MAX_PARALLEL, PlanRequest, StrictInt
 
 TrialStatus = Literal["ok", "oom", "unavailable", "rejected"]
 StageStatus = Literal["ok", "oom", "cancelled"]

@@ -21,7 +21,7 @@ OUTPUT = ROOT / "openapi.json"
 def render() -> str:
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from service.api.app import create_app
+    from mambasizer.service.api.app import create_app
 
     return json.dumps(create_app().openapi(), indent=2, ensure_ascii=False) + "\n"
 

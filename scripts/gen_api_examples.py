@@ -71,7 +71,7 @@ def _jq(value: Any) -> str:
 
 
 def _cli(*argv: str) -> tuple[int, str]:
-    from service.cli import main
+    from mambasizer.service.cli import main
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
@@ -82,7 +82,7 @@ def _cli(*argv: str) -> tuple[int, str]:
 def _captures(workdir: Path) -> dict[str, str]:
     from fastapi.testclient import TestClient
 
-    from service.api.app import create_app
+    from mambasizer.service.api.app import create_app
 
     request_path = workdir / "request.json"
     request_path.write_text(REQUEST + "\n")

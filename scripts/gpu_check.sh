@@ -27,4 +27,4 @@ PY="${PYTHON:-}"
 if [ -z "$PY" ]; then
   if [ -x .venv/bin/python ]; then PY=.venv/bin/python; else PY=python3; fi
 fi
-exec timeout --kill-after=10 "${GPU_CHECK_TIMEOUT_S:-290}" "$PY" -m service.worker.gpu_check "$@"
+exec timeout --kill-after=10 "${GPU_CHECK_TIMEOUT_S:-290}" "$PY" -m mambasizer.service.worker.gpu_check "$@"

@@ -48,7 +48,7 @@ def plan_blocks(text: str) -> list[tuple[str, list[str]]]:
 
 def plan_output(example: str) -> list[str]:
     _path()
-    from service.cli import main
+    from mambasizer.service.cli import main
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
@@ -69,7 +69,7 @@ def cli_output(argv: list[str]) -> list[str]:
     _path()
     import os
 
-    from service.cli import main
+    from mambasizer.service.cli import main
 
     out = io.StringIO()
     here = os.getcwd()
@@ -123,7 +123,7 @@ def checklog_curl(text: str) -> tuple[str, str, str] | None:
 
 def checklog_curl_output(log_path: str, figure: str) -> str:
     _path()
-    from service.startlog.compare import check_log
+    from mambasizer.service.startlog.compare import check_log
 
     data = check_log((ROOT / log_path).read_bytes()).data
     return json.dumps(data["ranks"][0]["figures"][figure], separators=(",", ":"))
@@ -137,7 +137,7 @@ def sweep_block(text: str) -> tuple[dict, list[str]]:
 
 def sweep_output(body: dict) -> list[str]:
     _path()
-    from service.sweep import run_sweep
+    from mambasizer.service.sweep import run_sweep
 
     keys = body["_keys"]
     rows = run_sweep({k: v for k, v in body.items() if k != "_keys"})["rows"]

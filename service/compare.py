@@ -19,9 +19,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from schemas import Plan, PlanRequest
-from schemas.plan import REFERENCE
-from service.planner import plan
+from mambasizer.schemas import Plan, PlanRequest
+from mambasizer.schemas.plan import REFERENCE
+from mambasizer.service.planner import plan
 
 BASELINE = "whole-model"
 CANDIDATE = "sglang-0.5.23"

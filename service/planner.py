@@ -1,22 +1,22 @@
 """plan(request) -> Plan: the one entry the API, CLI, worker, sweep and recommend size
 through. It resolves the request's model to a layout (a preset name through
-service.presets, a pasted config or explicit layout through the solver), then hands both to
-the solver, which knows no preset names: service.solver imports nothing from
-service.presets (tests/structure/ checks it).
+mambasizer.service.presets, a pasted config or explicit layout through the solver), then hands both to
+the solver, which knows no preset names: mambasizer.service.solver imports nothing from
+mambasizer.service.presets (tests/structure/ checks it).
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from schemas.plan import Plan
-from schemas.request import PlanRequest, PresetModel
-from service.presets import get_preset
-from service.solver.allocation import StageAllocationInputs, TensorSpec, stage_tensors
-from service.solver.layout import ModelLayout
-from service.solver.plan import inline_layout, parse_request, preset_layout
-from service.solver.plan import stage_allocation_inputs as _stage_allocation_inputs
-from service.solver.solve import solve
+from mambasizer.schemas.plan import Plan
+from mambasizer.schemas.request import PlanRequest, PresetModel
+from mambasizer.service.presets import get_preset
+from mambasizer.service.solver.allocation import StageAllocationInputs, TensorSpec, stage_tensors
+from mambasizer.service.solver.layout import ModelLayout
+from mambasizer.service.solver.plan import inline_layout, parse_request, preset_layout
+from mambasizer.service.solver.plan import stage_allocation_inputs as _stage_allocation_inputs
+from mambasizer.service.solver.solve import solve
 
 __all__ = ["model_layout", "parse_request", "plan", "plan_stage_tensors", "stage_allocation_inputs"]
 

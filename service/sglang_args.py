@@ -37,7 +37,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from service.solver.errors import PlanInputError
+from mambasizer.service.solver.errors import PlanInputError
 
 FLAGS_FILE = Path(__file__).with_name("sglang_flags_0_5_23.json")
 FIELD = "sglang_args"

@@ -21,10 +21,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from schemas import PlanRequest
-from schemas.plan import REFERENCE, Plan
-from schemas.request import PresetModel
-from schemas.sweep import (
+from mambasizer.schemas import PlanRequest
+from mambasizer.schemas.plan import REFERENCE, Plan
+from mambasizer.schemas.request import PresetModel
+from mambasizer.schemas.sweep import (
     AXIS_MODEL_FIELDS,
     AXIS_SECTIONS,
     AXIS_TOP_FIELDS,
@@ -33,11 +33,11 @@ from schemas.sweep import (
     MAX_STAGES,
     SweepAxis,
 )
-from service.api import wire
-from service.planner import model_layout
-from service.presets import get_preset
-from service.solver import PlanInputError
-from service.solver.plan import replan
+from mambasizer.service.api import wire
+from mambasizer.service.planner import model_layout
+from mambasizer.service.presets import get_preset
+from mambasizer.service.solver import PlanInputError
+from mambasizer.service.solver.plan import replan
 
 HEADLINE = ("max_running_requests", "max_total_num_tokens", "max_mamba_cache_size", "pp_max_micro_batch_size", "binding_limit")
 STAGE_COLUMNS = ("weights_bytes", "mamba_pool_bytes", "kv_pool_bytes", "req_to_token_bytes", "idle_bytes", "kv_tokens")

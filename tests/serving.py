@@ -39,7 +39,7 @@ def mambasizer_command() -> list[str]:
     script = Path(sys.executable).with_name("mambasizer")
     if script.exists():
         return [str(script)]
-    return [sys.executable, "-c", "import sys; from service.cli import main; sys.exit(main())"]
+    return [sys.executable, "-c", "import sys; from mambasizer.service.cli import main; sys.exit(main())"]
 
 
 def wait_http(url: str, proc: subprocess.Popen, log: Path, what: str, timeout_s: float = 90.0) -> None:

@@ -1,6 +1,6 @@
 """The FastAPI app factory.
 
-    from service.api.app import create_app
+    from mambasizer.service.api.app import create_app
     app = create_app(deployments_path="deployments.yaml")   # what `mambasizer serve` runs
 
 Everything a request needs is built here, once: the metrics registry (one per app), the
@@ -21,9 +21,9 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from schemas.checklog import MAX_LOG_BODY_BYTES
-from service import __version__
-from service.api import (
+from mambasizer.schemas.checklog import MAX_LOG_BODY_BYTES
+from mambasizer.service import __version__
+from mambasizer.service.api import (
     checklog,
     compare,
     docs_page,
@@ -39,13 +39,13 @@ from service.api import (
     recommend,
     sweep,
 )
-from service.api.deployment_trials import DeploymentTrials, concurrency_from_env
-from service.api.deployments import DeploymentsFileError, DeploymentStore
-from service.api.metrics import Metrics
-from service.api.middleware import ObservabilityMiddleware
-from service.api.trials import TrialSettings, TrialSettingsError
-from service.api.wire import MAX_BODY_BYTES
-from service.api.workpool import HeavyPool, PoolSettingError, PoolSettings
+from mambasizer.service.api.deployment_trials import DeploymentTrials, concurrency_from_env
+from mambasizer.service.api.deployments import DeploymentsFileError, DeploymentStore
+from mambasizer.service.api.metrics import Metrics
+from mambasizer.service.api.middleware import ObservabilityMiddleware
+from mambasizer.service.api.trials import TrialSettings, TrialSettingsError
+from mambasizer.service.api.wire import MAX_BODY_BYTES
+from mambasizer.service.api.workpool import HeavyPool, PoolSettingError, PoolSettings
 
 log = logging.getLogger("mambasizer.api")
 
@@ -111,8 +111,8 @@ def create_app(deployments_path: str | None = None, worker: Any = None,
     """Build the app. Raises DeploymentsFileError when the deployments file cannot be
     used at start-up (a later SIGHUP reload with a broken file keeps the old one),
     TrialSettingsError when `trials` is None and the trial environment variables cannot
-    be used, and PoolSettingError likewise for `pool` (service.api.workpool). Trials are
-    off unless `trials.enabled` (service.api.trials)."""
+    be used, and PoolSettingError likewise for `pool` (mambasizer.service.api.workpool). Trials are
+    off unless `trials.enabled` (mambasizer.service.api.trials)."""
     if trials is None:
         trials = TrialSettings.from_env()
     if pool is None:

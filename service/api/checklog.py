@@ -5,7 +5,7 @@ or JSON `{"log": "...", "hf_config": {...}, "sglang_args": [...], "gpu": "h200"}
 `log`: the model's config.json, the launch command for a log cut without its server_args record,
 the catalog GPU for the memory estimates). The log itself may be up to 64 MiB
 (MAX_LOG_BODY_BYTES: a multi-rank log is mostly per-request lines): it is read as a stream,
-chunk by chunk, keeping only the start-up records (service.startlog.parse.BootLogReader), so its
+chunk by chunk, keeping only the start-up records (mambasizer.service.startlog.parse.BootLogReader), so its
 size costs time, not memory. The JSON form is bounded as every JSON body (1 MiB). A body over
 its limit is refused with 413 while it streams in (the observability middleware's limit). The
 answer is what `mambasizer check-log --json` prints; an unreadable log (empty, no start-up
@@ -22,13 +22,13 @@ from fastapi.responses import Response
 from pydantic import TypeAdapter, ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from schemas.checklog import MAX_LOG_BODY_BYTES, CheckLogRequest, CheckLogResponse
-from schemas.json_schema import standard_bounds
-from service.api import wire
-from service.api.plan import read_body
-from service.api.problems import TYPE_PREFIX, problem_doc, problem_response
-from service.startlog.compare import check_log
-from service.startlog.parse import BootLogError, BootLogReader
+from mambasizer.schemas.checklog import MAX_LOG_BODY_BYTES, CheckLogRequest, CheckLogResponse
+from mambasizer.schemas.json_schema import standard_bounds
+from mambasizer.service.api import wire
+from mambasizer.service.api.plan import read_body
+from mambasizer.service.api.problems import TYPE_PREFIX, problem_doc, problem_response
+from mambasizer.service.startlog.compare import check_log
+from mambasizer.service.startlog.parse import BootLogError, BootLogReader
 
 router = APIRouter(tags=["plan"])
 

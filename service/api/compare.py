@@ -1,15 +1,15 @@
 """`POST /v1/plan/compare`: the route. The comparison itself is service/compare.py, run in the
-heavy-work pool (service.api.jobs.compare_job)."""
+heavy-work pool (mambasizer.service.api.jobs.compare_job)."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from service.api.examples import COMPARE_EXAMPLES, request_body
-from service.api.problems import heavy_docs, problem_doc
-from service.api.workpool import run_heavy
-from service.compare import CompareRequest, CompareResponse, compare
+from mambasizer.service.api.examples import COMPARE_EXAMPLES, request_body
+from mambasizer.service.api.problems import heavy_docs, problem_doc
+from mambasizer.service.api.workpool import run_heavy
+from mambasizer.service.compare import CompareRequest, CompareResponse, compare
 
 router = APIRouter(tags=["plan"])
 
@@ -28,7 +28,7 @@ router = APIRouter(tags=["plan"])
     openapi_extra={"requestBody": request_body("CompareRequest", COMPARE_EXAMPLES)},
 )
 async def post_compare(request: Request) -> Response:
-    # Two plans, a pin search and their dumps: in the heavy-work pool (service.api.jobs.compare_job).
+    # Two plans, a pin search and their dumps: in the heavy-work pool (mambasizer.service.api.jobs.compare_job).
     return await run_heavy(request, "compare", await request.body())
 
 

@@ -2,7 +2,7 @@
 
 The file is the operator's, so its trials do not wait for a client: after every load (start-up
 and each successful SIGHUP reload) one trial runs per such deployment, and what it measured
-is exported per deployment, PP stage and pool (service.api.metrics):
+is exported per deployment, PP stage and pool (mambasizer.service.api.metrics):
 
 * `mambasizer_trial_predicted_bytes` / `mambasizer_trial_measured_bytes`
   `{deployment, model_name, pp_rank, pool}`;
@@ -41,25 +41,25 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from service.api.trials import TrialSettings, TrialSettingsError
-from service.settings import flag_or_env
+from mambasizer.service.api.trials import TrialSettings, TrialSettingsError
+from mambasizer.service.settings import flag_or_env
 
 if TYPE_CHECKING:  # pragma: no cover
-    from service.api.deployments import Deployment, Snapshot
+    from mambasizer.service.api.deployments import Deployment, Snapshot
 
 log = logging.getLogger("mambasizer.trials")
 
 CONCURRENCY_ENV = "MAMBASIZER_DEPLOYMENT_TRIAL_CONCURRENCY"
 DEFAULT_CONCURRENCY = 1
 MAX_CONCURRENCY = 16
-WORKER_URL_ENV = "MAMBASIZER_WORKER_URL"  # service.worker.client.URL_ENV (not imported: that pulls pydantic models in)
+WORKER_URL_ENV = "MAMBASIZER_WORKER_URL"  # mambasizer.service.worker.client.URL_ENV (not imported: that pulls pydantic models in)
 # Beyond the trial's own timeout_s (the worker answers first, the HTTP client 10 s later):
 # a hook that never returns still ends.
 GRACE_S = 30.0
 RETRY_DELAYS_S = (5.0, 10.0, 20.0, 40.0, 80.0, 160.0)
 
 # pending: waiting for its turn; running; ok / oom / rejected / unavailable: the worker's
-# answer (schemas.trial.TrialResult.status); failed: this server's own error; disabled: no
+# answer (mambasizer.schemas.trial.TrialResult.status); failed: this server's own error; disabled: no
 # worker and trials off; skipped: the entry cannot be sized or SGLang would not start it
 # (mambasizer_deployment_input_valid / mambasizer_plan_feasible say so).
 STATUSES = ("pending", "running", "ok", "oom", "rejected", "unavailable", "failed", "disabled", "skipped")
@@ -210,7 +210,7 @@ class DeploymentTrials:
         options = d.trial.model_dump(mode="json")
         if self.hook is not None:
             return self.hook(d.plan, d.request, options)
-        from service.api import trial_seam
+        from mambasizer.service.api import trial_seam
 
         budget = self.settings.memory_bytes if where == "embedded" else None
         return trial_seam.run_trial(d.plan, d.request, options, memory_budget_bytes=budget)  # type: ignore[arg-type]

@@ -10,9 +10,9 @@
       budget: {free_gib_before_load: 139.6, free_gib_after_load: 100.0, gpu_memory_mib: 143771}
 
 Each entry is what `POST /v1/plan` takes; its `trial` is `true` or the trial options
-(service.api.deployment_trials runs those trials after each load). Every deployment is planned
+(mambasizer.service.api.deployment_trials runs those trials after each load). Every deployment is planned
 when the file is loaded, never at scrape time, and exported as `mambasizer_plan_*`
-gauges (see service.api.metrics); an infeasible one is logged at warning with SGLang's
+gauges (see mambasizer.service.api.metrics); an infeasible one is logged at warning with SGLang's
 error. The file is re-read on SIGHUP, off the event loop (PyYAML's C loader where it was
 built with libyaml), and swapped in as one reference, so probes and scrapes keep being
 answered while a large file is planned. A name (or any key) written twice is an error,
@@ -34,11 +34,11 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
-from schemas import Plan, PlanRequest
-from schemas.trial import TrialOptions
-from service.api import wire
-from service.planner import plan
-from service.solver import PlanInputError
+from mambasizer.schemas import Plan, PlanRequest
+from mambasizer.schemas.trial import TrialOptions
+from mambasizer.service.api import wire
+from mambasizer.service.planner import plan
+from mambasizer.service.solver import PlanInputError
 
 log = logging.getLogger("mambasizer.deployments")
 
@@ -118,7 +118,7 @@ class DeploymentStore:
     reloads_failed: int = 0
     last_error: str | None = None
     # Called with each snapshot swapped in (start-up and every successful reload), from the
-    # thread that loaded it: service.api.deployment_trials schedules the file's trials.
+    # thread that loaded it: mambasizer.service.api.deployment_trials schedules the file's trials.
     listeners: list = field(default_factory=list, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 

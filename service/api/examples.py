@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.presets import PRESETS
+from mambasizer.service.presets import PRESETS
 
 H200_MIB = 143771  # what torch reports as an H200's total memory
 

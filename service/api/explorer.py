@@ -13,7 +13,7 @@ from importlib import resources
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from service.api.problems import problem_response
+from mambasizer.service.api.problems import problem_response
 
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
@@ -25,7 +25,7 @@ STATIC_FILES = (*PAGE_FILES, "docs.css")  # docs.css: the /docs page's (service/
 
 
 def _load() -> dict[str, tuple[bytes, str, str]]:
-    root = resources.files("service.api").joinpath("static")
+    root = resources.files("mambasizer.service.api").joinpath("static")
     out = {}
     for name in STATIC_FILES:
         data = root.joinpath(name).read_bytes()

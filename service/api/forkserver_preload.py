@@ -1,9 +1,9 @@
-"""Imported once by the heavy-work pool's fork server (service.api.workpool): the job code
+"""Imported once by the heavy-work pool's fork server (mambasizer.service.api.workpool): the job code
 and the solver's preset layouts, so every worker process it forks starts warm."""
 
 import gc
 
-from service.api import jobs
+from mambasizer.service.api import jobs
 
 jobs.warm()
 # The forked workers share these pages: a collection never walks frozen objects, so it

@@ -9,8 +9,8 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
-from service.solver import gpu_budget
-from service.solver.gpus import ALIASES, CATALOG, NOT_MODELLED
+from mambasizer.service.solver import gpu_budget
+from mambasizer.service.solver.gpus import ALIASES, CATALOG, NOT_MODELLED
 
 
 class GpuEntry(BaseModel):

@@ -16,7 +16,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from service.api.problems import problem_doc, problem_response
+from mambasizer.service.api.problems import problem_doc, problem_response
 
 router = APIRouter(tags=["operations"])
 

@@ -8,7 +8,7 @@ a 500 (a bug) or a 503 (the process died or hit its memory ceiling). Only the An
 back to the server: status, media type, bytes, and for `/v1/plan` with a trial the Plan
 object the trial allocates from.
 
-No FastAPI here beyond what the route modules import; `service.api.workpool` has the fork
+No FastAPI here beyond what the route modules import; `mambasizer.service.api.workpool` has the fork
 server preload this module so a replacement process starts in milliseconds.
 """
 
@@ -19,20 +19,20 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from schemas import Plan
-from schemas.request import PresetModel
-from service.api import wire
-from service.api.problems import (
+from mambasizer.schemas import Plan
+from mambasizer.schemas.request import PresetModel
+from mambasizer.service.api import wire
+from mambasizer.service.api.problems import (
     INVALID_INPUT,
     PROBLEM_JSON,
     input_problem_bytes,
     memory_problem,
     problem_bytes,
 )
-from service.planner import model_layout
-from service.planner import plan as solve
-from service.solver import PlanInputError, gpu_budget
-from service.sweep import SweepPointError, rows_csv, run_sweep
+from mambasizer.service.planner import model_layout
+from mambasizer.service.planner import plan as solve
+from mambasizer.service.solver import PlanInputError, gpu_budget
+from mambasizer.service.sweep import SweepPointError, rows_csv, run_sweep
 
 log = logging.getLogger("mambasizer.api")
 
@@ -48,7 +48,7 @@ class Answer:
     plan: Plan | None = None  # /v1/plan only, when the request asks for a trial
     prepared: wire.Prepared | None = None  # idem: the trial needs the request too
     # /v1/plan of a preset from the GPU alone: the weights this process knows for its layout,
-    # for the server to add to its own cache (service.solver.gpu_budget.add_known_weights).
+    # for the server to add to its own cache (mambasizer.service.solver.gpu_budget.add_known_weights).
     preset_weights: tuple[str, dict] | None = None
 
 
@@ -74,7 +74,7 @@ def plan_job(body: bytes, options: dict) -> Answer:
 
 def compare_job(body: bytes, options: dict) -> Answer:
     # the route module (its router is already imported in the fork server)
-    from service.compare import compare
+    from mambasizer.service.compare import compare
 
     prepared = wire.prepare(wire.decode_json(body), allow_trial=False)
     out = compare(prepared.request)
@@ -85,7 +85,7 @@ def compare_job(body: bytes, options: dict) -> Answer:
 
 
 def recommend_job(body: bytes, options: dict) -> Answer:
-    from service.recommend import recommend, response_json
+    from mambasizer.service.recommend import recommend, response_json
 
     return Answer(200, APPLICATION_JSON, response_json(recommend(wire.decode_json(body))))
 
@@ -107,7 +107,7 @@ def warm() -> None:
     preset layouts are built, no request reads a file, and the first real request is as
     fast as the others. The API process calls it at start-up, the pool's fork server at its
     own, so every worker process is forked warm."""
-    from service.presets import PRESETS
+    from mambasizer.service.presets import PRESETS
 
     wire.parse_sglang_args(["--tp-size", "1"])
     for preset in PRESETS.values():

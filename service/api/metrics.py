@@ -11,12 +11,12 @@ Names follow Prometheus conventions (base units, `_total` counters, bounded labe
   `mambasizer_plan_{max_running_requests,max_total_num_tokens,max_mamba_cache_size,
   mamba_pool_bytes,kv_pool_bytes,feasible}{deployment,model_name,pp_rank}`, so they
   join SGLang's own `sglang:max_total_num_tokens{model_name,pp_rank}`.
-* The heavy-work pool (service.api.workpool): `mambasizer_inflight` (jobs running in its
+* The heavy-work pool (mambasizer.service.api.workpool): `mambasizer_inflight` (jobs running in its
   processes), `mambasizer_queue_depth` (admitted, waiting for a process),
   `mambasizer_heavy_requests_total{kind,outcome,reason}` with `kind` one of plan, compare,
   recommend, sweep; `outcome` completed (reason: ok or the 4xx status), rejected (reason:
   queue_full, deadline, client_gone, memory_limit) or failed (process_died).
-* For each deployment whose entry asks for a trial (service.api.deployment_trials):
+* For each deployment whose entry asks for a trial (mambasizer.service.api.deployment_trials):
   `mambasizer_trial_{measured,predicted}_bytes{deployment,model_name,pp_rank,pool}` and
   `mambasizer_trial_status{deployment,model_name,status}` (1 for the current status).
 """
@@ -39,12 +39,12 @@ from prometheus_client import (
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
-from schemas.plan import REFERENCE
-from service import __version__
+from mambasizer.schemas.plan import REFERENCE
+from mambasizer.service import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
-    from service.api.deployment_trials import DeploymentTrials
-    from service.api.deployments import DeploymentStore
+    from mambasizer.service.api.deployment_trials import DeploymentTrials
+    from mambasizer.service.api.deployments import DeploymentStore
 
 SGLANG_VERSION = REFERENCE.split("==", 1)[1]
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
@@ -133,7 +133,7 @@ class TrialsCollector(Collector):
         return []
 
     def collect(self) -> Iterator:
-        from service.api.deployment_trials import STATUSES
+        from mambasizer.service.api.deployment_trials import STATUSES
 
         states = self.trials.states
         measured = GaugeMetricFamily(

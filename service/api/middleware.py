@@ -2,7 +2,7 @@
 
 * Body limit: a declared Content-Length over the limit is refused (413) before any of
   the body is read; a streamed (chunked) body is counted as it is read and refused the
-  moment it passes the limit (BodyTooLarge, answered 413 by service.api.problems).
+  moment it passes the limit (BodyTooLarge, answered 413 by mambasizer.service.api.problems).
   `large_bodies` gives a path its own limit for a body that is not JSON (check-log's
   text/plain log, which its route reads as a stream, keeping only the start-up lines).
 * Metrics: `mambasizer_http_requests_total` / `_duration_seconds` by route template.
@@ -17,8 +17,8 @@ import time
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.api.metrics import METHODS, UNMATCHED, Metrics
-from service.api.problems import BodyTooLarge
+from mambasizer.service.api.metrics import METHODS, UNMATCHED, Metrics
+from mambasizer.service.api.problems import BodyTooLarge
 
 access_log = logging.getLogger("mambasizer.access")
 

@@ -14,8 +14,8 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import TypeAdapter
 
-from schemas.json_schema import standard_bounds
-from service.presets import PRESETS
+from mambasizer.schemas.json_schema import standard_bounds
+from mambasizer.service.presets import PRESETS
 
 # What Budget's validator enforces, stated in the schema so a client (or schemathesis) can see
 # it: exactly one of the four forms (two measured, two estimated from the GPU alone). pydantic cannot derive this from a model validator.
@@ -119,10 +119,10 @@ def _state_what_validators_enforce(schemas: dict) -> None:
 
 
 def _component_schemas() -> dict:
-    from schemas.recommend import RecommendRequest
-    from service.api.problems import Problem
-    from service.api.wire import ApiPlanRequest
-    from service.compare import CompareRequest  # schema only
+    from mambasizer.schemas.recommend import RecommendRequest
+    from mambasizer.service.api.problems import Problem
+    from mambasizer.service.api.wire import ApiPlanRequest
+    from mambasizer.service.compare import CompareRequest  # schema only
 
     out: dict = {}
     for model in (ApiPlanRequest, CompareRequest, RecommendRequest, Problem):

@@ -8,7 +8,7 @@ encoded exactly as `mambasizer plan --json` prints it.
 An ordinary plan runs directly on the event loop: it costs 45-250 us (1 to 32 stages),
 less than a hop to another process (see docs/api-examples.md for the measurement). A
 large one (a body over HEAVY_BODY_BYTES, or more than HEAVY_STAGES pipeline stages) runs
-in the heavy-work pool like recommend and sweep (service.api.workpool).
+in the heavy-work pool like recommend and sweep (mambasizer.service.api.workpool).
 """
 
 from __future__ import annotations
@@ -20,16 +20,22 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from schemas import PlanRequest
-from schemas.request import HFConfigModel, PresetModel
-from service.api import trial_seam, trials, wire
-from service.api.examples import PLAN_EXAMPLES, request_body
-from service.api.jobs import Answer
-from service.api.problems import heavy_docs, problem_doc
-from service.api.workpool import CLIENT_CLOSED, ClientGone, Rejected, pool_of, rejection_response
-from service.client_watch import run_watched
-from service.planner import model_layout, plan
-from service.solver import gpu_budget
+from mambasizer.schemas import PlanRequest
+from mambasizer.schemas.request import HFConfigModel, PresetModel
+from mambasizer.service.api import trial_seam, trials, wire
+from mambasizer.service.api.examples import PLAN_EXAMPLES, request_body
+from mambasizer.service.api.jobs import Answer
+from mambasizer.service.api.problems import heavy_docs, problem_doc
+from mambasizer.service.api.workpool import (
+    CLIENT_CLOSED,
+    ClientGone,
+    Rejected,
+    pool_of,
+    rejection_response,
+)
+from mambasizer.service.client_watch import run_watched
+from mambasizer.service.planner import model_layout, plan
+from mambasizer.service.solver import gpu_budget
 
 # Above these a plan leaves the event loop: a 1,024-stage plan and its JSON take ~10 ms, and
 # decoding a 1 MiB body several; an ordinary request stays well below both.

@@ -1,4 +1,4 @@
-"""The heavy-work pool's settings (service.api.workpool): flags, environment variables,
+"""The heavy-work pool's settings (mambasizer.service.api.workpool): flags, environment variables,
 defaults and bounds. Standard library only: the CLI's parsers import it."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from service.settings import flag_or_env, positive_number
+from mambasizer.service.settings import flag_or_env, positive_number
 
 DEFAULT_WORKERS = 2
 DEFAULT_QUEUE = 8

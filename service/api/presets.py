@@ -14,10 +14,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
-from service.api.problems import problem_doc, problem_response
-from service.planner import plan
-from service.presets import PRESETS
-from service.solver import PlanInputError
+from mambasizer.service.api.problems import problem_doc, problem_response
+from mambasizer.service.planner import plan
+from mambasizer.service.presets import PRESETS
+from mambasizer.service.solver import PlanInputError
 
 
 class PresetSummary(BaseModel):

@@ -19,8 +19,8 @@ from fastapi.responses import Response
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from service.api.wire import MAX_BODY_BYTES, InvalidRequest, MalformedRequest, bounded
-from service.solver import PlanInputError
+from mambasizer.service.api.wire import MAX_BODY_BYTES, InvalidRequest, MalformedRequest, bounded
+from mambasizer.service.solver import PlanInputError
 
 PROBLEM_JSON = "application/problem+json"
 TYPE_PREFIX = "urn:mambasizer:problem:"
@@ -223,7 +223,7 @@ def _memory_ceiling_mib() -> int:
 
 
 def heavy_docs() -> dict:
-    """The answers of a route whose work runs in the heavy-work pool (service.api.workpool)."""
+    """The answers of a route whose work runs in the heavy-work pool (mambasizer.service.api.workpool)."""
     return {
         429: problem_doc("Every heavy-work process is busy and the queue is full; `Retry-After` says when to retry."),
         503: problem_doc(
@@ -235,7 +235,7 @@ def heavy_docs() -> dict:
 
 def problem_doc(description: str) -> dict:
     """An OpenAPI `responses` entry for a problem+json answer (Problem is added to the
-    components by `service.api.openapi`)."""
+    components by `mambasizer.service.api.openapi`)."""
     return {
         "description": description,
         "content": {PROBLEM_JSON: {"schema": {"$ref": "#/components/schemas/Problem"}}},

@@ -14,13 +14,13 @@ likes. This protocol closes it instead:
 The time the app takes to answer is not counted (a trial may run for minutes). The
 deadlines are whole-phase deadlines, not idle timeouts, so trickling bytes never extends
 them. The settings live here (importable without uvicorn, for the CLI parsers); the protocol is
-service.api.timed_h11 (`timed_h11(...)`, uvicorn's `http=`), used by `mambasizer serve`
+mambasizer.service.api.timed_h11 (`timed_h11(...)`, uvicorn's `http=`), used by `mambasizer serve`
 and `mambasizer worker`.
 """
 
 from __future__ import annotations
 
-from service.settings import flag_or_env, positive_number
+from mambasizer.service.settings import flag_or_env, positive_number
 
 DEFAULT_HEADER_TIMEOUT_S = 10.0
 DEFAULT_BODY_TIMEOUT_S = 30.0

@@ -15,11 +15,11 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from schemas.recommend import RecommendResponse
-from service.api.examples import request_body
-from service.api.plan import read_body
-from service.api.problems import heavy_docs, problem_doc
-from service.api.workpool import run_heavy
+from mambasizer.schemas.recommend import RecommendResponse
+from mambasizer.service.api.examples import request_body
+from mambasizer.service.api.plan import read_body
+from mambasizer.service.api.problems import heavy_docs, problem_doc
+from mambasizer.service.api.workpool import run_heavy
 
 router = APIRouter(tags=["plan"])
 

@@ -1,7 +1,7 @@
 """`POST /v1/sweep`: one plan request varied along one or two axes, one row per point.
 
 JSON by default; `Accept: text/csv` gives the same rows as CSV. The points are expanded,
-validated, planned and encoded in the heavy-work pool (service.api.workpool: a worker
+validated, planned and encoded in the heavy-work pool (mambasizer.service.api.workpool: a worker
 process under a deadline and a memory ceiling, behind a bounded queue), never on the event
 loop.
 """
@@ -14,11 +14,11 @@ from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import TypeAdapter
 
-from schemas.json_schema import standard_bounds
-from schemas.sweep import MAX_POINTS, MAX_STAGES, SweepRequest, SweepResponse
-from service.api.plan import read_body
-from service.api.problems import heavy_docs, problem_doc
-from service.api.workpool import run_heavy
+from mambasizer.schemas.json_schema import standard_bounds
+from mambasizer.schemas.sweep import MAX_POINTS, MAX_STAGES, SweepRequest, SweepResponse
+from mambasizer.service.api.plan import read_body
+from mambasizer.service.api.problems import heavy_docs, problem_doc
+from mambasizer.service.api.workpool import run_heavy
 
 EXAMPLES: dict[str, dict[str, Any]] = {
     "context_length": {

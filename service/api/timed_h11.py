@@ -1,4 +1,4 @@
-"""uvicorn's h11 protocol with header and body read deadlines (see service.api.read_timeouts).
+"""uvicorn's h11 protocol with header and body read deadlines (see mambasizer.service.api.read_timeouts).
 
 A connection whose request headers are not complete `header_timeout` seconds after it
 opened (or after the first byte of its next request) gets `408 Request Timeout` and is
@@ -15,7 +15,7 @@ import logging
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-from service.api.read_timeouts import DEFAULT_BODY_TIMEOUT_S, DEFAULT_HEADER_TIMEOUT_S
+from mambasizer.service.api.read_timeouts import DEFAULT_BODY_TIMEOUT_S, DEFAULT_HEADER_TIMEOUT_S
 
 log = logging.getLogger("mambasizer.api")
 

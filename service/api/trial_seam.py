@@ -1,6 +1,6 @@
 """The seam between the HTTP API and the trial worker (issue 4).
 
-`POST /v1/plan` with a `trial` object, once service.api.trials lets it through (trials
+`POST /v1/plan` with a `trial` object, once mambasizer.service.api.trials lets it through (trials
 enabled, the client's credential accepted), calls `run_trial(plan, request, trial_options,
 memory_budget_bytes=...)` after the plan is computed, and puts what it returns under `trial` in the response:
 
@@ -17,7 +17,7 @@ or an object with a `run_trial` method of it, and optionally `aclose()`, called 
 shutdown). Without one, the API calls this module's `run_trial`, looked up at call time,
 so the worker integration can replace this function.
 
-The worker integration (`service.worker.client`): with `MAMBASIZER_WORKER_URL` set, the
+The worker integration (`mambasizer.service.worker.client`): with `MAMBASIZER_WORKER_URL` set, the
 trial goes to that worker over HTTP (bearer token from `MAMBASIZER_WORKER_TOKEN`, a
 timeout; a worker that is down, slow or busy gives `status: "unavailable"`); without it,
 the worker embedded in this process runs it (CUDA when the process sees a GPU, else the
@@ -26,11 +26,11 @@ CPU). torch is imported only when an embedded trial actually runs.
 
 from __future__ import annotations
 
-from schemas import Plan, PlanRequest
+from mambasizer.schemas import Plan, PlanRequest
 
 
 async def run_trial(plan: Plan, request: PlanRequest, trial_options: dict, *,
                     memory_budget_bytes: int | None = None) -> dict | None:
-    from service.worker import client
+    from mambasizer.service.worker import client
 
     return await client.run_trial(plan, request, trial_options, memory_budget_bytes=memory_budget_bytes)

@@ -30,7 +30,7 @@ import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from service.settings import flag_or_env, positive_number
+from mambasizer.service.settings import flag_or_env, positive_number
 
 if TYPE_CHECKING:  # this module stays importable without Starlette (the CLI parser uses it)
     from starlette.requests import Request

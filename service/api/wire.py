@@ -15,12 +15,12 @@ from typing import Annotated, Any
 
 from pydantic import Field, ValidationError
 
-import schemas.request as request_schema
-from schemas import Plan, PlanRequest
-from schemas.trial import TrialRefusal, TrialResult
-from service.sglang_args import parse_sglang_args
-from service.solver import PlanInputError
-from service.solver.plan import input_error_from_validation
+import mambasizer.schemas.request as request_schema
+from mambasizer.schemas import Plan, PlanRequest
+from mambasizer.schemas.trial import TrialRefusal, TrialResult
+from mambasizer.service.sglang_args import parse_sglang_args
+from mambasizer.service.solver import PlanInputError
+from mambasizer.service.solver.plan import input_error_from_validation
 
 MAX_BODY_BYTES = 1 << 20  # 1 MiB: far above any config.json, far below anything harmful
 # The largest list the schema allows stays under MAX_BODY_BYTES, so the OpenAPI never calls
@@ -155,7 +155,7 @@ class _Constants:
 
 # The JSON objects inside which non-finite numbers are accepted: a model's config.json,
 # read as Python's json and transformers read it (its integer keys that size the model
-# must still be finite integers: service.solver.families.check_config_integers).
+# must still be finite integers: mambasizer.service.solver.families.check_config_integers).
 NONFINITE_ALLOWED_UNDER = "hf_config"
 
 
@@ -234,7 +234,7 @@ def _json_type(obj: Any) -> str:
 
 
 # The solver's own path rule (pydantic's union tags dropped), so `errors` agree with `field`.
-_json_path = getattr(importlib.import_module("service.solver.plan"), "_without_union_tags", list)
+_json_path = getattr(importlib.import_module("mambasizer.service.solver.plan"), "_without_union_tags", list)
 
 
 def _loc(loc: tuple) -> str:
@@ -315,9 +315,9 @@ def prepare(raw: dict, allow_trial: bool = True) -> Prepared:
 
 
 def _checkpoint_is_quantized(request: PlanRequest) -> bool:
-    from schemas.request import HFConfigModel, PresetModel
-    from service.presets import get_preset
-    from service.solver.checkpoint_quant import quant_config_of
+    from mambasizer.schemas.request import HFConfigModel, PresetModel
+    from mambasizer.service.presets import get_preset
+    from mambasizer.service.solver.checkpoint_quant import quant_config_of
 
     m = request.model
     if isinstance(m, PresetModel):

@@ -16,7 +16,7 @@ its own process, not the server's), and runs at a lower CPU priority than the se
 * Processes are recycled every MAX_TASKS jobs, so heap fragmentation cannot accumulate.
 
 The processes are forked from a fork server that preloaded the job code and planned every
-preset once (service.api.forkserver_preload), so starting one (at boot, or to replace a
+preset once (mambasizer.service.api.forkserver_preload), so starting one (at boot, or to replace a
 killed one) costs milliseconds, not a second of imports and warm-up.
 """
 
@@ -36,15 +36,15 @@ from typing import TYPE_CHECKING, Any
 from pebble import ProcessExpired, ProcessPool
 from starlette.responses import Response
 
-from service.api import jobs
-from service.api.pool_settings import PoolSettingError, PoolSettings
-from service.api.problems import PROBLEM_JSON, TYPE_PREFIX, memory_problem, problem_bytes
-from service.client_watch import disconnected
+from mambasizer.service.api import jobs
+from mambasizer.service.api.pool_settings import PoolSettingError, PoolSettings
+from mambasizer.service.api.problems import PROBLEM_JSON, TYPE_PREFIX, memory_problem, problem_bytes
+from mambasizer.service.client_watch import disconnected
 
 if TYPE_CHECKING:  # pragma: no cover
     from starlette.requests import Request
 
-    from service.api.metrics import Metrics
+    from mambasizer.service.api.metrics import Metrics
 
 log = logging.getLogger("mambasizer.api")
 
@@ -91,7 +91,7 @@ def _context() -> Any:
     global _CONTEXT
     if _CONTEXT is None:
         ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload(["service.api.forkserver_preload"])
+        ctx.set_forkserver_preload(["mambasizer.service.api.forkserver_preload"])
         _CONTEXT = ctx
     return _CONTEXT
 

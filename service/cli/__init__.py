@@ -34,16 +34,16 @@ EPILOG = (
     "exit codes: 0 ok, 1 SGLang would not start (or a requirement is missed, or a log differs), 2 invalid input"
 )
 
-# subcommand -> module under service.cli; imported lazily so `plan` never pays for
+# subcommand -> module under mambasizer.service.cli; imported lazily so `plan` never pays for
 # FastAPI or torch.
 SUBCOMMANDS = {
-    "plan": "service.cli.plan_cmd",
-    "check": "service.cli.check_cmd",
-    "check-log": "service.cli.checklog_cmd",
-    "recommend": "service.cli.recommend_cmd",
-    "serve": "service.cli.serve_cmd",
-    "worker": "service.cli.worker_cmd",
-    "presets": "service.cli.presets_cmd",
+    "plan": "mambasizer.service.cli.plan_cmd",
+    "check": "mambasizer.service.cli.check_cmd",
+    "check-log": "mambasizer.service.cli.checklog_cmd",
+    "recommend": "mambasizer.service.cli.recommend_cmd",
+    "serve": "mambasizer.service.cli.serve_cmd",
+    "worker": "mambasizer.service.cli.worker_cmd",
+    "presets": "mambasizer.service.cli.presets_cmd",
 }
 
 
@@ -55,7 +55,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="mambasizer", description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    from service import __version__
+    from mambasizer.service import __version__
 
     parser.add_argument("--version", action="version", version=f"mambasizer {__version__} (reference sglang==0.5.23)")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)

@@ -1,3 +1,3 @@
-from service.cli import main
+from mambasizer.service.cli import main
 
 raise SystemExit(main())

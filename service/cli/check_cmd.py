@@ -20,8 +20,8 @@ import os
 import sys
 from typing import Any
 
-from service.cli import EXIT_INVALID, EXIT_OK, EXIT_WOULD_NOT_START
-from service.cli.common import add_command, whole_number
+from mambasizer.service.cli import EXIT_INVALID, EXIT_OK, EXIT_WOULD_NOT_START
+from mambasizer.service.cli.common import add_command, whole_number
 
 PROG = "mambasizer check"
 DEFAULT_TERMINATION_LOG = "/dev/termination-log"
@@ -225,7 +225,7 @@ def _input_error_line(exc: BaseException) -> str:
 def _plan_input_error() -> type[Exception]:
     """The solver's input-error class; a stand-in that matches nothing before it exists."""
     try:
-        from service.solver.errors import PlanInputError
+        from mambasizer.service.solver.errors import PlanInputError
     except ImportError:
 
         class PlanInputError(Exception):  # type: ignore[no-redef]
@@ -238,17 +238,17 @@ def _plan_input_error() -> type[Exception]:
 
 
 def _wire():
-    """`service.api.wire`: the request decoding `mambasizer plan` and `POST /v1/plan` share
+    """`mambasizer.service.api.wire`: the request decoding `mambasizer plan` and `POST /v1/plan` share
     (JSON rules, `sglang_args` in place of `server_args`). None in a build without it."""
     import importlib
     import importlib.util
 
     try:
-        if importlib.util.find_spec("service.api.wire") is None:
+        if importlib.util.find_spec("mambasizer.service.api.wire") is None:
             return None
-    except ImportError:  # no service.api package at all
+    except ImportError:  # no mambasizer.service.api package at all
         return None
-    return importlib.import_module("service.api.wire")
+    return importlib.import_module("mambasizer.service.api.wire")
 
 
 def _read_request(source: str) -> dict:
@@ -299,9 +299,9 @@ def _request_from_args(args: argparse.Namespace) -> dict:
         if args.budget_gib is None and gpu_budget is None:
             raise _invalid("--preset needs --budget-gib X, or --gpu NAME (or --gpu-memory-mib N) to plan from the GPU alone")
         try:
-            from service.sglang_args import request_from_launch_args
+            from mambasizer.service.sglang_args import request_from_launch_args
         except ImportError as exc:
-            raise _invalid(f"the --preset form needs service.sglang_args, which this install lacks ({exc})") from None
+            raise _invalid(f"the --preset form needs mambasizer.service.sglang_args, which this install lacks ({exc})") from None
         PlanInputError = _plan_input_error()
         try:
             request = request_from_launch_args(args.preset, gpu_budget if gpu_budget is not None else args.budget_gib, list(args.inputs))
@@ -335,7 +335,7 @@ def _request_from_args(args: argparse.Namespace) -> dict:
 def _plan_in_process(request: dict) -> dict:
     from pydantic import ValidationError
 
-    from service.planner import plan
+    from mambasizer.service.planner import plan
 
     PlanInputError = _plan_input_error()
     wire = _wire()
@@ -498,7 +498,7 @@ __all__ = ["CheckFailure", "add_parser", "run", "verdict", "warning_lines", "wri
 
 
 def main(argv: list | None = None) -> int:  # pragma: no cover - convenience for `python -m`
-    from service.cli import main as cli_main
+    from mambasizer.service.cli import main as cli_main
 
     return cli_main(["check", *(argv if argv is not None else sys.argv[1:])])
 

@@ -24,8 +24,8 @@ import json
 import sys
 from typing import Any
 
-from service.cli import EXIT_OK, EXIT_WOULD_NOT_START
-from service.cli.common import add_command, error, source_label
+from mambasizer.service.cli import EXIT_OK, EXIT_WOULD_NOT_START
+from mambasizer.service.cli.common import add_command, error, source_label
 
 EXIT_DIFFERS = EXIT_WOULD_NOT_START  # 1
 
@@ -59,7 +59,7 @@ def _cell(value: Any) -> str:
 
 
 def render_table(data: dict) -> str:
-    from service.startlog.compare import difference
+    from mambasizer.service.startlog.compare import difference
 
     rows = [("rank", "figure", "logged", "predicted", "diff", "cause")]
     for rank in data["ranks"]:
@@ -95,7 +95,7 @@ def read_log(source: str) -> Any:
     """The log of file `source` (stdin for `-`) read as a stream: only the records the parser
     needs are kept, so a log of any size costs the memory of its longest record. A BootLog;
     OSError when it cannot be read, BootLogError when it is not a start-up log."""
-    from service.startlog.parse import BootLogReader
+    from mambasizer.service.startlog.parse import BootLogReader
 
     reader = BootLogReader()
     fh = sys.stdin.buffer if source == "-" else open(source, "rb")
@@ -109,9 +109,9 @@ def read_log(source: str) -> Any:
 
 
 def run(args: argparse.Namespace) -> int:
-    from service.solver import PlanInputError
-    from service.startlog.compare import check_log
-    from service.startlog.parse import BootLogError
+    from mambasizer.service.solver import PlanInputError
+    from mambasizer.service.startlog.compare import check_log
+    from mambasizer.service.startlog.parse import BootLogError
 
     inputs = list(args.inputs)
     args.log = inputs.pop(0) if inputs else "-"

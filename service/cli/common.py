@@ -10,7 +10,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from service.cli import EXIT_INVALID
+from mambasizer.service.cli import EXIT_INVALID
 
 T = TypeVar("T")
 
@@ -107,7 +107,7 @@ def read_json_request(source: str) -> dict:
     """The JSON object in file `source` (stdin for `-`), decoded by the API's rules. Raises
     UnreadableInput when it cannot be read, the solver's PlanInputError when it is not a JSON
     object."""
-    from service.api import wire
+    from mambasizer.service.api import wire
 
     label = source_label(source)
     try:

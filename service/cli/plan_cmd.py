@@ -15,8 +15,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from service.cli import EXIT_OK, EXIT_WOULD_NOT_START
-from service.cli.common import UnreadableInput, add_command, error, read_json_request
+from mambasizer.service.cli import EXIT_OK, EXIT_WOULD_NOT_START
+from mambasizer.service.cli.common import UnreadableInput, add_command, error, read_json_request
 
 GIB = float(1 << 30)
 
@@ -119,9 +119,9 @@ def render(plan: Any, ignored: list[str] | None = None, arg_warnings: Sequence[s
 
 def run(args: argparse.Namespace) -> int:
     # Imported here, not at module level: `mambasizer --help` stays fast.
-    from service.api import wire
-    from service.planner import plan
-    from service.solver import PlanInputError
+    from mambasizer.service.api import wire
+    from mambasizer.service.planner import plan
+    from mambasizer.service.solver import PlanInputError
 
     try:
         prepared = wire.prepare(read_json_request(args.request), allow_trial=False)

@@ -11,7 +11,7 @@ import json
 import sys
 from typing import Any
 
-from service.cli import EXIT_OK
+from mambasizer.service.cli import EXIT_OK
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -26,7 +26,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from service.presets import PRESETS
+    from mambasizer.service.presets import PRESETS
 
     rows = [p.summary() for p in PRESETS.values()]
     if args.json:

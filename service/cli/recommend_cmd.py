@@ -15,8 +15,8 @@ import shlex
 import sys
 from typing import Any
 
-from service.cli import EXIT_OK, EXIT_WOULD_NOT_START
-from service.cli.common import UnreadableInput, add_command, error, read_json_request
+from mambasizer.service.cli import EXIT_OK, EXIT_WOULD_NOT_START
+from mambasizer.service.cli.common import UnreadableInput, add_command, error, read_json_request
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -60,9 +60,9 @@ def render(result: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from service.api import wire
-    from service.recommend import recommend, response_json
-    from service.solver import PlanInputError
+    from mambasizer.service.api import wire
+    from mambasizer.service.recommend import recommend, response_json
+    from mambasizer.service.solver import PlanInputError
 
     try:
         result = recommend(read_json_request(args.request))

@@ -13,8 +13,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from service.api import pool_settings as workpool
-from service.api.read_timeouts import (
+from mambasizer.service.api import pool_settings as workpool
+from mambasizer.service.api.read_timeouts import (
     BODY_TIMEOUT_ENV,
     DEFAULT_BODY_TIMEOUT_S,
     DEFAULT_HEADER_TIMEOUT_S,
@@ -23,9 +23,15 @@ from service.api.read_timeouts import (
     parse_timeout,
     resolve,
 )
-from service.api.trials import DEFAULT_MEMORY_GIB, TrialSettingsError, parse_memory_gib
-from service.cli import EXIT_OK
-from service.cli.common import add_command, add_listen_args, add_log_level, error, setting_type
+from mambasizer.service.api.trials import DEFAULT_MEMORY_GIB, TrialSettingsError, parse_memory_gib
+from mambasizer.service.cli import EXIT_OK
+from mambasizer.service.cli.common import (
+    add_command,
+    add_listen_args,
+    add_log_level,
+    error,
+    setting_type,
+)
 
 
 def add_read_timeouts(p: argparse.ArgumentParser) -> None:
@@ -44,7 +50,7 @@ def add_read_timeouts(p: argparse.ArgumentParser) -> None:
 
 def http_protocol(args: argparse.Namespace):
     """uvicorn's `http=`: h11 with the read deadlines (TimeoutSettingError for a bad env var)."""
-    from service.api.timed_h11 import timed_h11
+    from mambasizer.service.api.timed_h11 import timed_h11
 
     return timed_h11(
         resolve(args.header_timeout, HEADER_TIMEOUT_ENV, DEFAULT_HEADER_TIMEOUT_S),
@@ -117,12 +123,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from service.api import logs
-    from service.api.app import DeploymentsFileError, create_app
-    from service.api.trials import TrialSettings
+    from mambasizer.service.api import logs
+    from mambasizer.service.api.app import DeploymentsFileError, create_app
+    from mambasizer.service.api.trials import TrialSettings
 
     logs.configure(args.log_level)
-    from service.api.deployment_trials import concurrency_from_env
+    from mambasizer.service.api.deployment_trials import concurrency_from_env
 
     try:
         trials = TrialSettings.from_env(enabled=args.enable_trials, token_file=args.trial_token_file, memory_gib=args.trial_memory_gib)

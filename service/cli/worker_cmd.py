@@ -17,10 +17,16 @@ import argparse
 import ipaddress
 from typing import Any
 
-from service.api.read_timeouts import TimeoutSettingError
-from service.cli import EXIT_OK
-from service.cli.common import add_command, add_listen_args, add_log_level, error, whole_number
-from service.cli.serve_cmd import add_read_timeouts, http_protocol
+from mambasizer.service.api.read_timeouts import TimeoutSettingError
+from mambasizer.service.cli import EXIT_OK
+from mambasizer.service.cli.common import (
+    add_command,
+    add_listen_args,
+    add_log_level,
+    error,
+    whole_number,
+)
+from mambasizer.service.cli.serve_cmd import add_read_timeouts, http_protocol
 
 
 def is_loopback(host: str) -> bool:
@@ -54,8 +60,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from service.worker.app import create_app, read_token
-    from service.worker.runner import RunnerConfig, TrialRunner
+    from mambasizer.service.worker.app import create_app, read_token
+    from mambasizer.service.worker.runner import RunnerConfig, TrialRunner
 
     try:
         token = read_token(args.token_file)

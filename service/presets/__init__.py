@@ -35,8 +35,8 @@ class Preset:
         imports no solver), then kept."""
         if not self.supported:
             return f"not sized by SGLang 0.5.23's hybrid path: {self.sglang_support or 'no config class'}"
-        from service.solver.errors import PlanInputError
-        from service.solver.families import layout_from_hf_config
+        from mambasizer.service.solver.errors import PlanInputError
+        from mambasizer.service.solver.families import layout_from_hf_config
 
         try:
             layout_from_hf_config(dict(self.hf_config), self.name, path="config")
@@ -116,7 +116,7 @@ def get_preset(name: str, allow_unverified: bool = False) -> Preset:
     """The preset to size. `allow_unverified` is accepted for compatibility and has no effect:
     every preset SGLang 0.5.23 can load is sized, verified or not."""
     # Imported here: loading the presets imports no solver.
-    from service.solver.errors import PlanInputError
+    from mambasizer.service.solver.errors import PlanInputError
 
     key = _BY_KEY.get(name.strip().lower())
     preset = PRESETS.get(key) if key is not None else None

@@ -1,7 +1,7 @@
 """Recommend: the launch settings that reach a target (a client of the solver's plan())."""
 
-from schemas.recommend import RecommendResponse
-from service.recommend.search import recommend
+from mambasizer.schemas.recommend import RecommendResponse
+from mambasizer.service.recommend.search import recommend
 
 
 def response_json(result: RecommendResponse) -> bytes:

@@ -2,13 +2,13 @@
 
 The option spelling is SGLang's own (the first option string of the flag in the generated
 `sglang_flags_0_5_23.json`); the recommend search re-plans every answer by parsing these very
-flags back through `service.sglang_args`, so a flag that does not round-trip cannot be returned.
+flags back through `mambasizer.service.sglang_args`, so a flag that does not round-trip cannot be returned.
 """
 
 from __future__ import annotations
 
-from schemas.request import ServerArgs
-from service.sglang_args import _flags
+from mambasizer.schemas.request import ServerArgs
+from mambasizer.service.sglang_args import _flags
 
 _DEFAULTS = ServerArgs()
 

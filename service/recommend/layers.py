@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from service.recommend.partition import LayerCosts, _Prefix
-from service.solver.layout import ModelLayout
-from service.solver.stages import StageRange, pp_stages
-from service.solver.weights import stage_weight_breakdown, stage_weight_bytes
+from mambasizer.service.recommend.partition import LayerCosts, _Prefix
+from mambasizer.service.solver.layout import ModelLayout
+from mambasizer.service.solver.stages import StageRange, pp_stages
+from mambasizer.service.solver.weights import stage_weight_breakdown, stage_weight_bytes
 
 
 def _flags(layout: ModelLayout) -> tuple[tuple[int, ...], tuple[int, ...]]:

@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from itertools import accumulate
 from typing import NamedTuple
 
-from service.solver.monotone import largest_int
+from mambasizer.service.solver.monotone import largest_int
 
 
 class LayerCosts(NamedTuple):

@@ -1,6 +1,6 @@
 """recommend(request): the launch settings that reach a target, searched with the exact solver.
 
-A client of the solver: it builds PlanRequests and reads Plans (`service.solver.plan.replan`,
+A client of the solver: it builds PlanRequests and reads Plans (`mambasizer.service.solver.plan.replan`,
 the pipeline without remedies). For every parallel layout and dtype choice in the grid:
 
 1. the pipeline partition: the default one, plus every partition `partition.pareto_partitions`
@@ -32,14 +32,14 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
-from schemas.plan import Plan
-from schemas.recommend import (
+from mambasizer.schemas.plan import Plan
+from mambasizer.schemas.recommend import (
     Candidate,
     RecommendRequest,
     RecommendResponse,
     TargetCheck,
 )
-from schemas.request import (
+from mambasizer.schemas.request import (
     MAX_PARALLEL,
     MAX_SGLANG_ARG_CHARS,
     MAX_SGLANG_ARGS,
@@ -47,16 +47,16 @@ from schemas.request import (
     PlanRequest,
     ServerArgs,
 )
-from service.planner import model_layout
-from service.recommend import layers, partition
-from service.recommend.flags import launch_flags
-from service.solver import gpus
-from service.solver.errors import PlanInputError
-from service.solver.launch import _capacity_defaults
-from service.solver.monotone import smallest_int
-from service.solver.plan import input_error_from_validation, replan
-from service.solver.requests import ESTIMATE_MAX, ESTIMATE_MIN
-from service.solver.stages import pp_stages
+from mambasizer.service.planner import model_layout
+from mambasizer.service.recommend import layers, partition
+from mambasizer.service.recommend.flags import launch_flags
+from mambasizer.service.solver import gpus
+from mambasizer.service.solver.errors import PlanInputError
+from mambasizer.service.solver.launch import _capacity_defaults
+from mambasizer.service.solver.monotone import smallest_int
+from mambasizer.service.solver.plan import input_error_from_validation, replan
+from mambasizer.service.solver.requests import ESTIMATE_MAX, ESTIMATE_MIN
+from mambasizer.service.solver.stages import pp_stages
 
 GIB = 1 << 30
 MAX_GRID = 512  # grid points (layouts x dtypes x algorithms) one search plans: a few seconds at most
@@ -82,7 +82,7 @@ class PlanSummary(NamedTuple):
     max_total_num_tokens: int | None
     max_mamba_cache_size: int | None
     binding_limit: str | None
-    resolved: Any  # schemas.plan.Resolved (shared with the Plan, not copied)
+    resolved: Any  # mambasizer.schemas.plan.Resolved (shared with the Plan, not copied)
 
     @classmethod
     def of(cls, p: Plan) -> PlanSummary:
@@ -129,7 +129,7 @@ def parse(raw: RecommendRequest | dict | Any) -> RecommendRequest:
 
 
 def _with_sglang_args(raw: dict) -> dict:
-    from service.sglang_args import parse_sglang_args
+    from mambasizer.service.sglang_args import parse_sglang_args
 
     value = raw.pop("sglang_args")
     if not isinstance(value, list) or not all(isinstance(a, str) for a in value) or len(value) > MAX_SGLANG_ARGS:
@@ -668,8 +668,8 @@ def _budget_body(req: RecommendRequest) -> dict:
 
 def _candidate(req: RecommendRequest, s: Setting) -> Candidate | None:
     """Re-plan the setting from its own launch flags, as POST /v1/plan would."""
-    from service.api import wire
-    from service.planner import plan
+    from mambasizer.service.api import wire
+    from mambasizer.service.planner import plan
 
     flags = launch_flags(s.args)
     env = {k: str(int(v)) if isinstance(v, bool) else str(v) for k, v in req.env.model_dump(exclude_defaults=True).items()}
@@ -766,8 +766,8 @@ def _why(req: RecommendRequest, out: list[Candidate], search: _Search) -> str:
 
 def _against_default(req: RecommendRequest, c: Candidate) -> str:
     """What SGLang's default (even) partition gives with the same flags."""
-    from service.api import wire
-    from service.planner import plan
+    from mambasizer.service.api import wire
+    from mambasizer.service.planner import plan
 
     env = {k: v for k, v in c.env.items() if k != "SGLANG_PP_LAYER_PARTITION"}
     body: dict = {"model": req.model.model_dump(exclude_defaults=True), "sglang_args": c.sglang_args,

@@ -17,7 +17,7 @@ from __future__ import annotations
 from math import prod
 from typing import Literal, NamedTuple
 
-from service.solver.specs import DTYPE_BYTES, KVSpec, StateSpec
+from mambasizer.service.solver.specs import DTYPE_BYTES, KVSpec, StateSpec
 
 Pool = Literal[
     "conv_state", "ssm_state", "intermediate_state", "replayssm_ring", "kv_pool", "req_to_token", "side_tables",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from service.solver.errors import SGLangStartupError
+from mambasizer.service.solver.errors import SGLangStartupError
 
 VLM_CACHE_SIZE_MB = 100  # SGLANG_VLM_CACHE_SIZE_MB default: multimodal reservation
 MM_FEATURE_CACHE_MB = 1024  # SGLANG_MM_FEATURE_CACHE_MB default: the CUDA-IPC / VMM feature-transport pool

@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from schemas.request import MAX_CONTEXT, MAX_DIM, MAX_LAYERS
-from service.solver.errors import PlanInputError
-from service.solver.layout import ModelLayout
-from service.solver.specs import KVSpec, StateSpec
+from mambasizer.schemas.request import MAX_CONTEXT, MAX_DIM, MAX_LAYERS
+from mambasizer.service.solver.errors import PlanInputError
+from mambasizer.service.solver.layout import ModelLayout
+from mambasizer.service.solver.specs import KVSpec, StateSpec
 
 if TYPE_CHECKING:
-    from schemas.request import Layout
+    from mambasizer.schemas.request import Layout
 
 # Context-length keys in SGLang's lookup order (utils/hf_transformers/common.py).
 CONTEXT_LENGTH_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings")

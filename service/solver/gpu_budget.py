@@ -19,15 +19,15 @@ import struct
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
-from schemas.request import LayoutModel, PlanRequest, PresetModel
-from service.solver import gpus
-from service.solver.errors import PlanInputError
-from service.solver.layout import ModelLayout
-from service.solver.stages import StageRange
-from service.solver.weights import stage_weight_bytes
+from mambasizer.schemas.request import LayoutModel, PlanRequest, PresetModel
+from mambasizer.service.solver import gpus
+from mambasizer.service.solver.errors import PlanInputError
+from mambasizer.service.solver.layout import ModelLayout
+from mambasizer.service.solver.stages import StageRange
+from mambasizer.service.solver.weights import stage_weight_bytes
 
 if TYPE_CHECKING:
-    from service.solver.launch import Launch
+    from mambasizer.service.solver.launch import Launch
 
 GIB = 1 << 30
 MIB = 1 << 20

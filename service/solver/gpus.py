@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from service.solver.errors import PlanInputError
+from mambasizer.service.solver.errors import PlanInputError
 
 GPU_FIELD = "budget.gpu"
 

@@ -5,8 +5,8 @@ stages, and the second page floor.
 
 from __future__ import annotations
 
-from service.solver.errors import SGLangStartupError
-from service.solver.specs import KVSpec
+from mambasizer.service.solver.errors import SGLangStartupError
+from mambasizer.service.solver.specs import KVSpec
 
 # A stage with no full-attention layer (while another stage has some) reports int64 max:
 # "the KV lives on another stage"; the MIN across stages then ignores it.

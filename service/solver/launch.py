@@ -39,10 +39,10 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from schemas.request import Env, ServerArgs
-from service.solver.checkpoint_quant import resolve_kv_auto
-from service.solver.errors import PlanInputError
-from service.solver.layout import ModelLayout
+from mambasizer.schemas.request import Env, ServerArgs
+from mambasizer.service.solver.checkpoint_quant import resolve_kv_auto
+from mambasizer.service.solver.errors import PlanInputError
+from mambasizer.service.solver.layout import ModelLayout
 
 DEFAULT_MAMBA_FULL_MEMORY_RATIO = 0.9
 SPEC_DEFAULT_MAX_RUNNING_REQUESTS = 48

@@ -7,7 +7,7 @@ from collections.abc import Callable, Mapping
 from types import MappingProxyType
 from typing import Any, Literal, NamedTuple
 
-from service.solver.specs import KVSpec, StateSpec
+from mambasizer.service.solver.specs import KVSpec, StateSpec
 
 LinearKind = Literal["mamba2", "gdn", "kda"]
 # Which TP group shards the state: SGLang's configs use attn_tp for most families,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple
 
-from service.solver.errors import SGLangStartupError
+from mambasizer.service.solver.errors import SGLangStartupError
 
 GIB = 1 << 30
 MIB = 1 << 20

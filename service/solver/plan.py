@@ -1,6 +1,6 @@
 """The planning pipeline: SGLang 0.5.23's start-up sizing of one request on one model
 layout, stage by stage. `solve.py` adds the remedies; `service/planner.py` resolves presets
-(this package never imports service.presets).
+(this package never imports mambasizer.service.presets).
 
     resolve launch flags  (launch.py)
  A  R0 = rest memory      (budget.py)
@@ -21,14 +21,14 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import ValidationError
 
-from schemas.plan import REFERENCE, Plan, PlanError, ResolvedArgs, Stage
-from schemas.request import HFConfigModel, LayoutModel, PlanRequest
-from service.solver import allocation, budget, gpu_budget, kv, mamba, requests, stages
-from service.solver.errors import PlanInputError, SGLangStartupError
-from service.solver.families import layout_from_explicit, layout_from_hf_config
-from service.solver.launch import Launch, resolve
-from service.solver.layout import ModelLayout
-from service.solver.specs import StateSpec
+from mambasizer.schemas.plan import REFERENCE, Plan, PlanError, ResolvedArgs, Stage
+from mambasizer.schemas.request import HFConfigModel, LayoutModel, PlanRequest
+from mambasizer.service.solver import allocation, budget, gpu_budget, kv, mamba, requests, stages
+from mambasizer.service.solver.errors import PlanInputError, SGLangStartupError
+from mambasizer.service.solver.families import layout_from_explicit, layout_from_hf_config
+from mambasizer.service.solver.launch import Launch, resolve
+from mambasizer.service.solver.layout import ModelLayout
+from mambasizer.service.solver.specs import StateSpec
 
 GIB = 1 << 30
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from schemas.plan import Plan
-from schemas.request import PlanRequest
-from service.solver import mamba
-from service.solver.errors import PlanInputError, SGLangStartupError
-from service.solver.launch import Launch
-from service.solver.layout import ModelLayout
-from service.solver.monotone import largest_int, smallest_int
-from service.solver.plan import replan, sized, stage_split, starts
+from mambasizer.schemas.plan import Plan
+from mambasizer.schemas.request import PlanRequest
+from mambasizer.service.solver import mamba
+from mambasizer.service.solver.errors import PlanInputError, SGLangStartupError
+from mambasizer.service.solver.launch import Launch
+from mambasizer.service.solver.layout import ModelLayout
+from mambasizer.service.solver.monotone import largest_int, smallest_int
+from mambasizer.service.solver.plan import replan, sized, stage_split, starts
 
 
 def _replan(req: PlanRequest, layout: ModelLayout) -> Plan | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from service.solver.errors import SGLangStartupError
+from mambasizer.service.solver.errors import SGLangStartupError
 
 ESTIMATE_MIN, ESTIMATE_MAX = 2048, 4096
 

@@ -6,11 +6,11 @@ and plan.py do not import each other.
 
 from __future__ import annotations
 
-from schemas.plan import Plan
-from schemas.request import PlanRequest
-from service.solver.layout import ModelLayout
-from service.solver.plan import run
-from service.solver.remedies import advice_for_target_concurrency, remedies_for
+from mambasizer.schemas.plan import Plan
+from mambasizer.schemas.request import PlanRequest
+from mambasizer.service.solver.layout import ModelLayout
+from mambasizer.service.solver.plan import run
+from mambasizer.service.solver.remedies import advice_for_target_concurrency, remedies_for
 
 
 def solve(req: PlanRequest, layout: ModelLayout) -> Plan:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import NamedTuple
 
-from service.solver.errors import PlanInputError
+from mambasizer.service.solver.errors import PlanInputError
 
 PARTITION_FIELD = "env.SGLANG_PP_LAYER_PARTITION"
 

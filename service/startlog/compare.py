@@ -5,13 +5,13 @@
     result.all_match   # every predicted figure equals the logged one, every estimate is
                        # within its stated error (exit 0)
 
-The plan request is rebuilt from the log itself (service.startlog.parse): the model from the
+The plan request is rebuilt from the log itself (mambasizer.service.startlog.parse): the model from the
 preset whose model id matches `model_path` (or the config.json given), the flags from the
 `server_args` record (the modelled ones, by SGLang's own names), and the free memory SGLang
 measured before and after the weights load as the measured budget. Nothing else: the
 comparison is plan vs observed.
 
-Beside it, per rank, `estimated` holds the second comparison (service.startlog.estimate):
+Beside it, per rank, `estimated` holds the second comparison (mambasizer.service.startlog.estimate):
 the free memory before and after the load and the weights' usage predicted before a boot,
 from the model's weights and the GPU (the `gpu` argument or the log's GPU line).
 """
@@ -25,10 +25,10 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from schemas.request import PlanRequest
-from service.presets import PRESETS
-from service.sglang_args import IGNORED, MODELLED, SPECIAL, _flags
-from service.startlog.parse import FIGURES, BootLog, BootLogError, parse_boot_log
+from mambasizer.schemas.request import PlanRequest
+from mambasizer.service.presets import PRESETS
+from mambasizer.service.sglang_args import IGNORED, MODELLED, SPECIAL, _flags
+from mambasizer.service.startlog.parse import FIGURES, BootLog, BootLogError, parse_boot_log
 
 GB = 1 << 30  # SGLang prints GB as bytes / 2**30 with two decimals
 REFERENCE_VERSION = "0.5.23"
@@ -157,7 +157,7 @@ def _server_args(record: dict, ctx: _Context) -> dict:
                 ctx.platform_cause = f"device {value!r}: SGLang's resolution on this platform is not modelled"
             continue
         if key in IGNORED or key in SPECIAL:
-            continue  # cannot change the sizing (service.sglang_args), or read for its meaning
+            continue  # cannot change the sizing (mambasizer.service.sglang_args), or read for its meaning
         # A flag mambasizer does not model, away from its default: named when figures differ.
         ctx.unmodelled.append(f"{key}={value!r}")
     # `--dp-size N --enable-dp-attention` is the older spelling of the attention-DP width.
@@ -200,7 +200,7 @@ def rebuild_request(log: BootLog, hf_config: dict | None, ctx: _Context, sglang_
     launch = None
     if sglang_args:
         # The launch command, for a log whose server_args record was cut away; its flags win.
-        from service.sglang_args import parse_sglang_args
+        from mambasizer.service.sglang_args import parse_sglang_args
 
         launch = parse_sglang_args(list(sglang_args))
     if hf_config is not None:
@@ -363,7 +363,7 @@ def difference(name: str, logged: Any, predicted: Any) -> Any:
 def check_log(text: str | bytes | BootLog, hf_config: dict | None = None, sglang_args: list[str] | None = None, gpu: str | None = None) -> CheckResult:
     """Compare the log with the plan. BootLogError (a ValueError) when the log is unreadable;
     PlanInputError when the given config.json, launch arguments or GPU name cannot be used."""
-    from service.startlog import estimate as checklog_estimate
+    from mambasizer.service.startlog import estimate as checklog_estimate
 
     if gpu is not None:
         checklog_estimate.gpu_named(gpu)  # an unknown name is the caller's error, before any work
@@ -377,8 +377,8 @@ def check_log(text: str | bytes | BootLog, hf_config: dict | None = None, sglang
     ctx = _Context(version_cause=_version_cause(log.sglang_version), platform_cause=_platform_cause(log.gpu))
     ctx.request = rebuild_request(log, hf_config, ctx, sglang_args)
     if ctx.request is not None:
-        from service.planner import plan, plan_stage_tensors
-        from service.solver import PlanInputError
+        from mambasizer.service.planner import plan, plan_stage_tensors
+        from mambasizer.service.solver import PlanInputError
 
         try:
             ctx.plan = plan(ctx.request)

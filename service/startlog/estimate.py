@@ -1,8 +1,8 @@
 """check-log's second comparison: the memory figures estimated before a boot.
 
-The first comparison (service.startlog.compare) plans with the free memory the log measured, so its
+The first comparison (mambasizer.service.startlog.compare) plans with the free memory the log measured, so its
 pool sizes are exact given that memory. This one predicts the three figures that comparison
-takes as input, the way `budget: {"gpu": ...}` does (service.solver.gpu_budget):
+takes as input, the way `budget: {"gpu": ...}` does (mambasizer.service.solver.gpu_budget):
 
     weight_mem_usage_gb       = this stage's target weights (largest TP rank; weights.py, exact
                                 parameter bytes) + the calibrated load residue. The log
@@ -23,9 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from service.solver import gpus
-from service.solver.errors import PlanInputError
-from service.solver.gpu_budget import (
+from mambasizer.service.solver import gpus
+from mambasizer.service.solver.errors import PlanInputError
+from mambasizer.service.solver.gpu_budget import (
     GIB,
     LOAD_RESIDENT_GIB,
     MIB,
@@ -130,10 +130,10 @@ def prepare(
     if weights_cause is not None:
         est.weights_cause = weights_cause
         return est
-    from service.planner import model_layout, parse_request
-    from service.solver.launch import resolve
-    from service.solver.plan import stage_split
-    from service.solver.weights import stage_weight_bytes
+    from mambasizer.service.planner import model_layout, parse_request
+    from mambasizer.service.solver.launch import resolve
+    from mambasizer.service.solver.plan import stage_split
+    from mambasizer.service.solver.weights import stage_weight_bytes
 
     try:
         req = parse_request(request)

@@ -40,7 +40,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, get_args
 
-from schemas.checklog import FigureName
+from mambasizer.schemas.checklog import FigureName
 
 MAX_RECORD_CHARS = 1 << 20  # one record (a line and its continuation lines); SGLang's longest, server_args, is ~10 KB
 MAX_RANKS = 4096  # distinct rank labels kept (a real world is at most a few hundred ranks)

@@ -24,10 +24,10 @@ from fastapi import FastAPI, Request
 from fastapi.responses import Response
 from pydantic import ValidationError
 
-from schemas.trial import TrialCall
-from service.client_watch import run_watched
-from service.solver.errors import PlanInputError
-from service.worker.runner import QueueFull, RunnerConfig, TorchMissing, TrialRunner
+from mambasizer.schemas.trial import TrialCall
+from mambasizer.service.client_watch import run_watched
+from mambasizer.service.solver.errors import PlanInputError
+from mambasizer.service.worker.runner import QueueFull, RunnerConfig, TorchMissing, TrialRunner
 
 log = logging.getLogger("mambasizer.worker")
 

@@ -24,9 +24,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from schemas.plan import Plan
-from schemas.request import PlanRequest
-from schemas.trial import TrialOptions, TrialResult
+from mambasizer.schemas.plan import Plan
+from mambasizer.schemas.request import PlanRequest
+from mambasizer.schemas.trial import TrialOptions, TrialResult
 
 log = logging.getLogger("mambasizer.worker")
 
@@ -149,7 +149,11 @@ def embedded_runner():
     global _EMBEDDED
     with _EMBEDDED_LOCK:
         if _EMBEDDED is None:
-            from service.worker.runner import DEFAULT_QUEUE_MAX, RunnerConfig, TrialRunner
+            from mambasizer.service.worker.runner import (
+                DEFAULT_QUEUE_MAX,
+                RunnerConfig,
+                TrialRunner,
+            )
 
             try:
                 queue_max = int(os.environ.get(QUEUE_ENV, DEFAULT_QUEUE_MAX))
@@ -168,8 +172,8 @@ def set_embedded_runner(runner) -> None:
 
 async def embedded_trial(plan: Plan | None, request: PlanRequest, options: TrialOptions, *,
                          memory_budget_bytes: int | None = None) -> dict:
-    from service.solver.errors import PlanInputError
-    from service.worker.runner import QueueFull, TorchMissing
+    from mambasizer.service.solver.errors import PlanInputError
+    from mambasizer.service.worker.runner import QueueFull, TorchMissing
 
     runner = embedded_runner()
     try:

@@ -141,7 +141,7 @@ class CpuBackend(Backend):
             return max(0, self.cap_bytes - self.live_bytes()), self.cap_bytes
         import psutil
 
-        from service.worker import host_memory
+        from mambasizer.service.worker import host_memory
 
         # Free as the kernel enforces it (host, cgroup, rlimit): an OOM's shortfall is
         # measured against the limit that was hit, not the node's free memory.

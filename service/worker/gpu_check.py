@@ -2,8 +2,8 @@
 0.5.23 allocates for one pipeline stage of Kimi-K3 and of Qwen3-Next, with the budget taken
 from the device, and print measured against predicted bytes per pool.
 
-    python -m service.worker.gpu_check               # needs a CUDA build of torch
-    python -m service.worker.gpu_check --plan-only   # anywhere: what would be allocated
+    python -m mambasizer.service.worker.gpu_check               # needs a CUDA build of torch
+    python -m mambasizer.service.worker.gpu_check --plan-only   # anywhere: what would be allocated
 
 Exit 0 when every case allocated, measured == predicted up to the caching allocator's
 512-byte block rounding, and memory came back to the baseline; 1 otherwise; 2 without a
@@ -15,8 +15,8 @@ import os
 import sys
 import time
 
-from schemas.request import PlanRequest
-from schemas.trial import TrialOptions
+from mambasizer.schemas.request import PlanRequest
+from mambasizer.schemas.trial import TrialOptions
 
 GIB = 1 << 30
 H200_MIB = 143771  # what --plan-only assumes for the device (an H200)
@@ -28,7 +28,7 @@ def held_weights_gib(body: dict, stage: int, env: str) -> float:
     against SGLang's model classes), read from the GPU-only plan of the same request."""
     if env in os.environ:
         return float(os.environ[env])
-    from service.planner import plan
+    from mambasizer.service.planner import plan
 
     stages = plan(PlanRequest.model_validate({**body, "budget": {"gpu": "h200"}})).stages
     weights = stages[stage].weights_bytes
@@ -55,8 +55,8 @@ def gib(n):
 
 
 def plan_only(cases=None):
-    from service.planner import plan, plan_stage_tensors
-    from service.solver.allocation import pool_bytes
+    from mambasizer.service.planner import plan, plan_stage_tensors
+    from mambasizer.service.solver.allocation import pool_bytes
 
     for label, body, stages, weights in cases or default_cases():
         free_before = 139.5  # an H200 after CUDA / NCCL init
@@ -84,8 +84,8 @@ def gpu(cases=None, backend=None):
     if backend is None and not torch.cuda.is_available():
         print(f"gpu_check: torch {torch.__version__} sees no CUDA device", file=sys.stderr)
         return 2
-    from service.worker.devices import CudaBackend
-    from service.worker.trial import run_trial
+    from mambasizer.service.worker.devices import CudaBackend
+    from mambasizer.service.worker.trial import run_trial
 
     index = int(os.environ.get("CUDA_INDEX", "0"))
     if backend is None:

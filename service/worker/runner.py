@@ -20,11 +20,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from schemas.plan import Plan
-from schemas.request import PlanRequest
-from schemas.trial import TrialOptions, TrialResult
-from service.solver.errors import PlanInputError
-from service.worker.devices import Backend, cuda_available, make_backend
+from mambasizer.schemas.plan import Plan
+from mambasizer.schemas.request import PlanRequest
+from mambasizer.schemas.trial import TrialOptions, TrialResult
+from mambasizer.service.solver.errors import PlanInputError
+from mambasizer.service.worker.devices import Backend, cuda_available, make_backend
 
 log = logging.getLogger("mambasizer.worker")
 
@@ -131,7 +131,7 @@ class TrialRunner:
     def _work(self, slot: _DeviceSlot, device: str, request: PlanRequest, options: TrialOptions,
               plan: Plan | None, cancel: threading.Event, deadline: float,
               memory_budget_bytes: int | None = None) -> TrialResult:
-        from service.worker.trial import run_trial
+        from mambasizer.service.worker.trial import run_trial
 
         with slot.cond:
             try:

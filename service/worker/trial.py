@@ -1,12 +1,12 @@
 """One trial: allocate, stage by stage, the tensors SGLang 0.5.23 allocates for a plan and
 measure what the allocator took.
 
-The tensors come from `service.planner.plan_stage_tensors`: the very manifest the
+The tensors come from `mambasizer.service.planner.plan_stage_tensors`: the very manifest the
 plan sums, so `predicted` and `measured` are two views of one source. Stages run one after
 the other and are freed in between (a real deployment has one stage per GPU). Everything a
 stage allocated is released before the next one starts, whatever happens (OOM, cancel).
 
-`run_trial` runs in the calling thread; `service.worker.runner` adds the per-device
+`run_trial` runs in the calling thread; `mambasizer.service.worker.runner` adds the per-device
 queue and the timeout.
 """
 
@@ -17,9 +17,9 @@ import os
 import threading
 import time
 
-from schemas.plan import Plan
-from schemas.request import Budget, PlanRequest
-from schemas.trial import (
+from mambasizer.schemas.plan import Plan
+from mambasizer.schemas.request import Budget, PlanRequest
+from mambasizer.schemas.trial import (
     MeasuredPoolBytes,
     OOMInfo,
     Pool,
@@ -32,11 +32,11 @@ from schemas.trial import (
     TrialStatus,
     UnbudgetedLine,
 )
-from service.planner import plan as solve
-from service.planner import plan_stage_tensors
-from service.solver.allocation import TensorSpec
-from service.worker import host_memory
-from service.worker.devices import GIB, MIB, Backend, is_oom
+from mambasizer.service.planner import plan as solve
+from mambasizer.service.planner import plan_stage_tensors
+from mambasizer.service.solver.allocation import TensorSpec
+from mambasizer.service.worker import host_memory
+from mambasizer.service.worker.devices import GIB, MIB, Backend, is_oom
 
 log = logging.getLogger("mambasizer.worker")
 

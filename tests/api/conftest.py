@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from service.api.app import create_app
+from mambasizer.service.api.app import create_app
 
 
 @pytest.fixture()

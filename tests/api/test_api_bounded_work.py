@@ -21,9 +21,9 @@ from typing import Any
 import psutil
 import pytest
 
-from schemas.json_schema import standard_bounds
-from schemas.request import MAX_LAYERS, PlanRequest
-from service.sglang_args import MODELLED
+from mambasizer.schemas.json_schema import standard_bounds
+from mambasizer.schemas.request import MAX_LAYERS, PlanRequest
+from mambasizer.service.sglang_args import MODELLED
 
 TIME_LIMIT_S = 0.100
 RSS_LIMIT = 20 << 20
@@ -150,7 +150,7 @@ def _measure(client, url: str, body: dict) -> tuple[int, float, int]:
 def warm_client():
     from fastapi.testclient import TestClient
 
-    from service.api.app import create_app
+    from mambasizer.service.api.app import create_app
 
     with TestClient(create_app(), raise_server_exceptions=False) as c:
         # One of each kind first: imports, the preset's layout, the first-call caches.

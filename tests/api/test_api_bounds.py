@@ -15,8 +15,8 @@ import psutil
 import pytest
 
 from api_helpers import assert_problem
-from schemas.request import MAX_PARALLEL
-from schemas.sweep import MAX_STAGES
+from mambasizer.schemas.request import MAX_PARALLEL
+from mambasizer.schemas.sweep import MAX_STAGES
 
 PP_PRESET = "nemotron-h-56b-base-8k"  # 118 layers, takes PP
 LAYERS = 118
@@ -127,7 +127,7 @@ def test_a_numeric_sweep_axis_still_takes_10000_values(client):
 
 @pytest.mark.parametrize("route", ["/v1/plan", "/v1/recommend"])
 def test_launch_arguments_have_one_bound_on_every_route(client, route):
-    from schemas.request import MAX_SGLANG_ARG_CHARS, MAX_SGLANG_ARGS
+    from mambasizer.schemas.request import MAX_SGLANG_ARG_CHARS, MAX_SGLANG_ARGS
 
     body = {"model": {"preset": PP_PRESET}, "budget": {"gpu": "h200"}} if route == "/v1/plan" else {"model": {"preset": PP_PRESET}, "gpu": "h200"}
     too_many = {**body, "sglang_args": ["--tp-size", "2"] * (MAX_SGLANG_ARGS // 2) + ["--pp-size"]}
@@ -139,7 +139,7 @@ def test_launch_arguments_have_one_bound_on_every_route(client, route):
 
 
 def test_check_log_json_form_log_is_bounded_below_the_body_limit(client):
-    from schemas.checklog import MAX_JSON_LOG_CHARS
+    from mambasizer.schemas.checklog import MAX_JSON_LOG_CHARS
 
     resp = client.post("/v1/check-log", json={"log": "x" * (MAX_JSON_LOG_CHARS + 1)})
     problem = assert_problem(resp, 422, field="log")

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from api_helpers import H200
-from service.api.examples import PLAN_EXAMPLES
-from service.cli import main
-from service.presets import PRESETS
+from mambasizer.service.api.examples import PLAN_EXAMPLES
+from mambasizer.service.cli import main
+from mambasizer.service.presets import PRESETS
 
 SIZABLE = [p.name for p in PRESETS.values() if p.sizable]
 

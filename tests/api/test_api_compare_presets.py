@@ -7,10 +7,10 @@ import json
 import pytest
 
 from api_helpers import H200, assert_problem, preset_request
-from service.api.examples import COMPARE_EXAMPLES
-from service.api.presets import json_safe
-from service.planner import plan
-from service.presets import PRESETS
+from mambasizer.service.api.examples import COMPARE_EXAMPLES
+from mambasizer.service.api.presets import json_safe
+from mambasizer.service.planner import plan
+from mambasizer.service.presets import PRESETS
 
 
 def _plan_json(req: dict, accounting: str) -> dict:

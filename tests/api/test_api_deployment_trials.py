@@ -18,10 +18,10 @@ import yaml
 from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
+from mambasizer.service.api import deployment_trials
+from mambasizer.service.api.app import create_app
+from mambasizer.service.api.trials import TrialSettings, TrialSettingsError
 from samples import TINY
-from service.api import deployment_trials
-from service.api.app import create_app
-from service.api.trials import TrialSettings, TrialSettingsError
 from serving import mambasizer_command, start_mambasizer
 
 # A few MiB, as the body of a deployments-file entry.

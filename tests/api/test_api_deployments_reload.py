@@ -15,8 +15,8 @@ import httpx
 import pytest
 import yaml
 
-from service.api import deployments
-from service.api.deployments import DeploymentStore
+from mambasizer.service.api import deployments
+from mambasizer.service.api.deployments import DeploymentStore
 from serving import free_port, mambasizer_command, start_mambasizer
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="POSIX signals")

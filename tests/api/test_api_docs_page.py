@@ -6,8 +6,8 @@ import re
 
 from fastapi.testclient import TestClient
 
-from service.api.app import create_app
-from service.api.explorer import FILES
+from mambasizer.service.api.app import create_app
+from mambasizer.service.api.explorer import FILES
 
 
 def test_docs_is_a_local_page_with_every_operation(client):

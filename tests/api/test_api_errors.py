@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from api_helpers import assert_problem, dumps, preset_request
+from mambasizer.service.api.problems import BODY_TOO_LARGE, INVALID_INPUT, MALFORMED_JSON
+from mambasizer.service.presets import PRESETS
 from samples import LAYOUT_8 as LAYOUT
-from service.api.problems import BODY_TOO_LARGE, INVALID_INPUT, MALFORMED_JSON
-from service.presets import PRESETS
 
 SIZABLE = sorted(p.name for p in PRESETS.values() if p.sizable)
 B = {"rest_gib": 30.0}
@@ -238,7 +238,7 @@ def test_405_is_a_problem_with_allow(client, method, path, allow):
 
 
 def test_internal_error_is_a_bare_500_problem(monkeypatch, client):
-    import service.api.plan as plan_route
+    import mambasizer.service.api.plan as plan_route
 
     def boom(request):
         raise RuntimeError("secret detail at /work/main/service/solver/plan.py line 1")

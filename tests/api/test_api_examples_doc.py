@@ -28,7 +28,7 @@ def test_api_examples_doc_is_current():
 def test_rendered_doc_carries_the_real_plan():
     """The generator does not paper over a difference: the API body and the CLI's --json agree,
     the refused request is the problem+json the app sends, and the figures are the solver's."""
-    from service.planner import plan
+    from mambasizer.service.planner import plan
 
     gen = _generator()
     text = gen.render()

@@ -9,7 +9,7 @@ from pathlib import Path
 import tomllib
 
 from api_helpers import assert_problem
-from service.api.explorer import CSP, FILES, PAGE_BYTES
+from mambasizer.service.api.explorer import CSP, FILES, PAGE_BYTES
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,7 +48,7 @@ def test_revalidation_and_unknown_files(client):
 def test_the_page_is_package_data():
     """The wheel ships service/api/static/* (pyproject package-data covers every file there)."""
     conf = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    patterns = conf["tool"]["setuptools"]["package-data"]["service.api"]
+    patterns = conf["tool"]["setuptools"]["package-data"]["mambasizer.service.api"]
     static = ROOT / "service" / "api" / "static"
     shipped = {p.name for pat in patterns for p in static.glob(pat.removeprefix("static/"))}
     assert shipped == {p.name for p in static.iterdir()} == set(FILES)

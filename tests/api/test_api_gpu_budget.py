@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 from api_helpers import assert_problem
-from service.planner import model_layout, plan
-from service.solver import gpu_budget, parse_request
-from service.solver.stages import pp_stages
-from service.solver.weights import stage_weight_bytes
+from mambasizer.service.planner import model_layout, plan
+from mambasizer.service.solver import gpu_budget, parse_request
+from mambasizer.service.solver.stages import pp_stages
+from mambasizer.service.solver.weights import stage_weight_bytes
 
 QWEN = {"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "server_args": {"tp_size": 4}}
 

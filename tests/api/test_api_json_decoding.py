@@ -11,9 +11,9 @@ import json
 import pytest
 
 from api_helpers import assert_problem
-from service.api.problems import INVALID_INPUT
-from service.api.wire import MAX_MESSAGE_CHARS, bounded
-from service.presets import PRESETS
+from mambasizer.service.api.problems import INVALID_INPUT
+from mambasizer.service.api.wire import MAX_MESSAGE_CHARS, bounded
+from mambasizer.service.presets import PRESETS
 
 NEMOTRON = "nemotron-h-56b-base-8k"
 ROUTES = ["/v1/plan", "/v1/plan/compare", "/v1/recommend", "/v1/sweep", "/v1/check-log"]
@@ -110,7 +110,7 @@ def test_bounded_keeps_short_text_and_cuts_the_middle_of_long_text():
 
 
 def test_the_cli_line_is_bounded_too(tmp_path, capsys):
-    from service.cli import main
+    from mambasizer.service.cli import main
 
     path = tmp_path / "req.json"
     path.write_text(json.dumps({"model": {"hf_config": {"model_type": "y" * 1_000_000}}, "budget": {"rest_gib": 30.0}}))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from service.api.wire import MAX_BODY_BYTES
+from mambasizer.service.api.wire import MAX_BODY_BYTES
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = json.loads((ROOT / "openapi.json").read_text())
@@ -91,7 +91,7 @@ def test_every_request_body_is_walked():
 
 @pytest.mark.parametrize("name, schema", BODIES, ids=[b[0] for b in BODIES])
 def test_the_largest_valid_body_fits_the_body_limit(name, schema):
-    from schemas.checklog import MAX_LOG_BODY_BYTES
+    from mambasizer.schemas.checklog import MAX_LOG_BODY_BYTES
 
     size = largest(schema)
     if "[application/json]" not in name and schema.get("type") == "string":

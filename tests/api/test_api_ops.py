@@ -13,12 +13,12 @@ from fastapi.testclient import TestClient
 from prometheus_client.parser import text_string_to_metric_families
 
 from api_helpers import assert_problem, preset_request
+from mambasizer.service import __version__
+from mambasizer.service.api.app import create_app
+from mambasizer.service.api.deployments import DeploymentsFileError
+from mambasizer.service.api.examples import COMPARE_EXAMPLES, PLAN_EXAMPLES
+from mambasizer.service.planner import plan
 from script_module import load_script
-from service import __version__
-from service.api.app import create_app
-from service.api.deployments import DeploymentsFileError
-from service.api.examples import COMPARE_EXAMPLES, PLAN_EXAMPLES
-from service.planner import plan
 
 ROOT = Path(__file__).resolve().parents[2]
 PLAN_GAUGES = (
@@ -164,7 +164,7 @@ def test_each_app_has_its_own_registry():
 
 
 def test_trial_gauges_follow_the_deployment_trials(app):
-    from service.api.deployment_trials import PoolFigure, TrialState
+    from mambasizer.service.api.deployment_trials import PoolFigure, TrialState
 
     with TestClient(app) as c:
         app.state.deployment_trials.states = {"d": TrialState("d", "m", "ok", (PoolFigure(0, "kv_pool", 124, 123),))}
@@ -279,7 +279,7 @@ def test_one_structured_access_line_per_request(client, caplog):
     assert isinstance(first["duration_ms"], float) and first["duration_ms"] > 0
     assert second["route"] == "/v1/presets/{name}" and second["status"] == 404
 
-    from service.api.logs import JsonFormatter
+    from mambasizer.service.api.logs import JsonFormatter
 
     rendered = json.loads(JsonFormatter().format(lines[0]))
     assert {"ts", "level", "logger", "msg", "method", "route", "status", "duration_ms"} <= set(rendered)

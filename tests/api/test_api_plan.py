@@ -7,13 +7,13 @@ import json
 import pytest
 
 from api_helpers import H200, assert_problem, dumps, preset_request
-from schemas import Plan
-from service.api import trial_seam
-from service.api.app import create_app
-from service.api.examples import PLAN_EXAMPLES
-from service.api.trials import TrialSettings
-from service.planner import plan
-from service.presets import PRESETS
+from mambasizer.schemas import Plan
+from mambasizer.service.api import trial_seam
+from mambasizer.service.api.app import create_app
+from mambasizer.service.api.examples import PLAN_EXAMPLES
+from mambasizer.service.api.trials import TrialSettings
+from mambasizer.service.planner import plan
+from mambasizer.service.presets import PRESETS
 
 SIZABLE = [p.name for p in PRESETS.values() if p.sizable]
 TRIALS_ON = TrialSettings(enabled=True)

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from api_helpers import assert_problem
-from service.api.recommend import EXAMPLE
+from mambasizer.service.api.recommend import EXAMPLE
 
 BODY = {
     "model": {"preset": "kimi-linear-48b-a3b-instruct"}, "gpu": "h100", "gpus": [1, 2, 4],
@@ -42,7 +42,7 @@ def test_api_equals_cli_json_byte_for_byte(client, tmp_path):
     path = tmp_path / "r.json"
     path.write_text(json.dumps(BODY))
     api = client.post("/v1/recommend", json=BODY)
-    cli = subprocess.run([sys.executable, "-m", "service.cli", "recommend", "--json", str(path)], capture_output=True, timeout=120, check=False)
+    cli = subprocess.run([sys.executable, "-m", "mambasizer.service.cli", "recommend", "--json", str(path)], capture_output=True, timeout=120, check=False)
     assert cli.returncode == 0, cli.stderr
     assert cli.stdout.rstrip(b"\n") == api.content
 

@@ -21,7 +21,7 @@ from hypothesis import HealthCheck, settings
 from schemathesis.checks import CHECKS
 from schemathesis.core.hooks import load_from_path
 
-from service.api.app import create_app
+from mambasizer.service.api.app import create_app
 
 ROOT = Path(__file__).resolve().parents[2]
 # Loaded as `schemathesis run` loads it from schemathesis.toml (same module name, so a second
@@ -57,7 +57,7 @@ def _integers_are_lax() -> bool:
     as soon as they are strict."""
     from pydantic import ValidationError
 
-    from schemas import PlanRequest
+    from mambasizer.schemas import PlanRequest
 
     try:
         PlanRequest.model_validate({"model": {"preset": "kimi-k3"}, "budget": {"rest_gib": 1},

@@ -14,7 +14,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from api_helpers import preset_request
-from service.planner import plan
+from mambasizer.service.planner import plan
 from serving import free_port, mambasizer_command, start_mambasizer
 
 pytestmark = pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="POSIX signals")

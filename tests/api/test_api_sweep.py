@@ -10,8 +10,8 @@ import json
 import pytest
 
 from api_helpers import H200, assert_problem, preset_request
-from schemas.sweep import MAX_STRING_VALUES
-from service.sweep import MAX_POINTS
+from mambasizer.schemas.sweep import MAX_STRING_VALUES
+from mambasizer.service.sweep import MAX_POINTS
 
 QWEN_GPU = {"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "server_args": {"tp_size": 4}, "budget": {"gpu": "h200"}}
 

@@ -12,11 +12,11 @@ import pytest
 from fastapi.testclient import TestClient
 
 from api_helpers import assert_no_internals, preset_request
+from mambasizer.service.api import trials
+from mambasizer.service.api.app import create_app
+from mambasizer.service.api.trials import TrialSettings, TrialSettingsError
+from mambasizer.service.planner import plan
 from samples import TINY
-from service.api import trials
-from service.api.app import create_app
-from service.api.trials import TrialSettings, TrialSettingsError
-from service.planner import plan
 
 REQ = preset_request(tp_size=4)
 PLAN_BYTES = plan(REQ).model_dump_json().encode()
@@ -143,8 +143,8 @@ def test_a_trial_credential_is_required_when_configured():
 @pytest.fixture()
 def embedded_cpu():
     pytest.importorskip("torch")
-    from service.worker import client
-    from service.worker.runner import RunnerConfig, TrialRunner
+    from mambasizer.service.worker import client
+    from mambasizer.service.worker.runner import RunnerConfig, TrialRunner
 
     runner = TrialRunner(RunnerConfig(device="cpu", cpu_margin_bytes=0))
     client.set_embedded_runner(runner)
@@ -221,9 +221,9 @@ def test_an_embedded_trial_stops_and_frees_when_its_client_goes_away(monkeypatch
     pytest.importorskip("torch")
     import threading
 
-    from service.worker import client
-    from service.worker.devices import CpuBackend
-    from service.worker.runner import RunnerConfig, TrialRunner
+    from mambasizer.service.worker import client
+    from mambasizer.service.worker.devices import CpuBackend
+    from mambasizer.service.worker.runner import RunnerConfig, TrialRunner
 
     class Slow(CpuBackend):
         def __init__(self):
@@ -261,8 +261,8 @@ def test_an_embedded_trial_stops_and_frees_when_its_client_goes_away(monkeypatch
             time.sleep(0.05)
         assert runner.status()["cpu"]["busy"] is False
         assert backend.live_bytes() == 0
-        total = len(__import__("service.planner", fromlist=["x"]).plan_stage_tensors(
-            __import__("schemas").PlanRequest.model_validate(TINY), plan(TINY), "cpu")[0])
+        total = len(__import__("mambasizer.service.planner", fromlist=["x"]).plan_stage_tensors(
+            __import__("mambasizer.schemas", fromlist=["PlanRequest"]).PlanRequest.model_validate(TINY), plan(TINY), "cpu")[0])
         assert backend.allocations < total  # stopped early, not after every tensor
     finally:
         client.set_embedded_runner(None)
@@ -299,7 +299,7 @@ def test_a_failing_hook_says_nothing_internal():
 
 
 def test_serve_flags_parse_and_bad_settings_are_one_line_exit_2(tmp_path):
-    from service.cli import build_parser
+    from mambasizer.service.cli import build_parser
 
     args = build_parser().parse_args(["serve", "--enable-trials", "--trial-token-file", "/t", "--trial-memory-gib", "0.5"])
     assert args.enable_trials is True and args.trial_token_file == "/t" and args.trial_memory_gib == 0.5
@@ -309,7 +309,7 @@ def test_serve_flags_parse_and_bad_settings_are_one_line_exit_2(tmp_path):
         (["serve", "--trial-memory-gib", "0"], "--trial-memory-gib"),
         (["serve", "--enable-trials", "--trial-token-file", str(tmp_path / "nope")], "trial token file"),
     ):
-        out = subprocess.run([sys.executable, "-m", "service.cli", *argv], capture_output=True, text=True, timeout=60)
+        out = subprocess.run([sys.executable, "-m", "mambasizer.service.cli", *argv], capture_output=True, text=True, timeout=60)
         assert out.returncode == 2, out.stderr
         lines = out.stderr.strip().splitlines()
         assert len(lines) == 1 and needle in lines[0] and "Traceback" not in out.stderr

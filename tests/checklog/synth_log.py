@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from service.planner import plan as solve
-from service.planner import plan_stage_tensors
+from mambasizer.service.planner import plan as solve
+from mambasizer.service.planner import plan_stage_tensors
 
 GB = 1 << 30
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from service.startlog.parse import BootLogError, parse_boot_log
+from mambasizer.service.startlog.parse import BootLogError, parse_boot_log
 
 # Located without importing sglang (its import needs triton, absent on CPU machines).
 _SPEC = importlib.util.find_spec("sglang")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from service.startlog.parse import BootLogError, parse_boot_log
+from mambasizer.service.startlog.parse import BootLogError, parse_boot_log
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "bootlogs"
 FILES = sorted(p.name for p in DATA.glob("*.json"))

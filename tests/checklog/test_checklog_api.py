@@ -9,9 +9,9 @@ import json
 import pytest
 from fastapi.testclient import TestClient
 
-from service.api.app import create_app
-from service.api.checklog import EXAMPLE_LOG
-from service.startlog.compare import check_log
+from mambasizer.service.api.app import create_app
+from mambasizer.service.api.checklog import EXAMPLE_LOG
+from mambasizer.service.startlog.compare import check_log
 from synth_log import synth_log
 
 PROBLEM_JSON = "application/problem+json"
@@ -51,7 +51,7 @@ def test_json_body_with_and_without_hf_config(client):
     text, _ = synth_log(QWEN_TP2, "/models/unnamed")
     body = client.post("/v1/check-log", json={"log": text}).json()
     assert all(f["predicted"] is None for r in body["ranks"] for f in r["figures"].values())
-    from service.presets import PRESETS
+    from mambasizer.service.presets import PRESETS
 
     body = client.post("/v1/check-log", json={"log": text, "hf_config": dict(PRESETS["qwen3.5-35b-a3b"].hf_config)}).json()
     kv = body["ranks"][0]["figures"]["kv_tokens"]

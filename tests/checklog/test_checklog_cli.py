@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from service.cli import main
-from service.presets import PRESETS
-from service.startlog.compare import check_log, preset_for_model_path
+from mambasizer.service.cli import main
+from mambasizer.service.presets import PRESETS
+from mambasizer.service.startlog.compare import check_log, preset_for_model_path
 from synth_log import estimated_budget, synth_log
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -186,10 +186,10 @@ def test_missing_file_and_bad_config_exit_2(tmp_path, capsys):
 
 def test_stdin_through_the_installed_entry_point(tmp_path):
     text, _ = synth_log(QWEN_TP2, "Qwen/Qwen3.5-35B-A3B")
-    proc = subprocess.run([sys.executable, "-m", "service.cli", "check-log", "-", "--json"], input=text, capture_output=True, text=True, cwd=ROOT, timeout=120)
+    proc = subprocess.run([sys.executable, "-m", "mambasizer.service.cli", "check-log", "-", "--json"], input=text, capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["ranks"][0]["figures"]["kv_tokens"]["cause"] is None
-    proc = subprocess.run([sys.executable, "-m", "service.cli", "check-log"], input="garbage\n", capture_output=True, text=True, cwd=ROOT, timeout=120)
+    proc = subprocess.run([sys.executable, "-m", "mambasizer.service.cli", "check-log"], input="garbage\n", capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
 
 
@@ -248,7 +248,7 @@ NOISE = (
 def _peak_rss_kib(argv: list[str]) -> tuple[int, str, int]:
     """(exit code, stdout, peak RSS in KiB) of `mambasizer ARGV` in a process of its own."""
     code = (
-        "import resource, sys; from service.cli import main; rc = main(sys.argv[1:]); sys.stdout.flush(); "
+        "import resource, sys; from mambasizer.service.cli import main; rc = main(sys.argv[1:]); sys.stdout.flush(); "
         "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr); raise SystemExit(rc)"
     )
     proc = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=600, cwd=ROOT)

@@ -5,8 +5,8 @@ rebuilds takes the last reading, while the compared figure stays the target's li
 
 from __future__ import annotations
 
-from service.startlog import compare as checklog
-from service.startlog.parse import parse_boot_log
+from mambasizer.service.startlog import compare as checklog
+from mambasizer.service.startlog.parse import parse_boot_log
 
 LOG = """\
 [2026-12-01 10:00:01 TP0] Load weight begin. avail mem=138.11 GB

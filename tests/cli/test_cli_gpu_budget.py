@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from service.cli import main
-from service.planner import plan
+from mambasizer.service.cli import main
+from mambasizer.service.planner import plan
 
 PRESET = "qwen3-next-80b-a3b-instruct"
 

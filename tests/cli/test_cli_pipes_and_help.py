@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from service.cli import EXIT_BROKEN_PIPE
+from mambasizer.service.cli import EXIT_BROKEN_PIPE
 
 ROOT = Path(__file__).resolve().parents[2]
 ENV = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -24,7 +24,7 @@ def _closed_reader(argv: list[str]) -> subprocess.CompletedProcess:
     os.close(read_fd)
     try:
         proc = subprocess.run(
-            [sys.executable, "-m", "service.cli", *argv], stdout=write_fd, stderr=subprocess.PIPE,
+            [sys.executable, "-m", "mambasizer.service.cli", *argv], stdout=write_fd, stderr=subprocess.PIPE,
             text=True, timeout=120, cwd=ROOT, env=ENV,
         )
     finally:
@@ -49,7 +49,7 @@ def test_a_closed_pipe_exits_quietly(argv):
 
 def test_head_reads_the_first_line_and_the_command_exits_141():
     # The real shell pipeline: bash's PIPESTATUS holds the left side's exit code.
-    script = "python -m service.cli plan examples/kimi-k3-h200-tp8-pp8.json | head -1; echo \"rc=${PIPESTATUS[0]}\""
+    script = "python -m mambasizer.service.cli plan examples/kimi-k3-h200-tp8-pp8.json | head -1; echo \"rc=${PIPESTATUS[0]}\""
     proc = subprocess.run(["bash", "-c", script.replace("python", sys.executable, 1)], capture_output=True, text=True, timeout=120, cwd=ROOT, env=ENV)
     lines = proc.stdout.splitlines()
     assert lines[0].startswith("kimi-k3 (kimi_linear), sglang-0.5.23 accounting: SGLang 0.5.23 would start")
@@ -58,7 +58,7 @@ def test_head_reads_the_first_line_and_the_command_exits_141():
 
 
 def test_top_level_help_is_for_users():
-    proc = subprocess.run([sys.executable, "-m", "service.cli", "--help"], capture_output=True, text=True, timeout=60, cwd=ROOT, env=ENV)
+    proc = subprocess.run([sys.executable, "-m", "mambasizer.service.cli", "--help"], capture_output=True, text=True, timeout=60, cwd=ROOT, env=ENV)
     assert proc.returncode == 0
     description = proc.stdout.split("\n\n")[1]
     assert description.startswith("Size SGLang 0.5.23's mamba state pool and KV cache for a hybrid LLM before it boots")

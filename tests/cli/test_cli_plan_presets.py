@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from service.cli import main
-from service.planner import plan
-from service.presets import PRESETS
+from mambasizer.service.cli import main
+from mambasizer.service.planner import plan
+from mambasizer.service.presets import PRESETS
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZABLE = sorted(p.name for p in PRESETS.values() if p.sizable)
@@ -186,7 +186,7 @@ def test_presets_table(capsys):
 def test_presets_json_is_the_api_list(capsys):
     from fastapi.testclient import TestClient
 
-    from service.api.app import create_app
+    from mambasizer.service.api.app import create_app
 
     code, out, _ = run(capsys, "presets", "--json")
     assert code == 0
@@ -215,7 +215,7 @@ def test_console_script_exit_codes(tmp_path):
 @pytest.mark.skipif(not (ROOT / "service" / "cli" / "__main__.py").exists(), reason="service/cli/__main__.py is not in this tree")
 def test_python_m_service_cli(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "service.cli", "plan", "--json", write(tmp_path, OK)],
+        [sys.executable, "-m", "mambasizer.service.cli", "plan", "--json", write(tmp_path, OK)],
         capture_output=True, text=True, timeout=60, cwd=ROOT,
     )
     assert result.returncode == 0, result.stderr

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from service.cli import main
-from service.recommend import recommend
+from mambasizer.service.cli import main
+from mambasizer.service.recommend import recommend
 
 BODY = {
     "model": {"preset": "qwen3.5-35b-a3b"}, "gpu": "h200", "gpus": [1, 2, 4],

@@ -3,7 +3,7 @@ free before the weights load), with the weights' per-GPU share taken off the fre
 
 from typing import Any
 
-from service.presets import PRESETS
+from mambasizer.service.presets import PRESETS
 
 F_PRE = 139.6
 # preset -> (tp, pp, approximate bf16 weights in GiB for the whole model)

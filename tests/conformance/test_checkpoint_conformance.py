@@ -17,12 +17,12 @@ from __future__ import annotations
 import pytest
 
 import weights_ref as W
-from service.planner import plan
-from service.presets import PRESETS
-from service.solver.errors import PlanInputError
-from service.solver.families import layout_from_hf_config
-from service.solver.stages import pp_stages
-from service.solver.weights import stage_weight_breakdown
+from mambasizer.service.planner import plan
+from mambasizer.service.presets import PRESETS
+from mambasizer.service.solver.errors import PlanInputError
+from mambasizer.service.solver.families import layout_from_hf_config
+from mambasizer.service.solver.stages import pp_stages
+from mambasizer.service.solver.weights import stage_weight_breakdown
 
 QUANTIZED = sorted(
     n for n, p in PRESETS.items()

@@ -18,9 +18,9 @@ import pytest
 
 import cases
 import sglang_ref
-from service.planner import plan
-from service.solver import PlanInputError
-from service.solver.specs import DTYPE_BYTES
+from mambasizer.service.planner import plan
+from mambasizer.service.solver import PlanInputError
+from mambasizer.service.solver.specs import DTYPE_BYTES
 
 SEED = int(os.environ.get("MAMBASIZER_CONFORMANCE_SEED", "20261130"))
 N_CASES = int(os.environ.get("MAMBASIZER_CONFORMANCE_CASES", "2000"))

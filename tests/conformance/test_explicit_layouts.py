@@ -27,16 +27,16 @@ import pytest
 import cases
 import test_conformance
 import test_launch_resolution as launch_cases
-from schemas.request import (
+from mambasizer.schemas.request import (
     CONFIG_SSM_DTYPE_ARCHITECTURES,
     DEFAULT_LAYOUT_ARCHITECTURE,
     LAYOUT_ARCHITECTURES,
     Layout,
 )
-from service.solver.errors import PlanInputError
-from service.solver.families import layout_from_explicit, layout_from_hf_config
-from service.solver.launch import mamba_chunk_size
-from service.solver.layout import ModelLayout
+from mambasizer.service.solver.errors import PlanInputError
+from mambasizer.service.solver.families import layout_from_explicit, layout_from_hf_config
+from mambasizer.service.solver.launch import mamba_chunk_size
+from mambasizer.service.solver.layout import ModelLayout
 
 SEED = int(os.environ.get("MAMBASIZER_CONFORMANCE_SEED", "20261130"))
 N_SIZING = int(os.environ.get("MAMBASIZER_EXPLICIT_CASES", "600"))

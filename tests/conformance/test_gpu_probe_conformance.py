@@ -10,7 +10,7 @@ import types
 
 import pytest
 
-from service.solver import gpu_budget
+from mambasizer.service.solver import gpu_budget
 
 torch = pytest.importorskip("torch")
 if __import__("importlib.util").util.find_spec("sglang") is None:

@@ -1,4 +1,4 @@
-"""Conformance: `service.solver.launch.resolve` against SGLang 0.5.23's own flag resolution.
+"""Conformance: `mambasizer.service.solver.launch.resolve` against SGLang 0.5.23's own flag resolution.
 
 For seeded, generated launch flag sets over every hybrid family (the shipped preset
 configs that SGLang's ModelConfig loads, plus variations), SGLang's real
@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 
-from schemas.request import Env, ServerArgs
-from service.solver.errors import PlanInputError
-from service.solver.families import layout_from_hf_config
-from service.solver.launch import resolve
+from mambasizer.schemas.request import Env, ServerArgs
+from mambasizer.service.solver.errors import PlanInputError
+from mambasizer.service.solver.families import layout_from_hf_config
+from mambasizer.service.solver.launch import resolve
 
 PRESETS = Path(__file__).resolve().parents[2] / "service" / "presets" / "models"
 SEED = 20250523
@@ -298,7 +298,7 @@ def test_prefill_graph_size_count_is_sglangs_list_length():
     """The closed-form count of prefill CUDA-graph capture sizes equals the length of the
     list SGLang builds, at every limit up to 20,000 and at scattered larger ones (the
     count is what the automatic mem_fraction_static charges 8 MiB apiece)."""
-    from service.solver.launch import prefill_graph_size_count
+    from mambasizer.service.solver.launch import prefill_graph_size_count
     from tests.conformance import launch_ref
 
     with launch_ref._import_fakes():

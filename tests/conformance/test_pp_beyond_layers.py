@@ -13,8 +13,8 @@ import pytest
 
 import cases
 import sglang_ref
-from service.planner import plan
-from service.solver import PlanInputError
+from mambasizer.service.planner import plan
+from mambasizer.service.solver import PlanInputError
 
 # A six-layer Nemotron-H (a family that takes PP): mamba, attention, mamba, MLP, mamba, attention.
 PATTERN = "M*M-M*"

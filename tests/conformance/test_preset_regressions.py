@@ -8,8 +8,8 @@ import os
 import pytest
 
 import preset_cases
-from service.planner import plan
-from service.presets import PRESETS
+from mambasizer.service.planner import plan
+from mambasizer.service.presets import PRESETS
 
 with open(os.path.join(os.path.dirname(__file__), "preset_regressions.json")) as f:
     PINNED = json.load(f)

@@ -473,7 +473,7 @@ def test_generator_is_deterministic():
 
 
 def test_generated_cases_validate_against_the_wire_schema():
-    from schemas.request import PlanRequest
+    from mambasizer.schemas.request import PlanRequest
 
     for c in cases.generate_cases(300, seed=3):
         PlanRequest.model_validate(copy.deepcopy(cases.wire(c)))

@@ -15,10 +15,10 @@ import pathlib
 
 import pytest
 
-from service.presets import PRESETS
-from service.solver.families import layout_from_hf_config
-from service.solver.stages import pp_stages
-from service.solver.weights import stage_weight_bytes
+from mambasizer.service.presets import PRESETS
+from mambasizer.service.solver.families import layout_from_hf_config
+from mambasizer.service.solver.stages import pp_stages
+from mambasizer.service.solver.weights import stage_weight_bytes
 
 LOGS = pathlib.Path(__file__).resolve().parents[1] / "data" / "bootlogs"
 TOLERANCE = 0.03

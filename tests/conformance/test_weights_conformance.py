@@ -31,11 +31,11 @@ import pathlib
 import pytest
 
 import weights_ref as W
-from service.presets import PRESETS
-from service.solver.errors import PlanInputError
-from service.solver.families import layout_from_hf_config
-from service.solver.stages import pp_stages
-from service.solver.weights import stage_weight_breakdown, stage_weight_bytes
+from mambasizer.service.presets import PRESETS
+from mambasizer.service.solver.errors import PlanInputError
+from mambasizer.service.solver.families import layout_from_hf_config
+from mambasizer.service.solver.stages import pp_stages
+from mambasizer.service.solver.weights import stage_weight_breakdown, stage_weight_bytes
 
 MODELS = (
     "nemotron-h-8b-base-8k",

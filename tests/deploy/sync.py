@@ -66,7 +66,7 @@ def _rewrite_refs(node):
 def sglang_args_schema() -> dict:
     """What POST /v1/plan and the deployments file take besides a PlanRequest: SGLang launch
     arguments in place of `server_args`, with the API's own limits (service/api/wire.py)."""
-    from service.api import wire
+    from mambasizer.service.api import wire
 
     return {
         "type": "array",
@@ -79,8 +79,8 @@ def sglang_args_schema() -> dict:
 def plan_request_schema() -> dict:
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from schemas import PlanRequest
-    from schemas.json_schema import standard_bounds
+    from mambasizer.schemas import PlanRequest
+    from mambasizer.schemas.json_schema import standard_bounds
 
     schema = _rewrite_refs(standard_bounds(PlanRequest.model_json_schema(mode="validation")))
     schema["properties"]["sglang_args"] = sglang_args_schema()
@@ -90,8 +90,8 @@ def plan_request_schema() -> dict:
 
 def deployment_entry_schema() -> dict:
     """A `deployments` entry: a PlanRequest plus `trial` (true, false or the trial options),
-    which service.api.deployments takes and POST /v1/plan's own schema does not."""
-    from schemas.trial import TrialOptions
+    which mambasizer.service.api.deployments takes and POST /v1/plan's own schema does not."""
+    from mambasizer.schemas.trial import TrialOptions
 
     schema = plan_request_schema()
     del schema["$defs"]  # its references point into $defs.PlanRequest's

@@ -124,7 +124,7 @@ def test_deployments_watch_file_is_the_values_mapping(full_docs):
     cm = next(d for d in by_kind(full_docs, "ConfigMap") if "deployments.yaml" in d["data"])
     parsed = yaml.safe_load(cm["data"]["deployments.yaml"])
     assert parsed == FULL_VALUES["deployments"]
-    from schemas import PlanRequest
+    from mambasizer.schemas import PlanRequest
 
     for request in parsed.values():
         PlanRequest.model_validate(request)
@@ -275,9 +275,9 @@ def test_deployments_accept_what_the_api_accepts():
     assert yaml.safe_load(cm["data"]["deployments.yaml"]) == values["deployments"]
     import importlib.util
 
-    if importlib.util.find_spec("service.api.wire") is None:
+    if importlib.util.find_spec("mambasizer.service.api.wire") is None:
         return
-    from service.api import wire
+    from mambasizer.service.api import wire
     schema = json.loads((CHART / "values.schema.json").read_text())["$defs"]["PlanRequest"]["properties"]["sglang_args"]
     assert schema["maxItems"] == wire.MAX_SGLANG_ARGS
     assert schema["items"]["maxLength"] == wire.MAX_SGLANG_ARG_CHARS
@@ -372,7 +372,7 @@ def test_preflight_request_form_runs_the_real_check_in_a_shell(tmp_path):
     env = {e["name"]: e["value"] for e in c["env"]}
     shim = tmp_path / "bin"
     shim.mkdir()
-    (shim / "mambasizer").write_text(f"#!/bin/sh\nexec {sys.executable} -c 'from service.cli import main; raise SystemExit(main())' \"$@\"\n")
+    (shim / "mambasizer").write_text(f"#!/bin/sh\nexec {sys.executable} -c 'from mambasizer.service.cli import main; raise SystemExit(main())' \"$@\"\n")
     (shim / "mambasizer").chmod(0o755)
     log = tmp_path / "termination-log"
     import os
@@ -380,8 +380,8 @@ def test_preflight_request_form_runs_the_real_check_in_a_shell(tmp_path):
     run_env = {**os.environ, **env, "PATH": f"{shim}:{os.environ['PATH']}", "MAMBASIZER_TERMINATION_LOG": str(log),
                "PYTHONPATH": str(ROOT)}
     result = subprocess.run(c["command"], env=run_env, capture_output=True, text=True, cwd=ROOT)
-    if "service.solver" in result.stderr and "ModuleNotFoundError" in result.stderr:  # pragma: no cover
-        pytest.skip("service.solver not importable yet")
+    if "mambasizer.service.solver" in result.stderr and "ModuleNotFoundError" in result.stderr:  # pragma: no cover
+        pytest.skip("mambasizer.service.solver not importable yet")
     assert result.returncode == 1, result.stderr
     assert "would not start" in result.stderr
     assert log.read_text().count("\n") == 1
@@ -463,7 +463,7 @@ def test_copy_paste_template_in_an_sglang_chart(tmp_path):
 
 
 def _subcommands() -> set[str]:
-    from service.cli import build_parser
+    from mambasizer.service.cli import build_parser
 
     parser = build_parser()
     (sub,) = [a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction"]
@@ -474,7 +474,7 @@ def _subcommands() -> set[str]:
 def test_rendered_container_args_parse_with_the_real_cli(full_docs, component, subcommand):
     if subcommand not in _subcommands():
         pytest.skip(f"`mambasizer {subcommand}` is not in this tree yet")
-    from service.cli import build_parser
+    from mambasizer.service.cli import build_parser
 
     c = _container(one(full_docs, "Deployment", component))
     assert c["command"] == ["mambasizer"] and c["args"][0] == subcommand
@@ -485,7 +485,7 @@ def test_rendered_container_args_parse_with_the_real_cli(full_docs, component, s
 
 
 def test_rendered_hook_args_parse_with_the_real_cli(full_docs):
-    from service.cli import build_parser
+    from mambasizer.service.cli import build_parser
 
     c = one(full_docs, "Job")["spec"]["template"]["spec"]["containers"][0]
     args = build_parser().parse_args(c["args"])
@@ -496,10 +496,10 @@ def test_rendered_hook_args_parse_with_the_real_cli(full_docs):
 
 def test_rendered_watch_file_loads_in_the_real_app(full_docs, tmp_path):
     try:
-        from service.api.app import create_app
+        from mambasizer.service.api.app import create_app
     except ModuleNotFoundError as exc:
-        if exc.name and exc.name.startswith("service.api"):
-            pytest.skip("service.api is not in this tree yet (issue 3)")
+        if exc.name and exc.name.startswith("mambasizer.service.api"):
+            pytest.skip("mambasizer.service.api is not in this tree yet (issue 3)")
         raise
     from fastapi.testclient import TestClient
 
@@ -530,7 +530,7 @@ def test_packaged_charts_render_the_same(tmp_path):
 
 def test_api_heavy_pool_values_reach_serve():
     """api.heavy.* become `mambasizer serve` flags that the real CLI parser accepts with those values."""
-    from service.cli import build_parser
+    from mambasizer.service.cli import build_parser
 
     docs = documents(render(CHART, {"api": {"heavy": {"workers": 3, "queue": 0, "deadlineSeconds": 2.5, "workerMemoryMiB": 512}}}))
     args = _container(one(docs, "Deployment", "api"))["args"]

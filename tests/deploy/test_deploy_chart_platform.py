@@ -587,9 +587,9 @@ def _materialise(deployment: dict, docs: list[dict], tmp_path) -> dict[str, str]
 
 
 def test_worker_and_api_read_the_mounted_worker_token(full_docs, tmp_path, monkeypatch):
-    from service.cli import build_parser
-    from service.worker import client
-    from service.worker.app import read_token
+    from mambasizer.service.cli import build_parser
+    from mambasizer.service.worker import client
+    from mambasizer.service.worker.app import read_token
 
     token = _secret_token(full_docs, "ms-mambasizer-worker-token")
     worker = one(full_docs, "Deployment", "worker")
@@ -606,7 +606,7 @@ def test_worker_and_api_read_the_mounted_worker_token(full_docs, tmp_path, monke
 
 
 def test_api_trial_settings_from_the_rendered_pod(tmp_path):
-    trials = pytest.importorskip("service.api.trials", reason="the API's trial settings are not in this tree yet")
+    trials = pytest.importorskip("mambasizer.service.api.trials", reason="the API's trial settings are not in this tree yet")
     values = {"trials": {"enabled": True, "memoryGiB": 2.5},
               "api": {"resources": {"requests": {"cpu": "250m", "memory": "1Gi"}, "limits": {"memory": "4Gi"}}}}
     docs = documents(render(CHART, values))

@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 import pytest
 
 from deploy_helpers import ROOT
-from service.cli import main
+from mambasizer.service.cli import main
 from serving import free_port
 
 PRESET = "qwen3-next-80b-a3b-instruct"
@@ -55,7 +55,7 @@ def verdict_line(out: str) -> str:
 
 
 def solved(request: dict) -> dict:
-    from service.planner import plan
+    from mambasizer.service.planner import plan
 
     return plan(request).model_dump(mode="json")
 
@@ -194,13 +194,13 @@ def test_request_file_decodes_like_mambasizer_plan(tmp_path, capsys):
     `sglang_args` in place of `server_args`, and `trial` refused outside the API."""
     import importlib.util
 
-    if importlib.util.find_spec("service.api.wire") is None:
-        pytest.skip("service.api.wire is not in this tree yet (issue 3)")
-    from service.api import wire
+    if importlib.util.find_spec("mambasizer.service.api.wire") is None:
+        pytest.skip("mambasizer.service.api.wire is not in this tree yet (issue 3)")
+    from mambasizer.service.api import wire
     code, _, err = check(capsys, write(tmp_path, {**GOOD, "trial": {}}))
     assert code == 2 and "trial: is only run by the HTTP API" in one_line(err)
     if wire.parse_sglang_args is None:
-        pytest.skip("service.sglang_args is not in this tree yet")
+        pytest.skip("mambasizer.service.sglang_args is not in this tree yet")
     with_args = {"model": GOOD["model"], "budget": GOOD["budget"], "sglang_args": ["--tp-size", "4"]}
     assert check(capsys, write(tmp_path, with_args)) == check(capsys, write(tmp_path, GOOD))
 
@@ -217,7 +217,7 @@ def test_stdin_form(monkeypatch, capsys):
 
 
 def test_preset_form_turns_sglang_args_into_the_request(tmp_path, capsys, monkeypatch):
-    """The `--` arguments reach service.sglang_args.request_from_launch_args unchanged."""
+    """The `--` arguments reach mambasizer.service.sglang_args.request_from_launch_args unchanged."""
     seen = {}
 
     def request_from_launch_args(preset, budget_gib, argv):
@@ -225,9 +225,9 @@ def test_preset_form_turns_sglang_args_into_the_request(tmp_path, capsys, monkey
         return {"model": {"preset": preset}, "server_args": {"tp_size": int(argv[argv.index("--tp-size") + 1])},
                 "budget": {"rest_gib": budget_gib}}
 
-    fake = types.ModuleType("service.sglang_args")
+    fake = types.ModuleType("mambasizer.service.sglang_args")
     fake.request_from_launch_args = request_from_launch_args
-    monkeypatch.setitem(sys.modules, "service.sglang_args", fake)
+    monkeypatch.setitem(sys.modules, "mambasizer.service.sglang_args", fake)
     code, out, err = check(capsys, "--preset", PRESET, "--budget-gib", "40", "--require-context-length", "1024",
                            "--", "--model-path", "Qwen/Qwen3-Next-80B-A3B-Instruct", "--tp-size", "4")
     assert code == 0, err
@@ -246,10 +246,10 @@ def test_preset_form_turns_sglang_args_into_the_request(tmp_path, capsys, monkey
 
 def test_preset_form_with_the_real_sglang_args_module(capsys):
     try:
-        import service.sglang_args  # noqa: F401
+        import mambasizer.service.sglang_args  # noqa: F401
     except ModuleNotFoundError as exc:
-        if exc.name == "service.sglang_args":
-            pytest.skip("service.sglang_args is not in this tree yet")
+        if exc.name == "mambasizer.service.sglang_args":
+            pytest.skip("mambasizer.service.sglang_args is not in this tree yet")
         raise
     code, _, err = check(capsys, "--preset", PRESET, "--budget-gib", "40", "--", "--tp-size", "4")
     assert code in (0, 1), err
@@ -341,7 +341,7 @@ def test_termination_log_is_skipped_where_it_cannot_be_written(tmp_path, capsys,
 
 
 def test_termination_log_is_capped_at_the_kubelet_limit(monkeypatch, tmp_path):
-    from service.cli.check_cmd import write_termination_log
+    from mambasizer.service.cli.check_cmd import write_termination_log
 
     path = tmp_path / "log"
     monkeypatch.setenv("MAMBASIZER_TERMINATION_LOG", str(path))
@@ -353,7 +353,7 @@ def test_termination_log_is_capped_at_the_kubelet_limit(monkeypatch, tmp_path):
 def test_exit_codes_through_a_real_process(tmp_path, request_obj, code):
     log = tmp_path / "termination-log"
     result = subprocess.run(
-        [sys.executable, "-c", "from service.cli import main; raise SystemExit(main())", "check", write(tmp_path, request_obj)],
+        [sys.executable, "-c", "from mambasizer.service.cli import main; raise SystemExit(main())", "check", write(tmp_path, request_obj)],
         capture_output=True, text=True, cwd=ROOT, env={"PATH": "/usr/bin:/bin", "MAMBASIZER_TERMINATION_LOG": str(log)},
     )
     assert result.returncode == code, result.stderr
@@ -367,10 +367,10 @@ def test_exit_codes_through_a_real_process(tmp_path, request_obj, code):
 def test_url_against_the_real_service_matches_in_process(tmp_path, capsys):
     """`--url` against the real API (uvicorn on 127.0.0.1) gives the in-process verdicts."""
     try:
-        from service.api.app import create_app
+        from mambasizer.service.api.app import create_app
     except ModuleNotFoundError as exc:
-        if exc.name and exc.name.startswith("service.api"):
-            pytest.skip("service.api is not in this tree yet (issue 3)")
+        if exc.name and exc.name.startswith("mambasizer.service.api"):
+            pytest.skip("mambasizer.service.api is not in this tree yet (issue 3)")
         raise
     import time
 

@@ -248,7 +248,7 @@ def _excluded(rel: str, rules) -> bool:
 def _git_files() -> list[str]:
     out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
                          capture_output=True, text=True, check=True).stdout
-    return [line for line in out.splitlines() if (ROOT / line).is_file()]
+    return [line for line in out.splitlines() if (ROOT / line).is_file() or (ROOT / line).is_symlink()]
 
 
 def stage_context(dest: Path) -> Path:
@@ -258,14 +258,14 @@ def stage_context(dest: Path) -> Path:
         if not _excluded(rel, rules):
             target = dest / rel
             target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ROOT / rel, target)
+            shutil.copy2(ROOT / rel, target, follow_symlinks=False)
     return dest
 
 
 def test_dockerignore_rules():
     rules = _ignore_rules()
     assert not _excluded("pyproject.toml", rules)
-    assert not _excluded("service/cli/check_cmd.py", rules)
+    assert not _excluded("service/cli/check_cmd.py", rules) and not _excluded("mambasizer/__init__.py", rules)
     assert not _excluded("service/presets/models/kimi-k3.json", rules)
     assert _excluded("service/__pycache__/x.pyc", rules)
     assert _excluded(".venv/bin/python", rules) and _excluded("tests/deploy/test_deploy_dockerfile.py", rules)
@@ -329,7 +329,7 @@ def test_api_build_stage_installs_and_runs(tmp_path):
     assert check.returncode == 0, check.stderr
     assert check.stdout.startswith("mambasizer check: OK")
     if (ctx / "service" / "api" / "app.py").is_file():  # `mambasizer serve` dependencies are declared
-        imp = subprocess.run([str(py), "-c", "import service.api.app"], capture_output=True, text=True, cwd=tmp_path)
+        imp = subprocess.run([str(py), "-c", "import mambasizer.service.api.app"], capture_output=True, text=True, cwd=tmp_path)
         assert imp.returncode == 0, imp.stderr[-2000:]
 
 

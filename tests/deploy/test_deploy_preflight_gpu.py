@@ -10,7 +10,7 @@ import copy
 import pytest
 
 from deploy_helpers import CHART, FULL_VALUES, documents, helm, one, render
-from service.cli import main
+from mambasizer.service.cli import main
 
 
 def _values(**preflight):

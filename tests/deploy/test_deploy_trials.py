@@ -12,7 +12,7 @@ QWEN = {"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "server_args": {"tp_
 
 
 def test_trial_entries_render_and_load(tmp_path):
-    from service.api.deployments import DeploymentStore
+    from mambasizer.service.api.deployments import DeploymentStore
 
     values = {"deployments": {"on": {**QWEN, "trial": True},
                               "opts": {**QWEN, "trial": {"timeout_s": 300, "hold_weights_gib": 38.5, "stages": [0]}},

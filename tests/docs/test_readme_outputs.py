@@ -53,7 +53,7 @@ def test_the_check_log_curl_example_is_the_real_answer():
 def test_the_example_logs_equal_their_sources():
     import json
 
-    from service.api.checklog import EXAMPLE_LOG
+    from mambasizer.service.api.checklog import EXAMPLE_LOG
 
     logs = ROOT / "examples" / "logs"
     for name, source in (("ktransformers-1870.log", "qwen3.5-397b-a17b-1.json"), ("nemotron-3-nano-xpu.log", "nemotron-3-nano-1.json")):

@@ -14,7 +14,7 @@ from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select, WebDriverWait
 
-from service.presets import PRESETS
+from mambasizer.service.presets import PRESETS
 
 MIB = 1 << 20
 NO_FIGURE = "\u2013"  # the en dash the page shows where SGLang computed no figure

@@ -29,14 +29,14 @@ from serving import free_port
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 # What a wheel build reads: the packages and their metadata (as the Dockerfile copies them).
-BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", "service", "schemas")
+BUILD_INPUTS = ("pyproject.toml", "README.md", "LICENSE", "mambasizer", "service", "schemas")
 
 
 def _tracked(paths: tuple[str, ...]) -> list[str]:
     """Files git would give a fresh clone (tracked, or new and not ignored) under `paths`."""
     out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "--", *paths],
                          cwd=ROOT, capture_output=True, text=True, check=True).stdout
-    return [line for line in out.splitlines() if (ROOT / line).is_file()]
+    return [line for line in out.splitlines() if (ROOT / line).is_file() or (ROOT / line).is_symlink()]
 
 
 def _clean_env() -> dict[str, str]:
@@ -65,7 +65,7 @@ def installed(tmp_path_factory) -> Installed:
     src = root / "src"
     for rel in _tracked(BUILD_INPUTS):
         (src / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ROOT / rel, src / rel)
+        shutil.copy2(ROOT / rel, src / rel, follow_symlinks=False)
     dist = root / "dist"
     # No build isolation: setuptools (>=77, the test extra's pin) from this interpreter, offline.
     built = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
@@ -88,12 +88,15 @@ def installed(tmp_path_factory) -> Installed:
 
 def test_wheel_carries_every_data_file_the_license_and_py_typed(installed):
     names = set(zipfile.ZipFile(installed.wheel).namelist())
-    shipped = [rel for rel in _tracked(("service", "schemas")) if not rel.endswith(".py")]
+    shipped = ["mambasizer/" + rel for rel in _tracked(("service", "schemas")) if not rel.endswith(".py")]
     missing = [rel for rel in shipped if rel not in names]
     assert missing == [], f"package files left out of the wheel: {missing}"
-    for must in ("service/sglang_flags_0_5_23.json", "service/py.typed", "schemas/py.typed",
-                 "service/presets/models/kimi-k3.json", "service/presets/models/SOURCES.md"):
+    for must in ("mambasizer/service/sglang_flags_0_5_23.json", "mambasizer/service/py.typed",
+                 "mambasizer/schemas/py.typed", "mambasizer/service/presets/models/kimi-k3.json",
+                 "mambasizer/service/presets/models/SOURCES.md", "mambasizer/__init__.py"):
         assert must in names
+    # one import package: nothing at the top level but mambasizer/ and its dist-info
+    assert {n.split("/")[0] for n in names} == {"mambasizer", "mambasizer-0.1.0.dist-info"}, sorted(names)[:20]
     (meta_name,) = [n for n in names if n.endswith(".dist-info/METADATA")]
     meta = zipfile.ZipFile(installed.wheel).read(meta_name).decode()
     assert "License-Expression: Apache-2.0" in meta
@@ -103,7 +106,10 @@ def test_wheel_carries_every_data_file_the_license_and_py_typed(installed):
 
 
 def test_packages_come_from_the_wheel_only(installed):
-    probe = "import json, service, schemas, service.sglang_args as a; print(json.dumps([service.__file__, schemas.__file__, str(a.FLAGS_FILE)]))"
+    probe = ("import importlib.util, json, mambasizer.service as service, mambasizer.schemas as schemas, "
+             "mambasizer.service.sglang_args as a; "
+             "assert all(importlib.util.find_spec(n) is None for n in ('service', 'schemas')); "
+             "print(json.dumps([service.__file__, schemas.__file__, str(a.FLAGS_FILE)]))")
     out = subprocess.run([str(installed.python), "-c", probe], cwd=installed.run_dir, env=_clean_env(),
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -117,7 +123,7 @@ def _source_tree_plan(path: Path) -> dict:
     """The same request planned by the checkout (the reference the wheel must equal)."""
     env = _clean_env()
     env["PYTHONPATH"] = str(ROOT)
-    out = subprocess.run([sys.executable, "-m", "service.cli", "plan", "--json", str(path)], cwd=ROOT, env=env,
+    out = subprocess.run([sys.executable, "-m", "mambasizer.service.cli", "plan", "--json", str(path)], cwd=ROOT, env=env,
                          capture_output=True, text=True, timeout=120)
     assert out.returncode in (0, 1), out.stderr[-2000:]
     return json.loads(out.stdout)
@@ -196,7 +202,7 @@ def test_recommend_every_example(installed, example):
     out = installed.cli("recommend", "--json", example)
     assert out.returncode in (0, 1) and "Traceback" not in out.stderr, out.stderr[-2000:]
     body = json.loads(out.stdout)
-    from service.recommend import recommend, response_json
+    from mambasizer.service.recommend import recommend, response_json
 
     expected = json.loads(response_json(recommend(json.loads((EXAMPLES / example).read_text()))))
     assert body["candidates"] and body == expected

@@ -6,11 +6,11 @@ import random
 
 import pytest
 
-from service.planner import model_layout, parse_request
-from service.recommend.layers import layer_costs
-from service.recommend.partition import _Prefix
-from service.solver.stages import pp_stages
-from service.solver.weights import stage_weight_bytes
+from mambasizer.service.planner import model_layout, parse_request
+from mambasizer.service.recommend.layers import layer_costs
+from mambasizer.service.recommend.partition import _Prefix
+from mambasizer.service.solver.stages import pp_stages
+from mambasizer.service.solver.weights import stage_weight_bytes
 
 PRESETS = ["kimi-k3", "kimi-linear-48b-a3b-instruct", "nvidia-nemotron-3-super-120b-a12b", "qwen3.5-27b", "qwen3.5-122b-a10b"]
 

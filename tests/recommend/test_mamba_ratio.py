@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import random
 
-from service.planner import plan
-from service.recommend import recommend
-from service.solver import PlanInputError
+from mambasizer.service.planner import plan
+from mambasizer.service.recommend import recommend
+from mambasizer.service.solver import PlanInputError
 
 RATIOS = [0.02, 0.1, 0.25, 0.5, 0.9, 1.0, 1.5, 3.0, 9.0, 50.0]
 PRESETS = [

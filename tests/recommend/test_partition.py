@@ -13,9 +13,9 @@ import random
 
 import pytest
 
-from service.planner import plan
-from service.recommend import recommend
-from service.recommend.partition import (
+from mambasizer.service.planner import plan
+from mambasizer.service.recommend import recommend
+from mambasizer.service.recommend.partition import (
     LayerCosts,
     all_partitions,
     pareto_partitions,
@@ -114,7 +114,7 @@ def test_search_partition_equals_brute_force_through_plan(preset, layers, tp, pp
 
 
 def test_the_enumeration_stops_at_its_work_bound_with_what_it_found():
-    from service.recommend.partition import PartitionSearchTooLarge
+    from mambasizer.service.recommend.partition import PartitionSearchTooLarge
 
     rng = random.Random(3)
     costs = _random_costs(rng, 400)
@@ -127,7 +127,7 @@ def test_the_enumeration_stops_at_its_work_bound_with_what_it_found():
 
 
 def test_a_huge_search_grid_is_refused_before_it_is_built():
-    from service.solver import PlanInputError
+    from mambasizer.service.solver import PlanInputError
 
     many = list(range(1, 17))
     with pytest.raises(PlanInputError) as exc:
@@ -189,7 +189,7 @@ def test_triples_within_finds_every_triple_and_honours_the_bound():
     """The walk the ratio-split check uses: with nothing pruned, every (W, M, F) of every
     contiguous partition, each with a partition that has it; with a monotone bound, exactly the
     triples the bound keeps."""
-    from service.recommend.partition import triples_within
+    from mambasizer.service.recommend.partition import triples_within
 
     rng = random.Random(11)
     for _ in range(1500):
@@ -209,7 +209,7 @@ def test_triples_within_finds_every_triple_and_honours_the_bound():
 def test_triples_within_on_counts_alone_gives_the_least_full_count_per_mamba_count():
     """A measured budget (no weights): per largest-stage mamba count M, the least largest-stage
     full-attention count of any partition with exactly M, and a partition that has both."""
-    from service.recommend.partition import triples_within
+    from mambasizer.service.recommend.partition import triples_within
 
     rng = random.Random(5)
     for _ in range(1500):
@@ -231,7 +231,7 @@ def test_triples_within_on_counts_alone_gives_the_least_full_count_per_mamba_cou
 
 
 def test_the_remainder_walk_stops_at_its_work_bound():
-    from service.recommend.partition import PartitionSearchTooLarge, triples_within
+    from mambasizer.service.recommend.partition import PartitionSearchTooLarge, triples_within
 
     costs = _random_costs(random.Random(9), 300)
     steps: list[int] = []

@@ -11,12 +11,12 @@ from typing import get_args
 
 import pytest
 
-from schemas.plan import PlanError
-from service.api import wire
-from service.planner import plan
-from service.recommend import recommend
-from service.recommend.partition import all_partitions
-from service.solver import PlanInputError
+from mambasizer.schemas.plan import PlanError
+from mambasizer.service.api import wire
+from mambasizer.service.planner import plan
+from mambasizer.service.recommend import recommend
+from mambasizer.service.recommend.partition import all_partitions
+from mambasizer.service.solver import PlanInputError
 
 KINDS = set(get_args(PlanError.model_fields["kind"].annotation))
 
@@ -254,7 +254,7 @@ def test_most_requests_equals_brute_force_over_partitions_and_every_cache_size()
 
 
 def test_a_large_search_stops_at_its_plan_bound_and_says_so(monkeypatch):
-    from service.recommend import search
+    from mambasizer.service.recommend import search
 
     monkeypatch.setattr(search, "MAX_PLANS", 40)
     got = recommend({"model": {"preset": "qwen3.5-27b"}, "gpu": "h200", "search": {"tp_size": [1, 2, 4, 8], "pp_size": [1, 2, 4]},

@@ -6,8 +6,8 @@ from __future__ import annotations
 import gc
 import tracemalloc
 
-from service.solver import stages
-from service.solver.launch import prefill_graph_size_count
+from mambasizer.service.solver import stages
+from mambasizer.service.solver.launch import prefill_graph_size_count
 
 
 def _worst_entry(seed: int) -> tuple:
@@ -66,9 +66,9 @@ def test_the_weights_cache_keeps_few_pasted_configs():
     the cache hold one config per request."""
     import json
 
-    from service.planner import plan
-    from service.presets import get_preset
-    from service.solver import gpu_budget
+    from mambasizer.service.planner import plan
+    from mambasizer.service.presets import get_preset
+    from mambasizer.service.solver import gpu_budget
 
     base = dict(get_preset("qwen3-next-80b-a3b-instruct").hf_config)
     gpu_budget._WEIGHTS_CACHE.clear()

@@ -10,11 +10,11 @@ import json
 
 import pytest
 
-from service.api.wire import prepare
-from service.cli import main
-from service.planner import plan
-from service.presets import PRESETS, get_preset
-from service.solver.errors import PlanInputError
+from mambasizer.service.api.wire import prepare
+from mambasizer.service.cli import main
+from mambasizer.service.planner import plan
+from mambasizer.service.presets import PRESETS, get_preset
+from mambasizer.service.solver.errors import PlanInputError
 
 GIB = 1 << 30
 H200 = {"gpu": "h200"}

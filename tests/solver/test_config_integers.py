@@ -13,11 +13,11 @@ import copy
 
 import pytest
 
-from schemas.request import MAX_DIM
-from service.planner import plan
-from service.presets import PRESETS
-from service.solver import PlanInputError
-from service.solver.families import (
+from mambasizer.schemas.request import MAX_DIM
+from mambasizer.service.planner import plan
+from mambasizer.service.presets import PRESETS
+from mambasizer.service.solver import PlanInputError
+from mambasizer.service.solver.families import (
     NONNEGATIVE_CONFIG_INTS,
     POSITIVE_CONFIG_INTS,
     layout_from_hf_config,

@@ -5,8 +5,8 @@ import math
 
 import pytest
 
-from service.planner import plan
-from service.solver import PlanInputError
+from mambasizer.service.planner import plan
+from mambasizer.service.solver import PlanInputError
 
 QWEN = {"preset": "qwen3-next-80b-a3b-instruct"}
 KIMI = {"preset": "kimi-linear-48b-a3b-instruct"}
@@ -187,8 +187,8 @@ def test_the_searches_feasibility_check_is_replans_verdict():
 
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "conformance"))
     import cases
-    from service.planner import model_layout, parse_request
-    from service.solver.plan import replan, sized, stage_split, starts
+    from mambasizer.service.planner import model_layout, parse_request
+    from mambasizer.service.solver.plan import replan, sized, stage_split, starts
 
     seen: dict = {True: 0, False: 0, "input error": 0}
     for case in cases.generate_cases(400, 11):

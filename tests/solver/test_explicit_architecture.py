@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import pytest
 
+from mambasizer.schemas.request import DEFAULT_LAYOUT_ARCHITECTURE, LAYOUT_ARCHITECTURES, Layout
+from mambasizer.service.presets import PRESETS
+from mambasizer.service.solver.errors import PlanInputError
+from mambasizer.service.solver.families import layout_from_explicit, layout_from_hf_config
+from mambasizer.service.solver.launch import mamba_chunk_size
 from samples import LAYOUT_8 as BASE
-from schemas.request import DEFAULT_LAYOUT_ARCHITECTURE, LAYOUT_ARCHITECTURES, Layout
-from service.presets import PRESETS
-from service.solver.errors import PlanInputError
-from service.solver.families import layout_from_explicit, layout_from_hf_config
-from service.solver.launch import mamba_chunk_size
 
 
 def _explicit(arch: str):

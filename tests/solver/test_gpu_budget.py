@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from schemas.plan import Plan
-from service.planner import plan
-from service.solver import PlanInputError, gpu_budget, gpus
+from mambasizer.schemas.plan import Plan
+from mambasizer.service.planner import plan
+from mambasizer.service.solver import PlanInputError, gpu_budget, gpus
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 GIB = 1 << 30
@@ -283,9 +283,9 @@ def test_qwen_mtp_draft_weights_are_held_under_speculative_decoding():
     """Qwen3.5 configs name their MTP layers `mtp_num_hidden_layers` (no
     num_nextn_predict_layers): under NEXTN the draft worker still builds them from the target
     checkpoint, so the GPU-only plan holds weights.py's MTP bytes on the last stage."""
-    from service.planner import model_layout, parse_request
-    from service.solver.stages import pp_stages
-    from service.solver.weights import stage_weight_bytes
+    from mambasizer.service.planner import model_layout, parse_request
+    from mambasizer.service.solver.stages import pp_stages
+    from mambasizer.service.solver.weights import stage_weight_bytes
 
     base = {"model": {"preset": "qwen3.5-397b-a17b"}, "budget": {"gpu": "h200"}}
     plain = plan({**base, "server_args": {"tp_size": 8}})

@@ -8,9 +8,9 @@ import os
 import random
 import sys
 
-from service.presets import PRESETS
-from service.solver import PlanInputError
-from service.solver.families import layout_from_hf_config
+from mambasizer.service.presets import PRESETS
+from mambasizer.service.solver import PlanInputError
+from mambasizer.service.solver.families import layout_from_hf_config
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "conformance"))
 import cases

@@ -7,10 +7,10 @@ test that keeps it honest: a missing field, an int where the schema says float (
 import os
 import sys
 
-from schemas import Plan
-from schemas.plan import PlanError, ResolvedArgs, Stage
-from service.planner import plan
-from service.solver import PlanInputError
+from mambasizer.schemas import Plan
+from mambasizer.schemas.plan import PlanError, ResolvedArgs, Stage
+from mambasizer.service.planner import plan
+from mambasizer.service.solver import PlanInputError
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "conformance"))
 import cases

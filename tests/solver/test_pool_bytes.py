@@ -6,9 +6,9 @@ both device kinds (the CPU worker's conv windows are laid out differently)."""
 import os
 import sys
 
-from service.planner import plan, stage_allocation_inputs
-from service.solver import PlanInputError
-from service.solver.allocation import pool_bytes, stage_pool_bytes, stage_tensors
+from mambasizer.service.planner import plan, stage_allocation_inputs
+from mambasizer.service.solver import PlanInputError
+from mambasizer.service.solver.allocation import pool_bytes, stage_pool_bytes, stage_tensors
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "conformance"))
 import cases

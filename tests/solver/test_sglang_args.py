@@ -19,11 +19,11 @@ import sys
 
 import pytest
 
-from schemas.request import Env, PlanRequest, ServerArgs
-from service import sglang_args as sa
-from service.planner import plan
-from service.sglang_args import parse_sglang_args, request_from_launch_args
-from service.solver.errors import PlanInputError
+from mambasizer.schemas.request import Env, PlanRequest, ServerArgs
+from mambasizer.service import sglang_args as sa
+from mambasizer.service.planner import plan
+from mambasizer.service.sglang_args import parse_sglang_args, request_from_launch_args
+from mambasizer.service.solver.errors import PlanInputError
 
 HAS_SGLANG = importlib.util.find_spec("sglang") is not None
 needs_sglang = pytest.mark.skipif(not HAS_SGLANG, reason="the sglang 0.5.23 wheel is not installed")

@@ -3,7 +3,7 @@
 
 import pytest
 
-from service.planner import plan
+from mambasizer.service.planner import plan
 
 F_PRE = 139.60
 

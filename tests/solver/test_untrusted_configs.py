@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from service.planner import plan
-from service.presets import PRESETS
-from service.solver import PlanInputError
+from mambasizer.service.planner import plan
+from mambasizer.service.presets import PRESETS
+from mambasizer.service.solver import PlanInputError
 
 NASTY = [1e9, 10**9, 10**30, -1, 0, float("inf"), float("nan"), "128", [4], {"a": 1}, None, True, 2.5, ""]
 BASES = ["qwen3-next-80b-a3b-instruct", "qwen3.5-35b-a3b", "kimi-linear-48b-a3b-instruct", "kimi-k3", "nemotron-h-8b-base-8k", "nvidia-nemotron-3-super-120b-a12b"]

@@ -10,12 +10,12 @@ import copy
 
 import pytest
 
-from schemas.request import Layout
-from service.presets import PRESETS
-from service.solver.errors import PlanInputError
-from service.solver.families import layout_from_explicit, layout_from_hf_config
-from service.solver.stages import pp_stages
-from service.solver.weights import pad_vocab, stage_weight_breakdown, stage_weight_bytes
+from mambasizer.schemas.request import Layout
+from mambasizer.service.presets import PRESETS
+from mambasizer.service.solver.errors import PlanInputError
+from mambasizer.service.solver.families import layout_from_explicit, layout_from_hf_config
+from mambasizer.service.solver.stages import pp_stages
+from mambasizer.service.solver.weights import pad_vocab, stage_weight_breakdown, stage_weight_bytes
 
 
 def _layout(name: str, **over):

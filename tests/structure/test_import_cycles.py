@@ -109,10 +109,10 @@ def _reaches(graph: dict[str, set[str]], start: str) -> set[str]:
 def test_the_graph_sees_deferred_and_package_imports():
     g = _graph()
     # deferred (inside a function): presets resolve their reason through the solver
-    assert "service.solver.families" in g["service.presets"]
-    # `from service.solver import gpus` is an edge to the module, not to the package
-    assert "service.solver.gpus" in g["service.solver.gpu_budget"]
-    assert {"service.solver.plan", "service.solver.solve"} <= g["service.solver"]
+    assert "mambasizer.service.solver.families" in g["mambasizer.service.presets"]
+    # `from mambasizer.service.solver import gpus` is an edge to the module, not to the package
+    assert "mambasizer.service.solver.gpus" in g["mambasizer.service.solver.gpu_budget"]
+    assert {"mambasizer.service.solver.plan", "mambasizer.service.solver.solve"} <= g["mambasizer.service.solver"]
     # a circle is found when there is one
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 

@@ -18,15 +18,15 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_torch_is_not_imported_by_the_solver_the_api_or_the_worker_modules():
     code = (
         "import sys, importlib\n"
-        "mods = ['schemas.trial', 'service.solver', 'service.solver.allocation', 'service.worker.client',\n"
-        "        'service.worker.trial', 'service.worker.runner', 'service.worker.app', 'service.cli.worker_cmd']\n"
-        "for extra in ('service.api.app', 'service.api.trial_seam'):\n"
+        "mods = ['mambasizer.schemas.trial', 'mambasizer.service.solver', 'mambasizer.service.solver.allocation', 'mambasizer.service.worker.client',\n"
+        "        'mambasizer.service.worker.trial', 'mambasizer.service.worker.runner', 'mambasizer.service.worker.app', 'mambasizer.service.cli.worker_cmd']\n"
+        "for extra in ('mambasizer.service.api.app', 'mambasizer.service.api.trial_seam'):\n"
         "    try:\n"
         "        importlib.import_module(extra)\n"
         "    except ModuleNotFoundError as e:\n"
-        "        if not (e.name or '').startswith('service.api'): raise\n"
+        "        if not (e.name or '').startswith('mambasizer.service.api'): raise\n"
         "for m in mods: importlib.import_module(m)\n"
-        "from service.planner import plan\n"
+        "from mambasizer.service.planner import plan\n"
         f"plan({TINY!r})\n"
         "print('torch' in sys.modules)\n"
     )
@@ -38,12 +38,12 @@ def test_torch_is_not_imported_by_the_solver_the_api_or_the_worker_modules():
 @pytest.fixture
 def api():
     pytest.importorskip("torch")
-    app_mod = pytest.importorskip("service.api.app")
+    app_mod = pytest.importorskip("mambasizer.service.api.app")
     from fastapi.testclient import TestClient
 
-    from service.api.trials import TrialSettings
-    from service.worker import client
-    from service.worker.runner import RunnerConfig, TrialRunner
+    from mambasizer.service.api.trials import TrialSettings
+    from mambasizer.service.worker import client
+    from mambasizer.service.worker.runner import RunnerConfig, TrialRunner
 
     client.set_embedded_runner(TrialRunner(RunnerConfig(device="cpu", cpu_margin_bytes=0)))
     try:

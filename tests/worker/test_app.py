@@ -8,10 +8,10 @@ pytest.importorskip("torch")
 
 from fastapi.testclient import TestClient
 
+from mambasizer.service.cli import build_parser
+from mambasizer.service.worker.app import create_app, read_token
+from mambasizer.service.worker.runner import RunnerConfig, TrialRunner
 from samples import TINY
-from service.cli import build_parser
-from service.worker.app import create_app, read_token
-from service.worker.runner import RunnerConfig, TrialRunner
 
 
 def client(token=None, **config) -> TestClient:

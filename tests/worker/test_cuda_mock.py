@@ -12,12 +12,12 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from mambasizer.schemas.trial import TrialOptions  # noqa: E402
+from mambasizer.service.planner import plan  # noqa: E402
+from mambasizer.service.solver.budget import rest_gib  # noqa: E402
+from mambasizer.service.worker.devices import CudaBackend  # noqa: E402
+from mambasizer.service.worker.trial import run_trial  # noqa: E402
 from samples import TINY  # noqa: E402
-from schemas.trial import TrialOptions  # noqa: E402
-from service.planner import plan  # noqa: E402
-from service.solver.budget import rest_gib  # noqa: E402
-from service.worker.devices import CudaBackend  # noqa: E402
-from service.worker.trial import run_trial  # noqa: E402
 from worker_helpers import req  # noqa: E402
 
 MIB = 1 << 20
@@ -138,7 +138,7 @@ def test_weights_larger_than_the_device_are_an_oom(fake_gpu):
 
 
 def test_gpu_check_script_logic_on_the_fake_device(fake_gpu, capsys):
-    from service.worker import gpu_check
+    from mambasizer.service.worker import gpu_check
 
     cases = [("tiny layout", {"model": TINY["model"], "server_args": {"mem_fraction_static": 0.85}}, [0], 0.25)]
     assert gpu_check.gpu(cases=cases, backend=CudaBackend(0, device="cpu")) == 0
@@ -149,7 +149,7 @@ def test_gpu_check_script_logic_on_the_fake_device(fake_gpu, capsys):
 
 
 def test_gpu_check_plan_only_runs_the_real_cases(capsys):
-    from service.worker import gpu_check
+    from mambasizer.service.worker import gpu_check
 
     assert gpu_check.main(["--plan-only"]) == 0
     out = capsys.readouterr().out

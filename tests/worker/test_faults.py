@@ -14,14 +14,14 @@ torch = pytest.importorskip("torch")
 
 import httpx  # noqa: E402
 
+from mambasizer.schemas.trial import TrialOptions  # noqa: E402
+from mambasizer.service.planner import plan, plan_stage_tensors  # noqa: E402
+from mambasizer.service.worker import client  # noqa: E402
+from mambasizer.service.worker.app import create_app  # noqa: E402
+from mambasizer.service.worker.devices import CpuBackend  # noqa: E402
+from mambasizer.service.worker.runner import QueueFull, RunnerConfig, TrialRunner  # noqa: E402
+from mambasizer.service.worker.trial import run_trial  # noqa: E402
 from samples import TINY  # noqa: E402
-from schemas.trial import TrialOptions  # noqa: E402
-from service.planner import plan, plan_stage_tensors  # noqa: E402
-from service.worker import client  # noqa: E402
-from service.worker.app import create_app  # noqa: E402
-from service.worker.devices import CpuBackend  # noqa: E402
-from service.worker.runner import QueueFull, RunnerConfig, TrialRunner  # noqa: E402
-from service.worker.trial import run_trial  # noqa: E402
 from serving import free_port  # noqa: E402
 from worker_helpers import QWEN_SMALL, GatedBackend, SingleBackendFactory, req, serve, wait_for  # noqa: E402
 

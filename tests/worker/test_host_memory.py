@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from service.worker import host_memory
+from mambasizer.service.worker import host_memory
 
 GIB, MIB = 1 << 30, 1 << 20
 ROOT = Path(__file__).resolve().parents[2]
@@ -88,11 +88,11 @@ _CHILD = r"""
 import json, resource, sys
 import torch  # before the limit: its own mappings are not the trial's
 import psutil
-from schemas import PlanRequest
-from schemas.trial import TrialOptions
-from service.worker import host_memory
-from service.worker import trial as trial_mod
-from service.worker.devices import CpuBackend
+from mambasizer.schemas import PlanRequest
+from mambasizer.schemas.trial import TrialOptions
+from mambasizer.service.worker import host_memory
+from mambasizer.service.worker import trial as trial_mod
+from mambasizer.service.worker.devices import CpuBackend
 
 body = json.loads(sys.argv[1])
 limit = psutil.Process().memory_info().vms + 512 * (1 << 20)

@@ -4,7 +4,7 @@ SGLang's real `HybridReqToTokenPool` (with its `MambaPool`) and its KV pools
 (`MHATokenToKVPool` through the hybrid wrapper's arguments, `MLATokenToKVPool`) are built
 on torch's `meta` device, where allocating costs nothing; every device allocation they
 make is recorded in order and compared, shape and dtype, with
-`service.solver.allocation.stage_tensors`. Skipped where the SGLang wheel is not installed.
+`mambasizer.service.solver.allocation.stage_tensors`. Skipped where the SGLang wheel is not installed.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ torch = pytest.importorskip("torch")
 if importlib.util.find_spec("sglang") is None:
     pytest.skip("the SGLang 0.5.23 wheel is not installed", allow_module_level=True)
 
-from service.solver.allocation import StageAllocationInputs, stage_tensors  # noqa: E402
-from service.solver.specs import KVSpec, StateSpec  # noqa: E402
-from service.worker.devices import TORCH_DTYPES  # noqa: E402
+from mambasizer.service.solver.allocation import StageAllocationInputs, stage_tensors  # noqa: E402
+from mambasizer.service.solver.specs import KVSpec, StateSpec  # noqa: E402
+from mambasizer.service.worker.devices import TORCH_DTYPES  # noqa: E402
 
 # The conformance oracle's import fakes (one copy for the whole test session).
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "conformance"))

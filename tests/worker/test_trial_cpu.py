@@ -8,11 +8,11 @@ import pytest
 
 pytest.importorskip("torch")
 
+from mambasizer.schemas.trial import TrialOptions, TrialResult
+from mambasizer.service.planner import plan, plan_stage_tensors
+from mambasizer.service.worker.devices import CpuBackend
+from mambasizer.service.worker.trial import run_trial
 from samples import TINY
-from schemas.trial import TrialOptions, TrialResult
-from service.planner import plan, plan_stage_tensors
-from service.worker.devices import CpuBackend
-from service.worker.trial import run_trial
 from worker_helpers import KIMI_PP2, KIMI_REPLAY, LAYOUT_FP8, QWEN_SMALL, QWEN_SPEC, req
 
 MIB = 1 << 20
@@ -175,7 +175,7 @@ def test_stages_out_of_range_are_rejected():
 
 
 def test_a_cpu_trial_larger_than_free_memory_is_refused(monkeypatch):
-    import service.worker.trial as trial_mod
+    import mambasizer.service.worker.trial as trial_mod
 
     monkeypatch.setattr(trial_mod, "host_available_bytes", lambda: 900 * MIB)
     backend = CpuBackend()
@@ -199,7 +199,7 @@ def test_device_budget_needs_cuda():
 
 
 def test_a_container_memory_limit_bounds_what_a_cpu_trial_may_take(tmp_path):
-    from service.worker.host_memory import cgroup_room_bytes
+    from mambasizer.service.worker.host_memory import cgroup_room_bytes
 
     (tmp_path / "memory.max").write_text("4294967296\n")
     (tmp_path / "memory.current").write_text("1073741824\n")

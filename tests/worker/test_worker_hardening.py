@@ -18,10 +18,10 @@ pytest.importorskip("torch")
 import httpx
 from fastapi.testclient import TestClient
 
+from mambasizer.service.cli.worker_cmd import is_loopback
+from mambasizer.service.worker.app import MAX_BODY_BYTES, create_app
+from mambasizer.service.worker.runner import RunnerConfig, TrialRunner
 from samples import TINY
-from service.cli.worker_cmd import is_loopback
-from service.worker.app import MAX_BODY_BYTES, create_app
-from service.worker.runner import RunnerConfig, TrialRunner
 from worker_helpers import GatedBackend, SingleBackendFactory, serve, wait_for
 
 
@@ -90,7 +90,7 @@ def test_two_authorization_headers_are_a_400():
 
 
 def test_a_cuda_worker_refuses_cpu_trials():
-    from service.worker.devices import CpuBackend
+    from mambasizer.service.worker.devices import CpuBackend
 
     gpu = SingleBackendFactory(CpuBackend(), has_cuda=True)  # a worker that sees a GPU
     for device in ("auto", "cuda"):
@@ -134,7 +134,7 @@ def test_a_caller_that_goes_away_cancels_its_trial():
 
 
 def test_worker_read_timeouts_parse():
-    from service.cli import build_parser
+    from mambasizer.service.cli import build_parser
 
     args = build_parser().parse_args(["worker", "--header-timeout", "3", "--body-timeout", "7.5"])
     assert (args.header_timeout, args.body_timeout) == (3.0, 7.5)
@@ -150,7 +150,7 @@ def test_loopback(host, loop):
 
 def test_the_worker_refuses_to_bind_beyond_loopback_without_a_token(monkeypatch):
     env = {k: v for k, v in __import__("os").environ.items() if k != "MAMBASIZER_WORKER_TOKEN"}
-    out = subprocess.run([sys.executable, "-m", "service.cli", "worker", "--host", "0.0.0.0", "--port", "1"],
+    out = subprocess.run([sys.executable, "-m", "mambasizer.service.cli", "worker", "--host", "0.0.0.0", "--port", "1"],
                          capture_output=True, text=True, timeout=60, env=env)
     assert out.returncode == 2
     lines = out.stderr.strip().splitlines()
@@ -161,8 +161,8 @@ def test_the_worker_refuses_to_bind_beyond_loopback_without_a_token(monkeypatch)
 def test_a_client_that_leaves_the_api_aborts_the_remote_trial(monkeypatch):
     """Client -> API -> worker, all over real sockets: the client goes away mid-trial, the
     API cancels its call to the worker, and the worker stops and frees the trial."""
-    from service.api.app import create_app as create_api
-    from service.api.trials import TrialSettings
+    from mambasizer.service.api.app import create_app as create_api
+    from mambasizer.service.api.trials import TrialSettings
 
     backend = GatedBackend(delay_s=1.0)  # 6 tensors: 6 s uncancelled
     runner = TrialRunner(RunnerConfig(queue_max=0), backend_factory=SingleBackendFactory(backend))

@@ -8,8 +8,8 @@ import threading
 import time
 from contextlib import contextmanager
 
-from schemas.request import PlanRequest
-from service.worker.devices import CpuBackend
+from mambasizer.schemas.request import PlanRequest
+from mambasizer.service.worker.devices import CpuBackend
 from serving import free_port
 
 GIB = 1 << 30

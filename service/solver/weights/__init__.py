@@ -52,13 +52,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from service.solver.errors import PlanInputError
-from service.solver.layout import ModelLayout
-from service.solver.stages import StageRange
-from service.solver.weights.common import DTYPE_BYTES, StageWeights, pad_vocab
-from service.solver.weights.families import WALKERS
-from service.solver.weights.quant import quant_scheme
-from service.solver.weights.rank import Rank
+from mambasizer.service.solver.errors import PlanInputError
+from mambasizer.service.solver.layout import ModelLayout
+from mambasizer.service.solver.stages import StageRange
+from mambasizer.service.solver.weights.common import DTYPE_BYTES, StageWeights, pad_vocab
+from mambasizer.service.solver.weights.families import WALKERS
+from mambasizer.service.solver.weights.quant import quant_scheme
+from mambasizer.service.solver.weights.rank import Rank
 
 __all__ = ['DTYPE_BYTES', 'StageWeights', 'pad_vocab', 'stage_weight_breakdown', 'stage_weight_bytes']
 

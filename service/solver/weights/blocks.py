@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from service.solver.errors import PlanInputError
-from service.solver.weights.common import (
+from mambasizer.service.solver.errors import PlanInputError
+from mambasizer.service.solver.weights.common import (
     get_or,
 )
-from service.solver.weights.rank import Rank
+from mambasizer.service.solver.weights.rank import Rank
 
 
 def gated_mlp(r: Rank, h: int, inter: int, prefix: str, group: str = "mlp", bias=False):

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from service.solver.config_aliases import as_config_class_sees
-from service.solver.layout import ModelLayout
-from service.solver.stages import StageRange
+from mambasizer.service.solver.config_aliases import as_config_class_sees
+from mambasizer.service.solver.layout import ModelLayout
+from mambasizer.service.solver.stages import StageRange
 
 # Lfm2Config), for configs that leave a key out. Qwen3.5's text configs inherit Qwen3-Next's.
 _QWEN_DEFAULTS = {"hidden_size": 2048, "intermediate_size": 5632, "num_attention_heads": 16, "num_key_value_heads": 2,

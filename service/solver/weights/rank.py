@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from service.solver.errors import PlanInputError
-from service.solver.weights.common import (
+from mambasizer.service.solver.errors import PlanInputError
+from mambasizer.service.solver.weights.common import (
     pad_vocab,
 )
-from service.solver.weights.quant.base import Quant
+from mambasizer.service.solver.weights.quant.base import Quant
 
 
 class Rank:

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from service.solver.weights.families.falcon import walk_falcon
-from service.solver.weights.families.granite import walk_granite
-from service.solver.weights.families.kimi import walk_kimi
-from service.solver.weights.families.lfm2 import walk_lfm2
-from service.solver.weights.families.nemotron import walk_nemotron
-from service.solver.weights.families.qwen import walk_qwen
+from mambasizer.service.solver.weights.families.falcon import walk_falcon
+from mambasizer.service.solver.weights.families.granite import walk_granite
+from mambasizer.service.solver.weights.families.kimi import walk_kimi
+from mambasizer.service.solver.weights.families.lfm2 import walk_lfm2
+from mambasizer.service.solver.weights.families.nemotron import walk_nemotron
+from mambasizer.service.solver.weights.families.qwen import walk_qwen
 
 WALKERS = {
     "qwen3_next": walk_qwen,

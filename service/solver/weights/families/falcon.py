@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from service.solver.layout import ModelLayout
-from service.solver.stages import StageRange
-from service.solver.weights.blocks import gated_mlp, mamba2_mixer, rope_cache
-from service.solver.weights.common import (
+from mambasizer.service.solver.layout import ModelLayout
+from mambasizer.service.solver.stages import StageRange
+from mambasizer.service.solver.weights.blocks import gated_mlp, mamba2_mixer, rope_cache
+from mambasizer.service.solver.weights.common import (
     class_config,
     get_or,
     stage_layers,
     vocab_size,
 )
-from service.solver.weights.rank import Rank
+from mambasizer.service.solver.weights.rank import Rank
 
 
 def walk_falcon(r: Rank, lay: ModelLayout, stage: StageRange, first: bool, last: bool, pp: int, nextn: int):

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from service.solver.errors import PlanInputError
-from service.solver.layout import ModelLayout
-from service.solver.stages import StageRange
-from service.solver.weights.blocks import rope_cache
-from service.solver.weights.common import (
+from mambasizer.service.solver.errors import PlanInputError
+from mambasizer.service.solver.layout import ModelLayout
+from mambasizer.service.solver.stages import StageRange
+from mambasizer.service.solver.weights.blocks import rope_cache
+from mambasizer.service.solver.weights.common import (
     class_config,
     get_or,
     stage_layers,
     vocab_size,
 )
-from service.solver.weights.rank import Rank
+from mambasizer.service.solver.weights.rank import Rank
 
 
 def walk_lfm2(r: Rank, lay: ModelLayout, stage: StageRange, first: bool, last: bool, pp: int, nextn: int):

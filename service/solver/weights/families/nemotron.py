@@ -6,17 +6,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from service.solver.errors import PlanInputError
-from service.solver.layout import ModelLayout
-from service.solver.stages import StageRange
-from service.solver.weights.blocks import mamba2_mixer
-from service.solver.weights.common import (
+from mambasizer.service.solver.errors import PlanInputError
+from mambasizer.service.solver.layout import ModelLayout
+from mambasizer.service.solver.stages import StageRange
+from mambasizer.service.solver.weights.blocks import mamba2_mixer
+from mambasizer.service.solver.weights.common import (
     class_config,
     get_or,
     stage_layers,
     vocab_size,
 )
-from service.solver.weights.rank import Rank
+from mambasizer.service.solver.weights.rank import Rank
 
 _NEMOTRON_CHARS = {"mamba": "M", "attention": "*", "mlp": "-", "moe": "E"}
 

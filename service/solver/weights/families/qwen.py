@@ -6,17 +6,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from service.solver.layout import ModelLayout
-from service.solver.stages import StageRange
-from service.solver.weights.blocks import gated_mlp, rope_cache
-from service.solver.weights.common import (
+from mambasizer.service.solver.layout import ModelLayout
+from mambasizer.service.solver.stages import StageRange
+from mambasizer.service.solver.weights.blocks import gated_mlp, rope_cache
+from mambasizer.service.solver.weights.common import (
     class_config,
     get_or,
     stage_layers,
     vocab_size,
 )
-from service.solver.weights.quant import Nvfp4, Quant
-from service.solver.weights.rank import Rank
+from mambasizer.service.solver.weights.quant import Nvfp4, Quant
+from mambasizer.service.solver.weights.rank import Rank
 
 
 def _qwen_moe(r: Rank, c: Mapping[str, Any], h: int, prefix: str, fusion: bool):

@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from service.solver.checkpoint_quant import declared_kv_algo, quant_config_of
-from service.solver.errors import PlanInputError
-from service.solver.weights.quant.base import Quant
-from service.solver.weights.quant.fp8 import Fp8
-from service.solver.weights.quant.modelopt import ModelOptFp8, ModelOptMixed, Nvfp4
-from service.solver.weights.quant.mxfp4 import Mxfp4
-from service.solver.weights.quant.wna16 import WNA16
+from mambasizer.service.solver.checkpoint_quant import declared_kv_algo, quant_config_of
+from mambasizer.service.solver.errors import PlanInputError
+from mambasizer.service.solver.weights.quant.base import Quant
+from mambasizer.service.solver.weights.quant.fp8 import Fp8
+from mambasizer.service.solver.weights.quant.modelopt import ModelOptFp8, ModelOptMixed, Nvfp4
+from mambasizer.service.solver.weights.quant.mxfp4 import Mxfp4
+from mambasizer.service.solver.weights.quant.wna16 import WNA16
 
 __all__ = ['WNA16', 'Fp8', 'ModelOptFp8', 'ModelOptMixed', 'Mxfp4', 'Nvfp4', 'Quant', 'quant_scheme']
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from service.solver.errors import PlanInputError
+from mambasizer.service.solver.errors import PlanInputError
 
 
 class Quant:

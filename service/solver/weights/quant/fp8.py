@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from service.solver.errors import PlanInputError
-from service.solver.weights.common import (
+from mambasizer.service.solver.errors import PlanInputError
+from mambasizer.service.solver.weights.common import (
     cdiv,
 )
-from service.solver.weights.quant.base import Quant
+from mambasizer.service.solver.weights.quant.base import Quant
 
 
 class Fp8(Quant):

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from service.solver.errors import PlanInputError
-from service.solver.weights.common import (
+from mambasizer.service.solver.errors import PlanInputError
+from mambasizer.service.solver.weights.common import (
     cdiv,
     round_up,
 )
-from service.solver.weights.quant.base import Quant
+from mambasizer.service.solver.weights.quant.base import Quant
 
 
 class ModelOptFp8(Quant):

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from service.solver.weights.common import (
+from mambasizer.service.solver.weights.common import (
     cdiv,
 )
-from service.solver.weights.quant.base import Quant
+from mambasizer.service.solver.weights.quant.base import Quant
 
 
 class Mxfp4(Quant):
