@@ -32,15 +32,8 @@ if str(REPO) not in sys.path:
 
 WORKERS, QUEUE, DEADLINE_S = 2, 8, 10.0
 PLAN_BODY = {"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "server_args": {"tp_size": 4}, "budget": {"gpu": "h200"}}
-HEAVY_RECOMMEND = {
-    "model": {"preset": "kimi-k3"}, "gpu": "h200",
-    "target": {"running_requests": 512, "context_length": 131072},
-    "search": {
-        "tp_size": [8], "pp_size": list(range(78, 94)), "ep_size": [1, 2, 4, 8],
-        "kv_cache_dtype": ["auto", "fp8_e4m3", "bfloat16", "fp8_e5m2"], "mamba_ssm_dtype": ["float32", "bfloat16"],
-        "pp_partition": True, "mamba_cache": True,
-    },
-}
+# The reliability review's body, one file for this benchmark and tests/api/test_api_heavy_live.py.
+HEAVY_RECOMMEND = json.loads((REPO / "bench" / "requests" / "recommend-heavy-kimi-k3.json").read_text())
 
 
 def _stats(lat: list[float]) -> dict:

@@ -26,13 +26,7 @@ from mambasizer.service.api import trial_seam, trials, wire
 from mambasizer.service.api.examples import PLAN_EXAMPLES, request_body
 from mambasizer.service.api.jobs import Answer
 from mambasizer.service.api.problems import heavy_docs, problem_doc
-from mambasizer.service.api.workpool import (
-    CLIENT_CLOSED,
-    ClientGone,
-    Rejected,
-    pool_of,
-    rejection_response,
-)
+from mambasizer.service.api.workpool import answer_of
 from mambasizer.service.client_watch import run_watched
 from mambasizer.service.planner import model_layout, plan
 from mambasizer.service.solver import gpu_budget
@@ -105,8 +99,8 @@ def _weights_key(req: PlanRequest) -> tuple | None:
     return (req.model.preset, a.tp_size, a.pp_size, a.ep_size, a.speculative_algorithm, draft, req.env.SGLANG_PP_LAYER_PARTITION)
 
 
-def _where(raw: bytes, prepared: wire.Prepared | None) -> str:
-    """"pool", "thread" or "loop": where this plan runs (see HEAVY_* and COLD_THREADS)."""
+def _where(prepared: wire.Prepared | None) -> str:
+    """"pool" or "loop": where this plan runs (see HEAVY_* and the weights note above)."""
     if prepared is None or prepared.request.server_args.pp_size > HEAVY_STAGES:
         return "pool"
     req = prepared.request
@@ -121,7 +115,7 @@ def _where(raw: bytes, prepared: wire.Prepared | None) -> str:
 async def post_plan(request: Request) -> Response:
     raw = await read_body(request)
     prepared = None if len(raw) > HEAVY_BODY_BYTES else wire.prepare(wire.decode_json(raw))
-    if _where(raw, prepared) == "pool":
+    if _where(prepared) == "pool":
         return await _plan_in_pool(request, raw, prepared)
     assert prepared is not None
     result = plan(prepared.request)
@@ -142,12 +136,9 @@ def _adopt_weights(prepared: wire.Prepared | None, answer: Answer) -> None:
 
 
 async def _plan_in_pool(request: Request, raw: bytes, prepared: wire.Prepared | None) -> Response:
-    try:
-        answer = await pool_of(request).run(request, "plan", raw)
-    except Rejected as exc:
-        return rejection_response(exc)
-    except ClientGone:
-        return Response(b"", status_code=CLIENT_CLOSED)
+    answer = await answer_of(request, "plan", raw)
+    if isinstance(answer, Response):
+        return answer
     _adopt_weights(prepared, answer)
     if answer.plan is None or answer.prepared is None:  # no trial asked, or a problem
         return Response(answer.body, status_code=answer.status, media_type=answer.media_type)

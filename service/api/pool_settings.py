@@ -49,9 +49,7 @@ def parse_deadline(text: str, name: str) -> float:
     return positive_number(text, name, unit="seconds", maximum=MAX_DEADLINE_S, error=PoolSettingError)
 
 
-def parse_memory_mib(text: str, name: str) -> int:
-    value = _count(MAX_MEMORY_MIB, minimum=MIN_MEMORY_MIB)(text, name)
-    return value
+parse_memory_mib = _count(MAX_MEMORY_MIB, minimum=MIN_MEMORY_MIB)
 
 
 @dataclass(frozen=True)

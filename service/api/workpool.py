@@ -234,14 +234,22 @@ def pool_of(request: Request) -> HeavyPool:
     return request.app.state.heavy
 
 
-async def run_heavy(request: Request, kind: str, body: bytes, options: dict | None = None) -> Response:
-    """The route's whole answer, computed in the app's pool."""
+async def answer_of(request: Request, kind: str, body: bytes, options: dict | None = None) -> jobs.Answer | Response:
+    """The job's Answer from the app's pool, or the Response that says why there is none
+    (429 / 503 problem+json, or the 499 nobody reads when the client left)."""
     try:
-        answer = await pool_of(request).run(request, kind, body, options)
+        return await pool_of(request).run(request, kind, body, options)
     except Rejected as exc:
         return rejection_response(exc)
     except ClientGone:
         return Response(b"", status_code=CLIENT_CLOSED)
+
+
+async def run_heavy(request: Request, kind: str, body: bytes, options: dict | None = None) -> Response:
+    """The route's whole answer, computed in the app's pool."""
+    answer = await answer_of(request, kind, body, options)
+    if isinstance(answer, Response):
+        return answer
     return Response(answer.body, status_code=answer.status, media_type=answer.media_type)
 
 
@@ -250,6 +258,14 @@ def rejection_response(exc: Rejected) -> Response:
 
 
 __all__ = [
-    "CLIENT_CLOSED", "ClientGone", "HeavyPool", "PoolSettingError", "PoolSettings", "Rejected",
-    "pool_of", "rejection_response", "run_heavy",
+    "CLIENT_CLOSED",
+    "ClientGone",
+    "HeavyPool",
+    "PoolSettingError",
+    "PoolSettings",
+    "Rejected",
+    "answer_of",
+    "pool_of",
+    "rejection_response",
+    "run_heavy",
 ]

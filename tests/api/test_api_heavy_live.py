@@ -34,15 +34,8 @@ LIVEZ_P99_S = 0.25
 
 # Kimi-K3, pp_size 78-93, every EP / KV / SSM dtype, partitions and the mamba cache searched:
 # 512 settings, 3,624 feasible plans (~13 s of CPU each).
-HEAVY_RECOMMEND = {
-    "model": {"preset": "kimi-k3"}, "gpu": "h200",
-    "target": {"running_requests": 512, "context_length": 131072},
-    "search": {
-        "tp_size": [8], "pp_size": list(range(78, 94)), "ep_size": [1, 2, 4, 8],
-        "kv_cache_dtype": ["auto", "fp8_e4m3", "bfloat16", "fp8_e5m2"], "mamba_ssm_dtype": ["float32", "bfloat16"],
-        "pp_partition": True, "mamba_cache": True,
-    },
-}
+# The reliability review's body, one file for this test and bench/heavy_bench.py.
+HEAVY_RECOMMEND = json.loads((Path(__file__).resolve().parents[2] / "bench" / "requests" / "recommend-heavy-kimi-k3.json").read_text())
 TINY_RECOMMEND = {"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "gpu": "h200", "gpus": [1048576],
                   "target": {"running_requests": 1}, "search": {"speculative": ["NGRAM"]}}
 NGRAM_SWEEP = {
