@@ -190,9 +190,10 @@ class HeavyPool:
                                {"Retry-After": "1"}, reason="pool_broken") from None
             except CancelledError:  # pragma: no cover - cancelled by stop() at shutdown
                 raise Rejected(503, problem_bytes(503, "the server is shutting down", instance=request.url.path)) from None
-            self._count("completed", kind, "ok" if answer.status == 200 else str(answer.status))
-            if answer.status == 503:
+            if answer.status == 503:  # the job's own MemoryError at the ceiling (jobs.run)
                 self._count("rejected", kind, "memory_limit")
+            else:  # counted once: the shed alert divides by the sum over outcomes
+                self._count("completed", kind, "ok" if answer.status == 200 else str(answer.status))
             return answer
         waiter.cancel()
         if gone in done:
