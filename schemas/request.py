@@ -27,6 +27,8 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from mambasizer.schemas.releases import DEFAULT_RELEASE, SUPPORTED_RELEASES
+
 # Bounds: generous for any real deployment, small enough that nothing explodes.
 MAX_LAYERS = 4096
 MAX_PARALLEL = 1024
@@ -432,6 +434,8 @@ class Budget(Strict):
 
 
 Accounting = Literal["sglang-0.5.23", "whole-model"]
+# The SGLang releases sized (service/solver/releases/registry.py); an enum so the OpenAPI lists them.
+SglangVersion = Literal[SUPPORTED_RELEASES]  # type: ignore[valid-type]
 
 
 class PlanRequest(Strict):
@@ -441,3 +445,8 @@ class PlanRequest(Strict):
     budget: Budget
     draft_model: DraftModel | None = None
     accounting: Accounting = "sglang-0.5.23"
+    sglang_version: SglangVersion = Field(
+        default=DEFAULT_RELEASE,
+        description="The SGLang release whose start-up rules are applied (one release or post-release "
+        "from 0.5.8 on; post-releases size as their base). Default 0.5.23.",
+    )
