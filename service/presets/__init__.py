@@ -10,6 +10,7 @@ reason. Loaded once at import: the request path does no file reads.
 
 from __future__ import annotations
 
+import gzip
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -72,6 +73,10 @@ def _load() -> Mapping[str, Preset]:
         supported = support.startswith("supported") or support == "yes"
         verified = raw.get("_verified") is True
         config = {k: v for k, v in raw.items() if not k.startswith("_")}
+        if isinstance(raw.get("_hf_quant_config_file"), str):
+            # A sibling hf_quant_config.json too large to inline (Nemotron-3.5-Lightning's
+            # 5,981 per-module entries), shipped verbatim and gzipped beside the preset.
+            raw["_hf_quant_config"] = json.loads(gzip.decompress((folder / raw["_hf_quant_config_file"]).read_bytes()))
         if isinstance(raw.get("_hf_quant_config"), dict):
             # The checkpoint's sibling hf_quant_config.json, verbatim: SGLang reads it when
             # config.json has no quantization_config (service/solver/checkpoint_quant.py).

@@ -46,6 +46,16 @@ def quant_config_of(hf: Mapping[str, Any], text: Mapping[str, Any] | None = None
     return sibling if hfq else CheckpointQuant(None, path, "")
 
 
+def quant_method_of(qc: Mapping[str, Any]) -> str:
+    """The quant method SGLang builds for this quant config: `quant_method`, or, when it is
+    absent, ModelOpt's whenever a quant_algo is declared (`ModelConfig._parse_quant_hf_config`
+    parses such a config as ModelOpt's)."""
+    method = qc.get("quant_method")
+    if method:
+        return str(method).lower()
+    return "modelopt" if _modelopt_section(qc).get("quant_algo") else ""
+
+
 def _mixed_incomplete(qc: Mapping[str, Any]) -> bool:
     """get_quant_config's `modelopt_mixed_config_incomplete`: a MIXED_PRECISION
     quantization_config without its per-layer map or KV metadata."""
@@ -64,7 +74,7 @@ def declared_kv_algo(qc: Any) -> tuple[str | None, str]:
     None: the class has no KV-cache quantization."""
     if not isinstance(qc, dict):
         return None, ""
-    method = str(qc.get("quant_method", "")).lower()
+    method = quant_method_of(qc)
     if method in ("modelopt", "modelopt_fp8", "modelopt_fp4", "modelopt_mixed"):
         if qc.get("quant_algo") is None:  # nested (hf_quant_config.json) form
             sec = _modelopt_section(qc)
@@ -111,3 +121,33 @@ def resolve_kv_auto(hf: Mapping[str, Any], text: Mapping[str, Any] | None, model
     if algo:
         return model_dtype, f"auto: the checkpoint's {cq.source} declares KV algorithm {algo!r}, which auto does not take; the model dtype ({model_dtype})"
     return model_dtype, f"auto: the model dtype ({model_dtype}); the checkpoint declares no KV-cache quantization"
+
+
+# The model-override providers that read `hf_config.quantization_config` as an attribute
+# (`arg_groups/model_overrides/nemotron_h.py`): registered for these architectures.
+_NEMOTRON_H_OVERRIDE_ARCHS = frozenset({"NemotronHForCausalLM", "NemotronHPuzzleForCausalLM", "NemotronH_Omni_Reasoning_V3"})
+
+
+def launch_quant_failure(architecture: str, hf: Mapping[str, Any], text: Mapping[str, Any] | None) -> str | None:
+    """Why SGLang 0.5.23 fails while resolving its server arguments for this checkpoint's
+    quantization, or None. The NemotronH override scans `hf_config.quantization_config`'s
+    `quantized_layers` for W4A16 experts whenever the quantization resolved to
+    modelopt_mixed; a checkpoint whose MIXED_PRECISION recipe is only in its
+    hf_quant_config.json (config.json has no quantization_config) has no such attribute, so
+    the launch stops with an AttributeError (Nemotron-3.5-Lightning's NVFP4 release)."""
+    if architecture not in _NEMOTRON_H_OVERRIDE_ARCHS:
+        return None
+    found = quant_config_of(hf, text)
+    if found.source != "hf_quant_config.json" or not isinstance(found.config, dict):
+        return None
+    section = _modelopt_section(found.config)
+    layers = section.get("quantized_layers")
+    if str(section.get("quant_algo", "")).upper() != "MIXED_PRECISION" or not isinstance(layers, dict):
+        return None
+    if not any(isinstance(v, dict) and str(v.get("quant_algo", "")).upper() in ("NVFP4", "W4A16_NVFP4") for v in layers.values()):
+        return None  # parsed as w4afp8, not modelopt_mixed: the override does not look
+    cls = {"NemotronHForCausalLM": "NemotronHConfig", "NemotronHPuzzleForCausalLM": "NemotronHPuzzleConfig"}.get(architecture, architecture + " config")
+    return (f"'{cls}' object has no attribute 'quantization_config' (SGLang 0.5.23's NemotronH model override reads config.json's "
+            "quantization_config, but this checkpoint keeps its MIXED_PRECISION recipe only in hf_quant_config.json). "
+            "Fix: copy hf_quant_config.json's \"quantization\" object into config.json as \"quantization_config\" "
+            "(SGLang then loads it as modelopt_mixed with the marlin MoE runner)")

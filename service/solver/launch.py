@@ -40,7 +40,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from mambasizer.schemas.request import Env, ServerArgs
-from mambasizer.service.solver.checkpoint_quant import resolve_kv_auto
+from mambasizer.service.solver.checkpoint_quant import launch_quant_failure, resolve_kv_auto
 from mambasizer.service.solver.errors import PlanInputError
 from mambasizer.service.solver.layout import ModelLayout
 
@@ -394,6 +394,9 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int
 
     # 4. Model-specific adjustments: the LFM2 attention check, then the mamba radix
     #    strategy, with the page size as the user gave it (None: unset).
+    quant_failure = launch_quant_failure(layout.architecture, layout.hf_config, layout.hf_text_config)
+    if quant_failure:
+        reject("AttributeError", quant_failure)
     if layout.family == "lfm2" and args.attention_backend == "triton":
         reject("AssertionError", f"{layout.architecture} does not support triton attention backend, as the first layer might not be an attention layer")
     raw_page = args.page_size

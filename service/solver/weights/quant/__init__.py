@@ -6,7 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from mambasizer.service.solver.checkpoint_quant import declared_kv_algo, quant_config_of
+from mambasizer.service.solver.checkpoint_quant import (
+    declared_kv_algo,
+    quant_config_of,
+    quant_method_of,
+)
 from mambasizer.service.solver.errors import PlanInputError
 from mambasizer.service.solver.weights.quant.base import Quant
 from mambasizer.service.solver.weights.quant.fp8 import Fp8
@@ -27,7 +31,9 @@ def quant_scheme(hf: Mapping[str, Any], text: Mapping[str, Any], act_bytes: int,
     # The KV-cache method (k_scale / v_scale on every RadixAttention) comes with a declared
     # KV algorithm (ModelOptQuantConfig: any truthy kv_cache_quant_algo).
     kv_declared = bool(declared_kv_algo(qc)[0])
-    method = str(qc.get("quant_method", "")).lower()
+    # ModelConfig._parse_quant_hf_config: a quantization_config without quant_method is
+    # parsed as ModelOpt's (its quant_algo picks modelopt_fp8 / _fp4 / _mixed).
+    method = quant_method_of(qc)
     field = f"{qpath}.quant_method"
     skip = list(qc.get("ignored_layers") or []) + list(qc.get("modules_to_not_convert") or []) + list(qc.get("ignore") or [])
     if method == "fp8":
@@ -35,7 +41,7 @@ def quant_scheme(hf: Mapping[str, Any], text: Mapping[str, Any], act_bytes: int,
         if block is not None and (not isinstance(block, list) or len(block) != 2 or not all(isinstance(b, int) and b > 0 for b in block)):
             raise PlanInputError(f"{qpath}.weight_block_size", "must be two positive integers [block_n, block_k]")
         return Fp8(act_bytes, skip, block, qc.get("activation_scheme", "dynamic") == "static")
-    if method in ("modelopt", "modelopt_fp8", "modelopt_fp4"):
+    if method in ("modelopt", "modelopt_fp8", "modelopt_fp4", "modelopt_mixed"):
         raw_nested = qc.get("quantization")
         nested: Mapping[str, Any] = raw_nested if isinstance(raw_nested, dict) else {}
         algo = str(qc.get("quant_algo") or nested.get("quant_algo") or "").upper()
@@ -83,5 +89,6 @@ def quant_scheme(hf: Mapping[str, Any], text: Mapping[str, Any], act_bytes: int,
             return Fp8(act_bytes, skip, block if w.get("strategy") == "block" else None, not (g.get("input_activations") or {}).get("dynamic", True))
         raise PlanInputError(field, f"compressed-tensors format {fmt or w!r} is not modelled (int4 pack-quantized, fp8 and mxfp4 are)"[:300])
     raise PlanInputError(field, f"quant_method {method!r} is not modelled (fp8, modelopt FP8/NVFP4, awq, gptq, compressed-tensors are); give a budget with measured memory instead")
+
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import cached_property
 from typing import Any
 
 from mambasizer.service.solver.errors import PlanInputError
@@ -96,7 +97,27 @@ class ModelOptMixed(Quant):
             info = self.layers.get(cand)
             if isinstance(info, dict):
                 return str(info.get("quant_algo", "")).upper()
+        # `_resolve_quant_algo`'s last resort: the first listed module under this prefix
+        # (a FusedMoE `...experts` takes its experts' algorithm).
+        for cand in cands:
+            algo = self._under.get(cand)
+            if algo is not None:
+                return algo
         return None
+
+    @cached_property
+    def _under(self) -> dict[str, str]:
+        """Each dotted prefix of a listed module -> the algorithm of the first module listed
+        under it (dict order, as SGLang scans), built once instead of a scan per module."""
+        out: dict[str, str] = {}
+        for key, info in self.layers.items():
+            if not isinstance(info, dict) or not isinstance(key, str):
+                continue
+            algo = str(info.get("quant_algo", "")).upper()
+            parts = key.split(".")
+            for i in range(1, len(parts)):
+                out.setdefault(".".join(parts[:i]), algo)
+        return out
 
     def _method(self, parts: Sequence[str]) -> Quant | None:
         algos = {a for p in parts if (a := self._algo_of(p)) is not None}
