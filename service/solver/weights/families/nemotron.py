@@ -57,10 +57,13 @@ def _nemotron_mtp(r: Rank, c: Mapping[str, Any], h: int, vocab: int, nextn: int)
     TP-sharded), enorm / hnorm / final_layernorm and the `mtp_hybrid_override_pattern` layers."""
     pattern = str(get_or(c, "mtp_hybrid_override_pattern", "*E"))
     r.vocab("mtp", vocab, h, "mtp.embed_tokens")
-    r.vocab("mtp", vocab, h, "mtp.lm_head")
+    # The draft's lm_head and eh_proj take the checkpoint's quant method like any linear
+    # layer (ModelOpt FP8 on Nemotron-3 Super / Ultra FP8: fp8 weights with scales); names
+    # are the draft model's own module prefixes, which exclude lists are matched against.
+    r.vocab("mtp", vocab, h, "lm_head", quant=True)
     save = r.groups.copy()
     for k in range(nextn):
-        r.column("mtp", 2 * h, [h], f"mtp.layers.{k}.eh_proj", quant=False)
+        r.column("mtp", 2 * h, [h], f"model.layers.{k}.eh_proj")
         r.params("mtp", 3 * h)
         for j, b in enumerate(pattern):
             _nemotron_block(r, c, h, b, f"mtp.layers.{k}.{j}.mixer")

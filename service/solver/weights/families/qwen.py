@@ -15,7 +15,7 @@ from mambasizer.service.solver.weights.common import (
     stage_layers,
     vocab_size,
 )
-from mambasizer.service.solver.weights.quant import Nvfp4, Quant
+from mambasizer.service.solver.weights.quant import ModelOptMixed, Nvfp4, Quant
 from mambasizer.service.solver.weights.rank import Rank
 
 
@@ -110,6 +110,25 @@ def _qwen_mtp(r: Rank, lay: ModelLayout, c: Mapping[str, Any], h: int, vocab: in
     per MTP layer the replicated fc (2h -> h), two pre-fc Gemma norms and one full-attention
     decoder layer, and a final Gemma norm. Its rotary cache is the target's (`get_rope` caches
     per process)."""
+    target_q = r.q
+    if _mtp_unquantized(target_q):
+        r.q = Quant(r.act)
+    try:
+        _qwen_mtp_modules(r, lay, c, h, vocab, is_moe, nextn)
+    finally:
+        r.q = target_q
+
+
+def _mtp_unquantized(q: Quant) -> bool:
+    """qwen3_5_mtp's `_mtp_quant_config`: serialized ModelOpt NVFP4 checkpoints keep their MTP
+    in BF16, and MIXED_PRECISION ones do unless `quantized_layers` lists an `mtp.` module;
+    the draft is then built without a quant config (no scales, no KV-cache method)."""
+    if isinstance(q, ModelOptMixed):
+        return not any(isinstance(k, str) and k.startswith("mtp.") for k in q.layers)
+    return isinstance(q, Nvfp4)
+
+
+def _qwen_mtp_modules(r: Rank, lay: ModelLayout, c: Mapping[str, Any], h: int, vocab: int, is_moe: bool, nextn: int):
     r.vocab("mtp", vocab, h, "mtp.embed_tokens")
     r.vocab("mtp", vocab, h, "mtp.lm_head")
     for k in range(nextn):
