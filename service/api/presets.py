@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 
 from mambasizer.service.api.problems import problem_doc, problem_response
 from mambasizer.service.planner import plan
-from mambasizer.service.presets import PRESETS
+from mambasizer.service.presets import PRESETS, preset_name
 from mambasizer.service.solver import PlanInputError
 
 
@@ -96,22 +96,22 @@ async def list_presets() -> Response:
 
 
 @router.get(
-    "/v1/presets/{name}",
+    "/v1/presets/{name:path}",
     operation_id="get_preset",
     summary="One preset: its config, its source and a ready-to-post request",
     response_model=PresetDetail,
-    responses={404: problem_doc("No preset of that name; `allowed` lists the names.")},
+    responses={404: problem_doc("No preset of that name or checkpoint id; `allowed` lists the names.")},
     # The name is read from the path as is (any string is a valid question; unknown ones
     # are a 404), so it is declared here rather than validated by FastAPI.
     openapi_extra={
         "parameters": [
-            {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}, "description": "A preset name from GET /v1/presets.", "example": "qwen3-next-80b-a3b-instruct"}
+            {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}, "description": "A preset name or its checkpoint's HF repo id (`model_id`, any case, e.g. nvidia/Qwen3.6-27B-NVFP4), from GET /v1/presets.", "example": "qwen3-next-80b-a3b-instruct"}
         ]
     },
 )
 async def get_preset(request: Request) -> Response:
     name = request.path_params["name"]
-    body = DETAIL_BODIES.get(name)
+    body = DETAIL_BODIES.get(name) or DETAIL_BODIES.get(preset_name(name) or "")
     if body is None:
         return problem_response(404, f"unknown preset {name[:128]!r}", instance=request.url.path, field="name", allowed=NAMES)
     return Response(body, media_type="application/json")

@@ -117,13 +117,18 @@ def _closest(name: str) -> list[str]:
     return [lowered[k] for k in difflib.get_close_matches(name.lower(), list(lowered), n=5, cutoff=0.5)]
 
 
+def preset_name(key: str) -> str | None:
+    """The preset a name or a shipped checkpoint's HF repo id (any case) names, or None."""
+    return _BY_KEY.get(key.strip().lower())
+
+
 def get_preset(name: str, allow_unverified: bool = False) -> Preset:
     """The preset to size. `allow_unverified` is accepted for compatibility and has no effect:
     every preset SGLang 0.5.23 can load is sized, verified or not."""
     # Imported here: loading the presets imports no solver.
     from mambasizer.service.solver.errors import PlanInputError
 
-    key = _BY_KEY.get(name.strip().lower())
+    key = preset_name(name)
     preset = PRESETS.get(key) if key is not None else None
     if preset is None:
         # `allowed` holds the sizable presets; the listed-only ones are named apart, so a name

@@ -162,3 +162,26 @@ def test_infinity_in_a_verbatim_config_reads_as_a_string_and_plans_when_posted_b
     by_preset = client.post("/v1/plan", json={"model": {"preset": name}, "budget": {"rest_gib": 30.0}})
     assert by_config.status_code == 200 == by_preset.status_code
     assert by_config.json()["max_total_num_tokens"] == by_preset.json()["max_total_num_tokens"]
+
+
+def test_a_preset_answers_to_its_checkpoint_repo_id_in_any_case(client):
+    by_name = client.get("/v1/presets/nvidia-qwen3.6-27b-nvfp4")
+    for key in ("nvidia/Qwen3.6-27B-NVFP4", "NVIDIA/qwen3.6-27b-nvfp4"):
+        resp = client.get(f"/v1/presets/{key}")
+        assert resp.status_code == 200
+        assert resp.content == by_name.content
+    assert client.get("/v1/presets/nvidia/Qwen3.6-27B-NVFP4-nope").status_code == 404
+
+
+def test_lightning_ships_its_quant_config_and_plans_as_sglang_fails(client):
+    """Nemotron-3.5-Lightning NVFP4: the verbatim hf_quant_config.json travels with the preset
+    (5,981 per-module entries) and SGLang 0.5.23's launch failure is the plan's error."""
+    detail = client.get("/v1/presets/nvidia/NVIDIA-Nemotron-3.5-Lightning-30B-A3B-NVFP4").json()
+    layers = detail["hf_config"]["hf_quant_config"]["quantization"]["quantized_layers"]
+    assert len(layers) == 5981
+    body = client.post("/v1/plan", json={"model": {"preset": detail["name"]}, "budget": {"gpu": "h200"}}).json()
+    assert body["feasible"] is False
+    assert body["error"]["exception"] == "AttributeError"
+    assert "quantization_config" in body["error"]["message"] and "Fix:" in body["error"]["message"]
+    assert body["resolved"]["kv_cache_dtype"] == "fp8_e4m3"  # kv_cache_quant_algo FP8
+    assert body["stages"][0]["weights_bytes"] == 20740717304  # SGLang's model class, on the fixed config
