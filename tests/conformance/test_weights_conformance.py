@@ -15,8 +15,8 @@ Families / presets checked, bf16 (the checkpoints' dtype):
 Quantized (QUANT_CASES x 5 presets x tp/ep): fp8 block-wise and per-tensor (static and
 dynamic activations), ModelOpt FP8 and NVFP4, compressed-tensors int4 pack-quantized (W4A16); AWQ and GPTQ on dense
 models (DENSE_INT4); ModelOpt MIXED_PRECISION (nvidia Qwen3.6-27B-NVFP4) and compressed-tensors
-MXFP4 (Kimi-K3) as shipped. Not checked against SGLang: compressed-tensors fp8, AWQ / GPTQ MoE
-(weights.py models them from the quant methods' shapes: estimates).
+MXFP4 (Kimi-K3) as shipped; GPTQ, AWQ (gated experts) and compressed-tensors fp8 (channel,
+tensor) on MoE models (MOE_QUANT_CASES). Pinned gap: AWQ on relu2 (non-gated) experts.
 
 MTP drafts (load_nextn): Nemotron-3 Super, Qwen3.5 dense and MoE, against SGLang's draft model.
 
@@ -188,9 +188,7 @@ def test_mtp_draft_matches_sglang_draft_model(name, tp, bf16):
     assert extra == theirs - shared_rope
 
 
-# AWQ / GPTQ int4 (group 128), on dense models: their linear layers are exact. Their MoE
-# methods (GPTQ's full-width w2 scale groups, g_idx sort indices, AWQ's Marlin MoE) are
-# estimates in weights.py and not checked here.
+# AWQ / GPTQ int4 (group 128), on dense models: their linear layers are exact.
 DENSE_INT4 = {
     "awq": {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm"},
     "gptq": {"quant_method": "gptq", "bits": 4, "group_size": 128, "sym": True, "desc_act": False},
@@ -210,6 +208,46 @@ def test_dense_int4_matches_sglang_model_classes(fmt, name, tp):
         assert _ours(hf, tp, 1, 1)[0].total_bytes > 0
         return
     _check(hf, tp, 1, 1)
+
+
+# The same int4 formats and compressed-tensors fp8 on MoE models, gated (Qwen3.5-35B-A3B) and
+# relu2 (Nemotron-3 Nano, whose w13 the GPTQ/AWQ/compressed-tensors MoE schemes still
+# allocate 2I wide), with a row-parallel shard that is no multiple of the group (1856 at tp 2:
+# the group count is floored). Known gap, pinned: AWQ MoE on Nemotron-3 Nano (SGLang's scales
+# and zero points come out at twice the groups weights.py counts).
+def _ct_fp8(strategy: str, acts: str = "token") -> dict:
+    weights = {"num_bits": 8, "type": "float", "strategy": strategy, "symmetric": True, "dynamic": False}
+    inputs = {"num_bits": 8, "type": "float", "strategy": acts, "symmetric": True, "dynamic": acts == "token"}
+    return {"quant_method": "compressed-tensors", "format": "float-quantized", "ignore": ["lm_head"],
+            "config_groups": {"group_0": {"targets": ["Linear"], "weights": weights, "input_activations": inputs}}}
+
+
+MOE_QUANT = {
+    "gptq": DENSE_INT4["gptq"],
+    "awq": DENSE_INT4["awq"],
+    "ct-fp8-channel": _ct_fp8("channel"),
+    "ct-fp8-tensor": _ct_fp8("tensor", "tensor"),  # static per-tensor input scales
+    "ct-fp8-tensor-token": _ct_fp8("tensor"),  # both refuse: SGLang's fp8 MoE asserts the pairing
+}
+MOE_QUANT_CASES = (
+    ("qwen3.5-35b-a3b", "gptq", 2), ("qwen3.5-35b-a3b", "awq", 1), ("qwen3.5-35b-a3b", "ct-fp8-channel", 2),
+    ("nvidia-nemotron-3-nano-30b-a3b", "gptq", 1), ("nvidia-nemotron-3-nano-30b-a3b", "gptq", 2),
+    ("nvidia-nemotron-3-nano-30b-a3b", "ct-fp8-channel", 2), ("nvidia-nemotron-3-nano-30b-a3b", "ct-fp8-tensor", 1),
+    ("nvidia-nemotron-3-nano-30b-a3b", "ct-fp8-tensor-token", 1),
+)
+
+
+@pytest.mark.parametrize("name,fmt,tp", MOE_QUANT_CASES)
+def test_moe_int4_and_ct_fp8_match_sglang_model_classes(name, fmt, tp):
+    hf = {k: v for k, v in _with_quant(name, MOE_QUANT[fmt]).items() if k != "hf_quant_config"}
+    _check(hf, tp, 1, 1)
+
+
+def test_awq_relu2_moe_is_a_pinned_gap():
+    hf = {k: v for k, v in _with_quant("nvidia-nemotron-3-nano-30b-a3b", DENSE_INT4["awq"]).items() if k != "hf_quant_config"}
+    ours = _ours(hf, 1, 1, 1)[0].total_bytes
+    theirs, _ = W.rank_bytes(hf, tp=1, pp=1)
+    assert 0.95 * theirs < ours < theirs  # under by 3.4% (870 MB of scales/zeros): an estimate
 
 
 # A shipped checkpoint's own quantization_config: nvidia/Qwen3.6-27B-NVFP4 (ModelOpt

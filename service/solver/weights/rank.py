@@ -66,6 +66,7 @@ class Rank:
         local = n_experts // self.ep + n_fused_shared
         i_pr = inter // self.moe_tp
         self.q.n_global = n_experts + n_fused_shared
+        self.q.moe_tp = self.moe_tp
         self.add(group, self.q.experts(local, (2 if gated else 1) * i_pr, hidden, i_pr, [name]))
 
     def vocab(self, group, vocab, hidden, name, quant=False, dtype_bytes=None):

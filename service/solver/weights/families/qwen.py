@@ -124,7 +124,7 @@ def _mtp_unquantized(q: Quant) -> bool:
     in BF16, and MIXED_PRECISION ones do unless `quantized_layers` lists an `mtp.` module;
     the draft is then built without a quant config (no scales, no KV-cache method)."""
     if isinstance(q, ModelOptMixed):
-        return not any(isinstance(k, str) and k.startswith("mtp.") for k in q.layers)
+        return not any(str(k).startswith("mtp.") for k in q.layers)
     return isinstance(q, Nvfp4)
 
 

@@ -13,12 +13,13 @@ from mambasizer.service.solver.checkpoint_quant import (
 )
 from mambasizer.service.solver.errors import PlanInputError
 from mambasizer.service.solver.weights.quant.base import Quant
+from mambasizer.service.solver.weights.quant.ct_fp8 import CtFp8
 from mambasizer.service.solver.weights.quant.fp8 import Fp8
 from mambasizer.service.solver.weights.quant.modelopt import ModelOptFp8, ModelOptMixed, Nvfp4
 from mambasizer.service.solver.weights.quant.mxfp4 import Mxfp4
 from mambasizer.service.solver.weights.quant.wna16 import WNA16
 
-__all__ = ['WNA16', 'Fp8', 'ModelOptFp8', 'ModelOptMixed', 'Mxfp4', 'Nvfp4', 'Quant', 'quant_scheme']
+__all__ = ['WNA16', 'CtFp8', 'Fp8', 'ModelOptFp8', 'ModelOptMixed', 'Mxfp4', 'Nvfp4', 'Quant', 'quant_scheme']
 
 
 def quant_scheme(hf: Mapping[str, Any], text: Mapping[str, Any], act_bytes: int, path: str) -> Quant:
@@ -72,7 +73,7 @@ def quant_scheme(hf: Mapping[str, Any], text: Mapping[str, Any], act_bytes: int,
         if bits != 4 or not isinstance(wgroup, int):
             raise PlanInputError(f"{qpath}.bits", f"only 4-bit {method} is modelled, got bits={bits!r}")
         flavour = "awq" if method == "awq" or str(qc.get("packing_format", "")).endswith("awq") else "gptq"
-        return WNA16(act_bytes, skip, 4, wgroup, flavour, True)
+        return WNA16(act_bytes, skip, 4, wgroup, flavour, True, bool(qc.get("desc_act", False)))
     if method == "compressed-tensors":
         groups = qc.get("config_groups") or {}
         if not isinstance(groups, dict) or len(groups) != 1:
@@ -85,8 +86,15 @@ def quant_scheme(hf: Mapping[str, Any], text: Mapping[str, Any], act_bytes: int,
         if w.get("num_bits") == 4 and w.get("type", "int") == "int":
             return WNA16(act_bytes, skip, 4, int(w.get("group_size") or -1), "compressed-tensors", not w.get("symmetric", True))
         if w.get("num_bits") == 8 and w.get("type") == "float":
+            strategy = str(w.get("strategy") or "tensor").lower()
+            if strategy not in ("tensor", "channel", "block"):
+                raise PlanInputError(f"{qpath}.config_groups.weights.strategy", f"fp8 strategy {strategy!r} is not modelled (tensor, channel, block are)")
             block = w.get("block_structure")
-            return Fp8(act_bytes, skip, block if w.get("strategy") == "block" else None, not (g.get("input_activations") or {}).get("dynamic", True))
+            if strategy == "block" and not (isinstance(block, list) and len(block) == 2 and all(isinstance(b, int) and b > 0 for b in block)):
+                raise PlanInputError(f"{qpath}.config_groups.weights.block_structure", "must be two positive integers [block_n, block_k] for the block strategy")
+            acts = g.get("input_activations") or {}
+            return CtFp8(act_bytes, skip, strategy, block, not acts.get("dynamic", True),
+                         bool(qc.get("kv_cache_scheme")), str(acts.get("strategy") or "token").lower())
         raise PlanInputError(field, f"compressed-tensors format {fmt or w!r} is not modelled (int4 pack-quantized, fp8 and mxfp4 are)"[:300])
     raise PlanInputError(field, f"quant_method {method!r} is not modelled (fp8, modelopt FP8/NVFP4, awq, gptq, compressed-tensors are); give a budget with measured memory instead")
 

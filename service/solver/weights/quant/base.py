@@ -15,6 +15,7 @@ class Quant:
     name = "none"
     quantizes_lm_head = False  # only ModelOpt's get_quant_method takes ParallelLMHead
     n_global = 0  # the MoE layer's experts over all EP ranks (set per layer by Rank.experts)
+    moe_tp = 1  # the MoE layer's TP width, tp // ep (set per layer by Rank.experts)
     kv_scale_bytes = 0  # k_scale + v_scale (float32) its KV-cache method gives each RadixAttention
     # Whether the layer being priced shards its input / output over TP (set per layer by
     # Rank._linear; block-wise fp8 checks that every shard fills whole blocks).
