@@ -106,9 +106,18 @@ def test_granite_tied_embeddings_refuse_pp():
     ({"quant_method": "fp8", "weight_block_size": [128]}, "model.hf_config.quantization_config.weight_block_size"),
     ({"quant_method": "gptq", "bits": 3, "group_size": 128}, "model.hf_config.quantization_config.bits"),
     ("fp8", "model.hf_config.quantization_config"),
+    ({"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 8, "type": "float", "strategy": "group"}}}},
+     "model.hf_config.quantization_config.config_groups.weights.strategy"),
+    ({"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 8, "type": "float", "strategy": "block"}}}},
+     "model.hf_config.quantization_config.config_groups.weights.block_structure"),
+    # SGLang's compressed-tensors fp8 MoE asserts tensor/tensor or channel/token (or block).
+    ({"quant_method": "compressed-tensors", "config_groups": {"g": {"weights": {"num_bits": 8, "type": "float", "strategy": "tensor"},
+                                                                    "input_activations": {"strategy": "token", "dynamic": True}}}},
+     "model.hf_config.quantization_config.config_groups"),
+    ({"quant_algo": "MIXED_PRECISION", "quantized_layers": {}}, "model.hf_config.quantization_config.quantized_layers"),
 ])
 def test_unmodelled_quantization_is_an_error_naming_the_field(qc, field):
-    lay = _layout("qwen3.5-27b", quantization_config=qc)
+    lay = _layout("qwen3.5-35b-a3b", quantization_config=qc)
     with pytest.raises(PlanInputError) as e:
         _bytes(lay, tp=2)
     assert e.value.field == field
