@@ -25,7 +25,8 @@ access_log = logging.getLogger("mambasizer.access")
 
 def _route_of(scope: Scope) -> str:
     path = getattr(scope.get("route"), "path", None)
-    return path if isinstance(path, str) else UNMATCHED
+    # The template as the OpenAPI document names it: `{name:path}` (a repo id has a slash) is `{name}`.
+    return path.replace(":path}", "}") if isinstance(path, str) else UNMATCHED
 
 
 class ObservabilityMiddleware:

@@ -220,7 +220,7 @@ def test_compare_has_the_same_limit(client):
 # --------------------------------------------------------------------------- HTTP errors
 
 
-@pytest.mark.parametrize("path", ["/nope", "/v1/plans", "/v2/plan", "/v1/presets/x/y"])
+@pytest.mark.parametrize("path", ["/nope", "/v1/plans", "/v2/plan", "/v1/presetz/x/y"])
 def test_404_is_a_problem(client, path):
     problem = assert_problem(client.get(path), 404, field=None, type_="about:blank")
     assert problem["instance"] == path
