@@ -598,7 +598,7 @@ def request_from_launch_args(preset: str, budget_gib: float | dict, argv: list[s
     budget is a rest budget in GiB, or a budget object (e.g. `{"gpu": "h200"}`)."""
     parsed = parse_sglang_args(argv, release)
     budget = dict(budget_gib) if isinstance(budget_gib, dict) else {"rest_gib": budget_gib}
-    request = {
+    request: dict[str, Any] = {
         "model": {"preset": preset},
         "server_args": parsed.server_args,
         "env": parsed.env,

@@ -54,7 +54,7 @@ def install() -> None:
         return
     from pydantic_core import core_schema
 
-    _ref.FAKED_MODULES = _ref.FAKED_MODULES + _EXTRA_FAKES
+    _ref.FAKED_MODULES = _ref.FAKED_MODULES + _EXTRA_FAKES  # type: ignore[assignment]
     meta = _ref._FakeClassMeta
     meta.__get_pydantic_core_schema__ = lambda cls, source, handler: core_schema.any_schema()  # type: ignore[attr-defined]
     _ref._FakeModule.__index__ = lambda self: 0  # type: ignore[attr-defined]
