@@ -566,7 +566,9 @@ def resolve(
 
     # 10. check_server_args at engine start.
     if pp > 1 and resolved_spec is not None:
-        if resolved_spec != "EAGLE":
+        if rules.pp_refuses_speculative(release):
+            reject("AssertionError", rules.PP_SPECULATIVE_REFUSAL)
+        elif resolved_spec != "EAGLE":
             reject("AssertionError", "Pipeline parallelism currently only supports EAGLE (non-multi-layer) speculative decoding")
         else:  # SGLANG_ENABLE_PP_SPEC (not modelled) is off
             reject("AssertionError", "PP + speculative decoding (MTP) is only supported on prefill nodes (disaggregation-mode=prefill)")

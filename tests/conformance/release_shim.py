@@ -10,7 +10,8 @@ never exercise are stood in for:
 * whole SGLang subpackages that need a GPU or the OpenAI protocol at import time and hold no
   argument or resolution code: the function-call parsers (so `--tool-call-parser` lists
   no choices here: the flag table records no choices for it), the OpenAI entrypoint
-  protocol, the FLA Triton kernels;
+  protocol, the FLA Triton kernels (`chunk_delta_h` keeps its CHUNK_SIZE, read off the
+  release's own file);
 * transformers' `Auto*.register` accepts a name that is already registered (the venv's
   transformers is newer than some releases and registers `qwen3_asr` itself).
 
@@ -45,6 +46,25 @@ class _SGLangSubpackageFinder(_ref._FakeFinder):
         if any(name == p or name.startswith(p + ".") for p in _FAKED_SGLANG):
             return importlib.machinery.ModuleSpec(name, self, is_package=True)
         return None
+
+    def exec_module(self, module):
+        # FLA's chunk_delta_h is imported for its CHUNK_SIZE constant (the mamba chunk size
+        # resolution reads it): the stand-in holds the value read off the release's file.
+        if module.__name__.endswith(".fla.chunk_delta_h"):
+            module.CHUNK_SIZE = _chunk_size(module.__name__)
+
+
+def _chunk_size(name: str) -> int:
+    import ast
+    import os
+
+    for root in sys.path:
+        path = os.path.join(root, *name.split(".")) + ".py"
+        if os.path.exists(path):
+            for node in ast.parse(open(path).read()).body:
+                if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "CHUNK_SIZE" for t in node.targets):
+                    return int(ast.literal_eval(node.value))
+    raise RuntimeError(f"CHUNK_SIZE not found for {name}")
 
 
 def install() -> None:

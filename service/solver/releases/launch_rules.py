@@ -95,6 +95,13 @@ PREFILL_LIST_HAS_576_FROM = "0.5.9"
 # The prefill graph's max tokens is capped by --context-length in 0.5.13-0.5.16.
 PREFILL_MAX_CAPPED_BY_CONTEXT = ("0.5.13", "0.5.16")
 
+# ----------------------------------------------------------------------- start-up checks
+
+# Up to 0.5.20, PP > 1 refuses every speculative algorithm on CUDA (validation_hook /
+# check_server_args); 0.5.21 narrowed it to the EAGLE-only / prefill-node rules of 0.5.23.
+PP_REFUSES_SPECULATIVE_UNTIL = "0.5.20"
+PP_SPECULATIVE_REFUSAL = "Pipeline parallelism is not compatible with overlap schedule, speculative decoding"
+
 # ----------------------------------------------------------------------- SSM dtype
 
 # 0.5.8: --mamba-ssm-dtype defaults to "float32" and is always exported; the HF config's
@@ -164,6 +171,10 @@ def prefill_list_has_576(release: str) -> bool:
 def prefill_max_capped_by_context(release: str) -> bool:
     first, last = PREFILL_MAX_CAPPED_BY_CONTEXT
     return at_least(release, first) and _until(release, last)
+
+
+def pp_refuses_speculative(release: str) -> bool:
+    return _until(release, PP_REFUSES_SPECULATIVE_UNTIL)
 
 
 def ssm_dtype_flag_default(release: str) -> str | None:
