@@ -141,6 +141,8 @@ def flag_entry(action: argparse.Action) -> dict:
     choices = None
     if action.choices is not None and action.dest not in FAKED_CHOICES:
         listed = [_jsonable(c) for c in action.choices]
+        if isinstance(action.choices, (set, frozenset, dict)):
+            listed = sorted(listed, key=str)  # unordered in the release: a stable order here
         if all(isinstance(c, (str, int, float)) for c in listed):
             choices = listed
     return {
