@@ -17,9 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from script_module import load_script
 
 from mambasizer.service import sglang_args as sa
+from script_module import load_script
 
 ROOT = Path(__file__).resolve().parents[2]
 release_table = load_script(ROOT / "scripts" / "extract_sglang_flags.py", "extract_sglang_flags").release_table
