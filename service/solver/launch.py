@@ -242,8 +242,8 @@ def _cuda_graphs(layout: ModelLayout, args: ServerArgs, gpu_mib: float | None, r
     """`handle_cuda_graph_config` + the graph half of `handle_gpu_memory_settings`, with
     the prefill graph and the decode max_bs rules of `release` (releases/launch_rules.py)."""
     decode_on = not (args.disable_cuda_graph or args.disable_decode_cuda_graph)
-    if rules.prefill_graph_era(release) == "piecewise":
-        # 0.5.10-0.5.14: only --disable-piecewise-cuda-graph turns PCG off, not --disable-cuda-graph.
+    if rules.piecewise_ignores_disable_cuda_graph(release):
+        # 0.5.10-0.5.13: only --disable-piecewise-cuda-graph turns PCG off, not --disable-cuda-graph.
         prefill_locked = args.disable_prefill_cuda_graph
     else:
         prefill_locked = args.disable_cuda_graph or args.disable_prefill_cuda_graph
@@ -330,8 +330,10 @@ def default_attention_backend(layout: ModelLayout, args: ServerArgs) -> str:
     return "flashinfer"
 
 
-def _in_radix_branch(layout: ModelLayout) -> bool:
+def _in_radix_branch(layout: ModelLayout, release: str = DEFAULT_RELEASE) -> bool:
     if layout.architecture == "GraniteMoeHybridForCausalLM":
+        if not rules.granite_in_radix_branch(base_release(release)):
+            return False
         # Only with a mamba layer among the config's (normalised) layer_types.
         return bool(layout.mamba_layer_ids)
     return layout.architecture in MAMBA_RADIX_CACHE_ARCHS
@@ -436,7 +438,7 @@ def resolve(
     disable_radix = args.disable_radix_cache or rules.radix_forced_off(release, layout.architecture)
     if not rules.auto_strategy_resolves(release) and strategy == "auto":
         strategy = "no_buffer"  # <=0.5.13: auto is no_buffer for every model
-    if _in_radix_branch(layout) and not disable_radix:
+    if _in_radix_branch(layout, release) and not disable_radix:
         wants_overlap = not disable_overlap
         wants_paging = raw_page is not None and raw_page > 1
         if strategy == "auto":

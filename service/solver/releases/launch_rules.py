@@ -41,6 +41,10 @@ EXTRA_BUFFER_ARCHS_ADDED: tuple[tuple[str, frozenset[str]], ...] = (
     ("0.5.23", frozenset({"MiniCPMV4_7ForConditionalGeneration"})),
 )
 
+# GraniteMoeHybrid goes through the mamba radix-cache resolution from 0.5.19
+# (arg_groups/model_overrides/granitemoehybrid.py); before, its strategy stays as given.
+GRANITE_RADIX_BRANCH_FROM = "0.5.19"
+
 # <=0.5.13: Kimi-Linear's radix cache is switched off (`support_mamba_cache=False`).
 RADIX_FORCED_OFF_UNTIL = "0.5.13"
 RADIX_FORCED_OFF_ARCHS = frozenset({"KimiLinearForCausalLM"})
@@ -51,6 +55,7 @@ RADIX_FORCED_OFF_ARCHS = frozenset({"KimiLinearForCausalLM"})
 LEGACY_NO_BUFFER_UNTIL = "0.5.13"
 LEGACY_NO_BUFFER_SPEC_ERROR = (
     "Speculative decoding for {arch} is not compatible with radix cache when using --mamba-scheduler-strategy no_buffer."
+    "To use radix cache with speculative decoding, please use --mamba-scheduler-strategy extra_buffer and set SGLANG_ENABLE_SPEC_V2=1."
 )
 
 # ----------------------------------------------------------------------- mem_fraction_static
@@ -77,6 +82,9 @@ SMALL_GPU_DEFAULTS: tuple[tuple[str, tuple[int, int, int]], ...] = (("0.5.8", (2
 PREFILL_GRAPH_ERAS: tuple[tuple[str, str], ...] = (("0.5.8", "opt-in"), ("0.5.10", "piecewise"), ("0.5.15", "breakable"))
 # `piecewise_cuda_graph_disabled_model_archs` (0.5.10-0.5.14) for the hybrid archs.
 PIECEWISE_DISABLED_ARCHS = frozenset({"Qwen3NextForCausalLM", "BailingMoeV2_5ForCausalLM"})
+# 0.5.10-0.5.13: --disable-cuda-graph leaves PCG on (only --disable-piecewise-cuda-graph
+# turns it off); 0.5.14's cuda_graph_config turns both off.
+PIECEWISE_IGNORES_DISABLE_CUDA_GRAPH_UNTIL = "0.5.13"
 # 0.5.10 only: speculative decoding turns PCG off (rule 2, removed in 0.5.11).
 PIECEWISE_OFF_WITH_SPEC_UNTIL = "0.5.10"
 # The breakable graph's family rules (research note §4.7): MLA attention off in
@@ -162,6 +170,14 @@ def small_gpu_defaults(release: str) -> tuple[int, int, int]:
 
 def prefill_graph_era(release: str) -> str:
     return _last(PREFILL_GRAPH_ERAS, release)
+
+
+def granite_in_radix_branch(release: str) -> bool:
+    return at_least(release, GRANITE_RADIX_BRANCH_FROM)
+
+
+def piecewise_ignores_disable_cuda_graph(release: str) -> bool:
+    return prefill_graph_era(release) == "piecewise" and _until(release, PIECEWISE_IGNORES_DISABLE_CUDA_GRAPH_UNTIL)
 
 
 def prefill_list_has_576(release: str) -> bool:
