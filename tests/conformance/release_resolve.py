@@ -74,7 +74,7 @@ def _legacy_resolver():
 
     from tests.conformance import release_shim, sglang_ref
 
-    sglang_ref.FAKED_MODULES = sglang_ref.FAKED_MODULES + _LEGACY_FAKES  # type: ignore[assignment]
+    sglang_ref.FAKED_MODULES = sglang_ref.FAKED_MODULES + _LEGACY_FAKES
     import torch
 
     with warnings.catch_warnings(), release_shim.fakes():
@@ -103,7 +103,7 @@ def _legacy_resolver():
         cuda.is_available = lambda: True
         cuda.get_device_capability = lambda *a, **k: (9, 0)
         cuda.get_device_name = lambda *a, **k: "NVIDIA H200"
-        cuda.get_device_properties = lambda *a, **k: props
+        cuda.get_device_properties = lambda *a, **k: props  # type: ignore[assignment]
         cuda.device_count = lambda: 1
         torch.version.cuda = "12.8"
         answers = {
