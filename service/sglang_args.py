@@ -1,4 +1,5 @@
-"""SGLang 0.5.23 launch arguments, as operators write them, turned into a PlanRequest.
+"""SGLang launch arguments, as operators write them for a given release (0.5.23 unless the
+request names another in `sglang_version`), turned into a PlanRequest.
 
     parse_sglang_args(["--tp", "4", "--mem-fraction-static=0.85", "--speculative-algorithm", "NEXTN"])
     request_from_launch_args("qwen3-next-80b-a3b-instruct", 60.0, argv)
@@ -9,7 +10,11 @@ The command line is read the way SGLang's own argparse parser reads it
 abbreviations (`--tp` for `--tp-size`), `--no-<flag>` for negatable booleans, the last
 occurrence winning, and SGLang's `human_readable_int` for token counts (`128k`, `1Mi`).
 The list of SGLang's flags (`sglang_flags_0_5_23.json`) is generated from the real parser
-and checked against it by tests/solver/test_sglang_args.py.
+and checked against it by tests/solver/test_sglang_args.py; every other release's parser
+(`sglang_flags_releases.json`, a diff against 0.5.23's: names, aliases, defaults, choices)
+is read off that release's wheel by scripts/extract_sglang_flags.py and checked by
+tests/conformance/test_release_flags.py. So `--mamba-scheduler-strategy` parses for 0.5.19
+(a deprecated alias until 0.5.20 removed it) and is an unknown flag for 0.5.23.
 
 Every SGLang flag falls in one of three groups:
 
@@ -37,10 +42,24 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from mambasizer.schemas.releases import DEFAULT_RELEASE, SUPPORTED_RELEASES
 from mambasizer.service.solver.errors import PlanInputError
+from mambasizer.service.solver.releases.registry import base_release
 
 FLAGS_FILE = Path(__file__).with_name("sglang_flags_0_5_23.json")
+# Every other release's parser as a diff against 0.5.23's (scripts/extract_sglang_flags.py).
+RELEASE_FLAGS_FILE = Path(__file__).with_name("sglang_flags_releases.json")
 FIELD = "sglang_args"
+
+# Flag dests an older release spells differently from ours (and from 0.5.23): the release's
+# dest -> our ServerArgs field. 0.5.14 renamed them and kept the old options as aliases of
+# the new dest until 0.5.20 removed the aliases.
+RELEASE_DEST_ALIASES = {
+    "mamba_scheduler_strategy": "mamba_radix_cache_strategy",
+    "cuda_graph_max_bs": "cuda_graph_max_bs_decode",
+    "piecewise_cuda_graph_max_tokens": "cuda_graph_max_bs_prefill",
+    "disable_piecewise_cuda_graph": "disable_prefill_cuda_graph",
+}
 
 
 @dataclass
@@ -57,6 +76,8 @@ class ParsedArgs:
     # budget already holds their effect; a GPU-only estimate does not model them and refuses
     # them by name (service/api/wire.prepare). (option as given, value)
     weight_moving: list[tuple[str, Any]] = field(default_factory=list)
+    # The SGLang release whose parser read the command line.
+    release: str = DEFAULT_RELEASE
 
     @property
     def metrics_model_name(self) -> str | None:
@@ -71,17 +92,52 @@ class _Flag:
     nargs: Any  # None: one value; 0: none; "+", "*", "?" as argparse
     default: Any
     negatable: bool
+    choices: tuple | None = None
+
+
+def _release(version: str) -> str:
+    """The base release whose parser applies; a PlanInputError on `sglang_version` otherwise."""
+    try:
+        return base_release(version)
+    except ValueError:
+        raise PlanInputError(
+            "sglang_version", f"{version!r} is not a supported SGLang release", list(SUPPORTED_RELEASES),
+        ) from None
 
 
 @lru_cache(maxsize=1)
-def _flags() -> tuple[dict[str, _Flag], dict[str, _Flag]]:
-    """(option string -> flag, dest -> flag) for SGLang 0.5.23's launch parser."""
-    raw = json.loads(FLAGS_FILE.read_text())
+def _release_diffs() -> dict:
+    return json.loads(RELEASE_FLAGS_FILE.read_text())
+
+
+def _entries(release: str) -> list[dict]:
+    """Release `release`'s flag table: 0.5.23's, with that release's diff applied."""
+    base = json.loads(FLAGS_FILE.read_text())["flags"]
+    diffs = _release_diffs()
+    choices = dict(diffs["base_choices"])
+    if release == diffs["base"]:
+        entries = base
+    else:
+        diff = diffs["releases"][release]
+        removed = set(diff["removed"])
+        entries = [e for e in base if e["options"][0] not in removed] + diff["added"]
+        choices.update(diff["choices"])
+    return [{**e, "choices": choices.get(e["options"][0])} for e in entries]
+
+
+@lru_cache(maxsize=32)
+def _flags(release: str = DEFAULT_RELEASE) -> tuple[dict[str, _Flag], dict[str, _Flag]]:
+    """(option string -> flag, dest -> flag) for `release`'s launch parser (a base release).
+    An alias is an entry of its own sharing the dest; by_dest holds the primary spelling."""
     by_option: dict[str, _Flag] = {}
     by_dest: dict[str, _Flag] = {}
-    for entry in raw["flags"]:
-        flag = _Flag(entry["dest"], tuple(entry["options"]), entry["nargs"], entry["default"], entry["negatable"])
-        by_dest[flag.dest] = flag
+    for entry in _entries(release):
+        listed = entry["choices"]
+        flag = _Flag(entry["dest"], tuple(entry["options"]), entry["nargs"], entry["default"], entry["negatable"],
+                     tuple(listed) if listed is not None else None)
+        primary = "--" + flag.dest.replace("_", "-")
+        if flag.dest not in by_dest or primary in flag.options:
+            by_dest[flag.dest] = flag
         for opt in flag.options:
             by_option[opt] = flag
     return by_option, by_dest
@@ -258,20 +314,20 @@ def _suggest(word: str, candidates) -> list[str]:
     return difflib.get_close_matches(word, list(candidates), n=3, cutoff=0.6)
 
 
-def _not_modelled(option: str, why: str = "") -> PlanInputError:
+def _not_modelled(option: str, why: str = "", release: str = DEFAULT_RELEASE) -> PlanInputError:
     return PlanInputError(
         FIELD,
-        f"{option} changes SGLang 0.5.23's sizing or launch checks in a way mambasizer does not model"
+        f"{option} changes SGLang {release}'s sizing or launch checks in a way mambasizer does not model"
         + (f" ({why})" if why else "")
         + "; drop it, or leave it at SGLang's default",
         sorted(f"--{d.replace('_', '-')}" for d in MODELLED),
     )
 
 
-def _lookup(option: str) -> tuple[_Flag, str]:
-    """argparse's lookup: the exact option, else a unique prefix of one (allow_abbrev).
-    Returns the flag and the option string it resolved to."""
-    by_option, _ = _flags()
+def _lookup(option: str, release: str = DEFAULT_RELEASE) -> tuple[_Flag, str]:
+    """argparse's lookup in `release`'s parser: the exact option, else a unique prefix of
+    one (allow_abbrev). Returns the flag and the option string it resolved to."""
+    by_option, _ = _flags(release)
     flag = by_option.get(option)
     if flag is not None:
         return flag, option
@@ -282,7 +338,7 @@ def _lookup(option: str) -> tuple[_Flag, str]:
         raise PlanInputError(FIELD, f"ambiguous option: {option} could match {', '.join(sorted(matches))}", sorted(matches))
     raise PlanInputError(
         FIELD,
-        f"unknown flag {option}: not an SGLang 0.5.23 launch argument",
+        f"unknown flag {option}: not a launch argument of SGLang {release}",
         _suggest(option, by_option) or None,
     )
 
@@ -371,19 +427,21 @@ def _set_env(name: str, value: str, out: ParsedArgs) -> None:
         except ValueError as exc:
             raise PlanInputError(f"env.{name}", str(exc)) from None
     elif name in _UNMODELLED_ENV:
-        raise PlanInputError(FIELD, f"{name} changes SGLang 0.5.23's sizing in a way mambasizer does not model", sorted(_ENV_KEYS))
+        raise PlanInputError(FIELD, f"{name} changes SGLang {out.release}'s sizing in a way mambasizer does not model", sorted(_ENV_KEYS))
     else:
         out.ignored.append(f"{name}={value}")
 
 
-def parse_sglang_args(argv: list[str]) -> ParsedArgs:
-    """Read an SGLang 0.5.23 launch command line (see the module docstring)."""
+def parse_sglang_args(argv: list[str], release: str = DEFAULT_RELEASE) -> ParsedArgs:
+    """Read a launch command line as SGLang `release` parses it (see the module docstring):
+    its flag names, aliases and choices; a flag that release does not know is refused."""
     if isinstance(argv, str):
         raise PlanInputError(FIELD, "must be a list of words (split the command line first)")
-    out = ParsedArgs()
+    base = _release(release)
+    out = ParsedArgs(release=release)
     values: dict[str, tuple[str, Any]] = {}  # dest -> (option as written, value); last wins
     for option, inline, following in _tokens([str(w) for w in argv], out):
-        flag, resolved = _lookup(option)
+        flag, resolved = _lookup(option, base)
         # BooleanOptionalAction registers `--no-<flag>` itself.
         negated = flag.negatable and resolved.startswith("--no-")
         if flag.nargs == 0:
@@ -407,7 +465,8 @@ def parse_sglang_args(argv: list[str]) -> ParsedArgs:
                 raise PlanInputError(FIELD, f"{option} expects a value")
         if rest:
             raise PlanInputError(FIELD, f"unexpected word {rest[0]!r} after {option}: SGLang takes no positional arguments")
-        values[flag.dest] = (option, value)
+        _check_choice(flag, option, value, release)
+        values[RELEASE_DEST_ALIASES.get(flag.dest, flag.dest)] = (option, value)
 
     for dest, (option, value) in values.items():
         _apply(dest, option, value, out)
@@ -422,9 +481,27 @@ WEIGHT_MOVING = frozenset({
 })
 
 
+def _check_choice(flag: _Flag, option: str, value: Any, release: str) -> None:
+    """argparse's `choices` check, with the release's own choices."""
+    if flag.choices is None or flag.nargs == 0:
+        return
+    listed = [str(c) for c in flag.choices]
+    for item in value if isinstance(value, list) else [value]:
+        if item is not None and str(item) not in listed:
+            raise PlanInputError(FIELD, f"{option}: invalid choice {item!r} for SGLang {release}", listed)
+
+
+def _flag_of(dest: str, release: str) -> _Flag:
+    """The flag behind our field `dest` in `release`'s parser (it may use an older dest)."""
+    _, by_dest = _flags(release)
+    if dest in by_dest:
+        return by_dest[dest]
+    old = next(d for d, ours in RELEASE_DEST_ALIASES.items() if ours == dest and d in by_dest)
+    return by_dest[old]
+
+
 def _apply(dest: str, option: str, value: Any, out: ParsedArgs) -> None:
-    _, by_dest = _flags()
-    flag = by_dest[dest]
+    flag = _flag_of(dest, base_release(out.release))
     if dest in WEIGHT_MOVING and not _is_default(flag, value):
         out.weight_moving.append((option, value))
     if dest in MODELLED:
@@ -437,7 +514,7 @@ def _apply(dest: str, option: str, value: Any, out: ParsedArgs) -> None:
         except (ValueError, InvalidOperation) as exc:
             allowed = list(getattr(parser, "allowed", ())) or None
             if allowed and dest in ("kv_cache_dtype", "speculative_algorithm", "attention_backend"):
-                raise _not_modelled(f"{option} {value}", f"mambasizer models {', '.join(allowed)}") from None
+                raise _not_modelled(f"{option} {value}", f"mambasizer models {', '.join(allowed)}", out.release) from None
             raise PlanInputError(FIELD, f"{option}: invalid value {value!r} ({exc})", allowed) from None
         return
     if dest in SPECIAL:
@@ -449,7 +526,7 @@ def _apply(dest: str, option: str, value: Any, out: ParsedArgs) -> None:
     if _is_default(flag, value):
         out.ignored.append(option)
         return
-    raise _not_modelled(option)
+    raise _not_modelled(option, release=out.release)
 
 
 def _special(dest: str, option: str, value: Any, out: ParsedArgs) -> None:
@@ -470,12 +547,12 @@ def _special(dest: str, option: str, value: Any, out: ParsedArgs) -> None:
     elif dest in ("enable_int8_mamba_checkpoint", "int8_mamba_ckpt_size"):
         out.ignored.append(option)
         out.warnings.append(
-            f"{option}: SGLang 0.5.23 allocates the int8 mamba checkpoint pool on top of the budget it sizes "
+            f"{option}: SGLang {out.release} allocates the int8 mamba checkpoint pool on top of the budget it sizes "
             "(not charged to mem_fraction_static); leave headroom for it"
         )
     elif dest == "device":
         if value != "cuda":
-            raise _not_modelled(f"{option} {value}", "mambasizer sizes CUDA deployments")
+            raise _not_modelled(f"{option} {value}", "mambasizer sizes CUDA deployments", out.release)
         out.ignored.append(option)
     elif dest == "config":
         raise PlanInputError(FIELD, f"{option} {value}: the YAML config file cannot be read here; pass its flags on the command line")
@@ -516,14 +593,17 @@ def _resolve_dp(values: dict, out: ParsedArgs) -> None:
         out.warnings.append(f"--dp-size {dp}: {dp} independent replicas; each is sized like this one")
 
 
-def request_from_launch_args(preset: str, budget_gib: float | dict, argv: list[str]) -> dict:
+def request_from_launch_args(preset: str, budget_gib: float | dict, argv: list[str], release: str = DEFAULT_RELEASE) -> dict:
     """A PlanRequest dict for a shipped preset, a budget and an SGLang command line. The
     budget is a rest budget in GiB, or a budget object (e.g. `{"gpu": "h200"}`)."""
-    parsed = parse_sglang_args(argv)
+    parsed = parse_sglang_args(argv, release)
     budget = dict(budget_gib) if isinstance(budget_gib, dict) else {"rest_gib": budget_gib}
-    return {
+    request: dict[str, Any] = {
         "model": {"preset": preset},
         "server_args": parsed.server_args,
         "env": parsed.env,
         "budget": budget,
     }
+    if release != DEFAULT_RELEASE:
+        request["sglang_version"] = release
+    return request

@@ -17,6 +17,7 @@ from pydantic import Field, ValidationError
 
 import mambasizer.schemas.request as request_schema
 from mambasizer.schemas import Plan, PlanRequest
+from mambasizer.schemas.releases import DEFAULT_RELEASE
 from mambasizer.schemas.trial import TrialRefusal, TrialResult
 from mambasizer.service.sglang_args import parse_sglang_args
 from mambasizer.service.solver import PlanInputError
@@ -264,7 +265,8 @@ def _take_sglang_args(raw: dict, value: Any) -> tuple[dict, Any]:
             raise PlanInputError(f"sglang_args.{i}", f"is longer than {MAX_SGLANG_ARG_CHARS} characters")
     if "server_args" in raw:
         raise PlanInputError("sglang_args", "give either server_args or sglang_args, not both")
-    parsed = parse_sglang_args(list(value))
+    # Parsed as the release the request names parses it (its flags, aliases, choices).
+    parsed = parse_sglang_args(list(value), raw.get("sglang_version") or DEFAULT_RELEASE)
     env = raw.get("env")
     if env is None:
         env = {}

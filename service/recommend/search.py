@@ -39,6 +39,7 @@ from mambasizer.schemas.recommend import (
     RecommendResponse,
     TargetCheck,
 )
+from mambasizer.schemas.releases import DEFAULT_RELEASE
 from mambasizer.schemas.request import (
     MAX_PARALLEL,
     MAX_SGLANG_ARG_CHARS,
@@ -139,7 +140,8 @@ def _with_sglang_args(raw: dict) -> dict:
             raise PlanInputError(f"sglang_args.{i}", f"is longer than {MAX_SGLANG_ARG_CHARS} characters")
     if "server_args" in raw:
         raise PlanInputError("sglang_args", "give either server_args or sglang_args, not both")
-    parsed = parse_sglang_args(list(value))
+    # Parsed as the release the request names parses it (its flags, aliases, choices).
+    parsed = parse_sglang_args(list(value), raw.get("sglang_version") or DEFAULT_RELEASE)
     env = dict(raw.get("env") or {})
     for key, val in parsed.env.items():
         if key in env and env[key] != val:

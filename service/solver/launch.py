@@ -39,10 +39,13 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from mambasizer.schemas.releases import DEFAULT_RELEASE
 from mambasizer.schemas.request import Env, ServerArgs
 from mambasizer.service.solver.checkpoint_quant import launch_quant_failure, resolve_kv_auto
 from mambasizer.service.solver.errors import PlanInputError
 from mambasizer.service.solver.layout import ModelLayout
+from mambasizer.service.solver.releases import launch_rules as rules
+from mambasizer.service.solver.releases.registry import base_release
 
 DEFAULT_MAMBA_FULL_MEMORY_RATIO = 0.9
 SPEC_DEFAULT_MAX_RUNNING_REQUESTS = 48
@@ -180,14 +183,15 @@ def prefill_graph_size_count(limit: int) -> int:
     return count
 
 
-def _capacity_defaults(gpu_mib: float | None, tp: int) -> tuple[int, int]:
+def _capacity_defaults(gpu_mib: float | None, tp: int, release: str = DEFAULT_RELEASE) -> tuple[int, int]:
     """(chunked_prefill_size, decode CUDA-graph max batch size) by GPU capacity."""
     if gpu_mib is None:
         return 4096, 160
     if gpu_mib < 20 * 1024:
         return 2048, 8
     if gpu_mib < 35 * 1024:
-        return 4096, 48 if tp < 4 else 160
+        chunk, small_tp, big_tp = rules.small_gpu_defaults(release)
+        return chunk, small_tp if tp < 4 else big_tp
     if gpu_mib < 60 * 1024:
         return 4096, 32 if tp < 4 else 160
     if gpu_mib < 160 * 1024:
@@ -234,23 +238,36 @@ class _Graphs(NamedTuple):
     prefill_sizes: int
 
 
-def _cuda_graphs(layout: ModelLayout, args: ServerArgs, gpu_mib: float | None) -> _Graphs:
-    """`handle_cuda_graph_config` + the graph half of `handle_gpu_memory_settings`."""
+def _cuda_graphs(layout: ModelLayout, args: ServerArgs, gpu_mib: float | None, release: str = DEFAULT_RELEASE) -> _Graphs:
+    """`handle_cuda_graph_config` + the graph half of `handle_gpu_memory_settings`, with
+    the prefill graph and the decode max_bs rules of `release` (releases/launch_rules.py)."""
     decode_on = not (args.disable_cuda_graph or args.disable_decode_cuda_graph)
-    prefill_locked = args.disable_cuda_graph or args.disable_prefill_cuda_graph
+    if rules.piecewise_ignores_disable_cuda_graph(release):
+        # 0.5.10-0.5.13: only --disable-piecewise-cuda-graph turns PCG off, not --disable-cuda-graph.
+        prefill_locked = args.disable_prefill_cuda_graph
+    else:
+        prefill_locked = args.disable_cuda_graph or args.disable_prefill_cuda_graph
     prefill_on = not prefill_locked
-    if prefill_on and (
+    by_release = rules.prefill_graph_on(
+        release, arch=layout.architecture, family=layout.family, mla=layout.kv.kind == "mla", kda=uses_kda(layout),
+        multimodal=layout.is_multimodal, multimodal_allowed=layout.architecture in MULTIMODAL_BREAKABLE_GRAPH_ARCHS,
+        speculative=args.speculative_algorithm is not None, attn_dp=args.attn_dp_size, pp=args.pp_size,
+    )
+    if by_release is not None:
+        prefill_on = prefill_on and by_release
+    elif prefill_on and (
         args.pp_size > 1
         or uses_kda(layout)
         or (layout.is_multimodal and layout.architecture not in MULTIMODAL_BREAKABLE_GRAPH_ARCHS)
     ):
         prefill_on = False
-    chunked, max_bs = _capacity_defaults(gpu_mib, args.tp_size)
+    chunked, max_bs = _capacity_defaults(gpu_mib, args.tp_size, release)
     if args.chunked_prefill_size is not None:
         chunked = args.chunked_prefill_size
     if args.cuda_graph_max_bs_decode is not None:
         max_bs = args.cuda_graph_max_bs_decode
-    elif args.max_running_requests is not None and max_bs > args.max_running_requests:
+    elif (rules.decode_max_bs_follows_mrr(release) and args.max_running_requests is not None
+          and max_bs > args.max_running_requests):
         max_bs = args.max_running_requests
     if args.cuda_graph_max_bs_prefill is not None:
         prefill_max = args.cuda_graph_max_bs_prefill
@@ -260,12 +277,20 @@ def _cuda_graphs(layout: ModelLayout, args: ServerArgs, gpu_mib: float | None) -
             prefill_max = PP_PREFILL_GRAPH_MAX_TOKENS
         if args.max_total_tokens is not None:
             prefill_max = min(prefill_max, args.max_total_tokens)
-    return _Graphs(decode_on, prefill_on, chunked, max_bs, prefill_graph_size_count(prefill_max))
+        if rules.prefill_max_capped_by_context(release) and args.context_length is not None:
+            prefill_max = min(prefill_max, args.context_length)
+    sizes = prefill_graph_size_count(prefill_max)
+    if not rules.prefill_list_has_576(release) and prefill_max >= 576:
+        sizes -= 1
+    return _Graphs(decode_on, prefill_on, chunked, max_bs, sizes)
 
 
-def auto_mem_fraction_static(layout: ModelLayout, args: ServerArgs, gpu_mib: float | None, graphs: _Graphs | None = None) -> float:
-    """`memory_hook.handle_gpu_memory_settings` for a CUDA Hopper GPU (SIZING_SPEC §2.1.1, §8.1)."""
-    g = graphs or _cuda_graphs(layout, args, gpu_mib)
+def auto_mem_fraction_static(
+    layout: ModelLayout, args: ServerArgs, gpu_mib: float | None, graphs: _Graphs | None = None, release: str = DEFAULT_RELEASE,
+) -> float:
+    """`memory_hook.handle_gpu_memory_settings` for a CUDA Hopper GPU (SIZING_SPEC §2.1.1, §8.1),
+    with `release`'s constants (releases/launch_rules.py)."""
+    g = graphs or _cuda_graphs(layout, args, gpu_mib, release)
     tp, pp, dp = args.tp_size, args.pp_size, args.attn_dp_size
     if g.chunked > 0:
         activation_tokens = max(g.chunked, 2048)
@@ -275,7 +300,7 @@ def auto_mem_fraction_static(layout: ModelLayout, args: ServerArgs, gpu_mib: flo
     reserved += activation_tokens * 1.5
     reserved += tp * pp / 8 * 1024
     graph = 0.0
-    if g.decode_on:
+    if g.decode_on or not rules.decode_term_needs_graph(release):
         graph += g.decode_max_bs * 2
     if dp > 1:
         graph += g.decode_max_bs * dp * 3
@@ -286,7 +311,8 @@ def auto_mem_fraction_static(layout: ModelLayout, args: ServerArgs, gpu_mib: flo
     reserved += graph
     if gpu_mib is not None and gpu_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
-    mfs = round((gpu_mib - reserved) / gpu_mib, 3) if gpu_mib is not None else 0.95
+    reserved += rules.spec_reserve_mb(release, args.speculative_algorithm)
+    mfs = round((gpu_mib - reserved) / gpu_mib, 3) if gpu_mib is not None else rules.fallback_mem_fraction(release)
     if layout.is_multimodal:
         mfs = adjust_mem_fraction_for_vlm(mfs, layout)
     return mfs
@@ -304,14 +330,18 @@ def default_attention_backend(layout: ModelLayout, args: ServerArgs) -> str:
     return "flashinfer"
 
 
-def _in_radix_branch(layout: ModelLayout) -> bool:
+def _in_radix_branch(layout: ModelLayout, release: str = DEFAULT_RELEASE) -> bool:
     if layout.architecture == "GraniteMoeHybridForCausalLM":
+        if not rules.granite_in_radix_branch(base_release(release)):
+            return False
         # Only with a mamba layer among the config's (normalised) layer_types.
         return bool(layout.mamba_layer_ids)
     return layout.architecture in MAMBA_RADIX_CACHE_ARCHS
 
 
-def supports_extra_buffer(layout: ModelLayout) -> bool:
+def supports_extra_buffer(layout: ModelLayout, release: str = DEFAULT_RELEASE) -> bool:
+    if base_release(release) != DEFAULT_RELEASE:
+        return layout.architecture in rules.extra_buffer_archs(base_release(release))
     return layout.architecture in MAMBA_EXTRA_BUFFER_ARCHS
 
 
@@ -342,7 +372,12 @@ def check_pp_layers(layout: ModelLayout, pp: int) -> None:
         )
 
 
-def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int | None, draft_layers: int | None, needs_mfs: bool) -> Launch:
+def resolve(
+    layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int | None, draft_layers: int | None, needs_mfs: bool,
+    *, release: str = DEFAULT_RELEASE,
+) -> Launch:
+    """Resolve the flags as SGLang `release` does (a base release or post-release)."""
+    release = base_release(release)
     rejections: list[Rejection] = []
     warnings: list[str] = []
 
@@ -382,7 +417,7 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int
             context_len = args.context_length
 
     # 2-3. CUDA graphs and the GPU memory settings.
-    graphs = _cuda_graphs(layout, args, gpu_memory_mib)
+    graphs = _cuda_graphs(layout, args, gpu_memory_mib, release)
     mfs = args.mem_fraction_static
     if mfs is None and needs_mfs:
         if gpu_memory_mib is None:
@@ -390,7 +425,7 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int
                 "budget.gpu_memory_mib",
                 "is needed to derive SGLang's automatic mem_fraction_static; give it, or set server_args.mem_fraction_static",
             )
-        mfs = auto_mem_fraction_static(layout, args, gpu_memory_mib, graphs)
+        mfs = auto_mem_fraction_static(layout, args, gpu_memory_mib, graphs, release)
 
     # 4. Model-specific adjustments: the LFM2 attention check, then the mamba radix
     #    strategy, with the page size as the user gave it (None: unset).
@@ -402,17 +437,21 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int
     raw_page = args.page_size
     disable_overlap = args.disable_overlap_schedule
     strategy = args.mamba_radix_cache_strategy
-    if _in_radix_branch(layout) and not args.disable_radix_cache:
+    # <=0.5.13 switches Kimi-Linear's radix cache off (releases/launch_rules.py).
+    disable_radix = args.disable_radix_cache or rules.radix_forced_off(release, layout.architecture)
+    if not rules.auto_strategy_resolves(release) and strategy == "auto":
+        strategy = "no_buffer"  # <=0.5.13: auto is no_buffer for every model
+    if _in_radix_branch(layout, release) and not disable_radix:
         wants_overlap = not disable_overlap
         wants_paging = raw_page is not None and raw_page > 1
         if strategy == "auto":
-            if (wants_overlap or wants_paging) and supports_extra_buffer(layout):
+            if (wants_overlap or wants_paging) and supports_extra_buffer(layout, release):
                 strategy = "extra_buffer"
             else:
                 strategy = "no_buffer"
                 disable_overlap = True
         if strategy in ("extra_buffer", "extra_buffer_lazy"):
-            if not supports_extra_buffer(layout):
+            if not supports_extra_buffer(layout, release):
                 reject("AssertionError", f"extra_buffer is not supported for {layout.architecture}; use no_buffer.")
             elif args.speculative_num_draft_tokens is not None and args.mamba_track_interval < args.speculative_num_draft_tokens:
                 reject("AssertionError", f"--mamba-track-interval ({args.mamba_track_interval}) must be >= --speculative-num-draft-tokens ({args.speculative_num_draft_tokens}) with the extra_buffer strategy")
@@ -422,13 +461,20 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int
                 chunk = mamba_chunk_size(layout)
                 if max(chunk, raw_page) % min(chunk, raw_page) != 0:
                     reject("AssertionError", f"For SSM models, either chunk_size or page_size must be divisible by the other, got chunk_size={chunk}, page_size={raw_page}")
+        elif rules.legacy_no_buffer(release):  # <=0.5.13's no_buffer: fixes what 0.5.14 asserts
+            if raw_page not in (1, None):
+                raw_page = 1
+            if args.speculative_algorithm is None:
+                disable_overlap = True
+            else:
+                reject("ValueError", rules.LEGACY_NO_BUFFER_SPEC_ERROR.format(arch=layout.architecture))
         else:  # no_buffer
             if raw_page not in (1, None):
                 reject("AssertionError", "no_buffer only supports page_size=1.")
             elif not disable_overlap:
                 reject("AssertionError", "no_buffer do not support overlap schedule. Try to set disable_overlap_schedule=True.")
-    extra_buffer = not args.disable_radix_cache and strategy in ("extra_buffer", "extra_buffer_lazy")
-    lazy = not args.disable_radix_cache and strategy == "extra_buffer_lazy"
+    extra_buffer = not disable_radix and strategy in ("extra_buffer", "extra_buffer_lazy")
+    lazy = not disable_radix and strategy == "extra_buffer_lazy"
 
     # 5. ReplaySSM (linear-attention backend hook).
     mamba_ssm_dtype = args.mamba_ssm_dtype
@@ -518,13 +564,16 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int
             )
 
     # 9. --mamba-ssm-dtype is exported as SGLANG_MAMBA_SSM_DTYPE (beats the config's value).
-    env_ssm = mamba_ssm_dtype or env.SGLANG_MAMBA_SSM_DTYPE
+    env_ssm = mamba_ssm_dtype or rules.ssm_dtype_flag_default(release) or env.SGLANG_MAMBA_SSM_DTYPE
+    # 0.5.8 reads the SSM dtype from the flag only (its default is exported), never the config.
     ssm_dtype = env_ssm or layout.config_ssm_dtype or "float32"
     conv_dtype = env.SGLANG_MAMBA_CONV_DTYPE or "bfloat16"
 
     # 10. check_server_args at engine start.
     if pp > 1 and resolved_spec is not None:
-        if resolved_spec != "EAGLE":
+        if rules.pp_refuses_speculative(release):
+            reject("AssertionError", rules.PP_SPECULATIVE_REFUSAL)
+        elif resolved_spec != "EAGLE":
             reject("AssertionError", "Pipeline parallelism currently only supports EAGLE (non-multi-layer) speculative decoding")
         else:  # SGLANG_ENABLE_PP_SPEC (not modelled) is off
             reject("AssertionError", "PP + speculative decoding (MTP) is only supported on prefill nodes (disaggregation-mode=prefill)")
@@ -537,7 +586,7 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int
         kv_cache_dtype_reason=kv_reason, draft_kv_layers_reason=draft_reason,
         mamba_full_memory_ratio=args.mamba_full_memory_ratio if args.mamba_full_memory_ratio is not None else DEFAULT_MAMBA_FULL_MEMORY_RATIO,
         strategy=strategy, extra_buffer=extra_buffer, extra_buffer_lazy=lazy,
-        disable_radix_cache=args.disable_radix_cache, disable_overlap_schedule=disable_overlap,
+        disable_radix_cache=disable_radix, disable_overlap_schedule=disable_overlap,
         max_running_requests=mrr, user_set_max_running_requests=args.max_running_requests is not None,
         max_mamba_cache_size=args.max_mamba_cache_size, max_total_tokens=args.max_total_tokens,
         speculative_algorithm=spec, num_draft_tokens=num_draft,

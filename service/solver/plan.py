@@ -125,6 +125,7 @@ def _resolve(req: PlanRequest, layout: ModelLayout) -> Launch:
         gpu_memory_mib=gpu_budget.capacity_mib(req),
         draft_layers=req.draft_model.num_layers if req.draft_model else None,
         needs_mfs=b.rest_gib is None,
+        release=req.sglang_version,
     )
 
 

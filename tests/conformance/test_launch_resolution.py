@@ -189,14 +189,15 @@ def generate_cases(n: int = N_CASES, seed: int = SEED) -> list[dict]:
     return cases
 
 
-def ours(case: dict, layout=None) -> dict:
+def ours(case: dict, layout=None, release: str = "0.5.23") -> dict:
     """Our resolution of the case (of `layout` in place of the case's model when given:
-    tests/conformance/test_explicit_layouts.py passes the model as an explicit layout)."""
+    tests/conformance/test_explicit_layouts.py passes the model as an explicit layout), by
+    `release`'s rules (tests/conformance/test_release_launch.py)."""
     layout = layout if layout is not None else _layout(case["model"])
     args = ServerArgs(**case["server_args"])
     env = Env(**case["env"])
     try:
-        launch = resolve(layout, args, env, gpu_memory_mib=case["gpu_mib"], draft_layers=None, needs_mfs=True)
+        launch = resolve(layout, args, env, gpu_memory_mib=case["gpu_mib"], draft_layers=None, needs_mfs=True, release=release)
     except PlanInputError as exc:
         return {"rejected": "PlanInputError", "message": str(exc)}
     if launch.rejections:

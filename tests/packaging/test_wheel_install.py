@@ -91,7 +91,8 @@ def test_wheel_carries_every_data_file_the_license_and_py_typed(installed):
     shipped = ["mambasizer/" + rel for rel in _tracked(("service", "schemas")) if not rel.endswith(".py")]
     missing = [rel for rel in shipped if rel not in names]
     assert missing == [], f"package files left out of the wheel: {missing}"
-    for must in ("mambasizer/service/sglang_flags_0_5_23.json", "mambasizer/service/py.typed",
+    for must in ("mambasizer/service/sglang_flags_0_5_23.json", "mambasizer/service/sglang_flags_releases.json",
+                 "mambasizer/service/py.typed",
                  "mambasizer/schemas/py.typed", "mambasizer/service/presets/models/kimi-k3.json",
                  "mambasizer/service/presets/models/SOURCES.md", "mambasizer/__init__.py"):
         assert must in names
