@@ -45,7 +45,7 @@ from mambasizer.service.solver.checkpoint_quant import launch_quant_failure, res
 from mambasizer.service.solver.errors import PlanInputError
 from mambasizer.service.solver.layout import ModelLayout
 from mambasizer.service.solver.releases import launch_rules as rules
-from mambasizer.service.solver.releases.registry import base_release
+from mambasizer.service.solver.releases.registry import at_least, base_release
 
 DEFAULT_MAMBA_FULL_MEMORY_RATIO = 0.9
 SPEC_DEFAULT_MAX_RUNNING_REQUESTS = 48
@@ -429,7 +429,9 @@ def resolve(
 
     # 4. Model-specific adjustments: the LFM2 attention check, then the mamba radix
     #    strategy, with the page size as the user gave it (None: unset).
-    quant_failure = launch_quant_failure(layout.architecture, layout.hf_config, layout.hf_text_config)
+    # The Nemotron-H override that trips over a quant recipe kept only in hf_quant_config.json
+    # arrived with the model-override declarations (0.5.19).
+    quant_failure = launch_quant_failure(layout.architecture, layout.hf_config, layout.hf_text_config) if at_least(release, "0.5.19") else None
     if quant_failure:
         reject("AttributeError", quant_failure)
     if layout.family == "lfm2" and args.attention_backend == "triton":
