@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from mambasizer.schemas.releases import DEFAULT_RELEASE
 from mambasizer.schemas.request import Env, ServerArgs
 from mambasizer.service.solver.checkpoint_quant import resolve_kv_auto
 from mambasizer.service.solver.errors import PlanInputError
@@ -342,7 +343,7 @@ def check_pp_layers(layout: ModelLayout, pp: int) -> None:
         )
 
 
-def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int | None, draft_layers: int | None, needs_mfs: bool) -> Launch:
+def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int | None, draft_layers: int | None, needs_mfs: bool, release: str = DEFAULT_RELEASE) -> Launch:
     rejections: list[Rejection] = []
     warnings: list[str] = []
 
