@@ -157,19 +157,14 @@ def split(rest_gib: float, x: MambaSplitInputs) -> MambaSplit:
         else:
             K = int(budget_bytes // P)
 
-    if K <= 0:
+    # Before 0.5.13 nothing checks K here: a K <= 0 flows on (its negative charge included)
+    # and the token count or max_num_reqs then tells (requests.py, kv.py).
+    if K <= 0 and x.checks_empty:
         detail = (
             f"Computed max_mamba_cache_size={K} "
             f"(total_rest_memory={R:.2f} GB, "
             f"mamba_cache_per_req={P / MIB:.2f} MB). "
         )
-        if not x.checks_empty:
-            # Before 0.5.13 SGLang does not check: it builds a pool that serves no request.
-            raise SGLangStartupError(
-                "mamba_cache_too_small", "none (this release does not check)",
-                "mambasizer: the hybrid state cache gets no slot (this release raises nothing here and starts "
-                "a server that can run no request). " + detail + "Reduce --max-running-requests or raise --mem-fraction-static.",
-            )
         raise SGLangStartupError(
             "mamba_cache_too_small",
             "RuntimeError",

@@ -350,6 +350,13 @@ def _pipeline(req, layout, launch: Launch, stage_ranges, state: StateSpec, whole
     # The draft's KV: none before 0.5.14, and 0.5.14-0.5.19 only with a separate draft model.
     prices_draft = launch.prices_draft_kv and prof.eagle_cell != "none" and (
         req.draft_model is not None or not prof.eagle_cell_needs_draft_path)
+    if not prof.zero_cell_stage:
+        # <= 0.5.16: a rank without a full-attention layer divides by its zero cell while it
+        # profiles, before any rank's token count is checked.
+        for s in stage_ranges:
+            if not s.full_attention_layer_ids:
+                kv.stage_tokens(0, 0, page_size=1, kv_on_another_stage=True, max_total_tokens=None,
+                                context_len=launch.context_len, zero_cell_stage=False, pp_rank=s.pp_rank)
     for s in stage_ranges:
         n_full = len(s.full_attention_layer_ids)
         if n_full not in by_full:

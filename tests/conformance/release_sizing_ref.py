@@ -1,0 +1,254 @@
+"""Reference oracle for older releases: one SGLang release's OWN start-up sizing methods, run
+on the CPU in a subprocess whose PYTHONPATH starts with `release_source(version)`.
+
+Run as `python release_sizing_ref.py <version>` with a JSON list of cases on stdin; prints one
+JSON result per case (K, S, tokens, max_running_requests, or the exception SGLang raised).
+
+Only the sizing modules are loaded from the release's files, under their own names:
+`model_executor/model_runner_kv_cache_mixin.py` (every release up to 0.5.15) and
+`model_executor/pool_configurator.py` (0.5.11+). Every other `sglang.*` module they import is a
+stand-in (a module whose attributes are inert classes), and the release's methods run on a
+stand-in ModelRunner holding the resolved launch values. One shim per code era:
+
+* <= 0.5.9 (`init_memory_pool`): the mixin's own init_memory_pool runs until it builds the
+  request pool; the pool's constructor records `size` (the release's max_num_reqs) and stops
+  it. The model runner's following clamp, `max_running_requests = min(tokens // 2 if mrr is
+  None else mrr // dp, pool)` (model_runner.py, in the middle of ModelRunner.initialize), is
+  restated here in one line: it cannot run without the whole runner.
+* 0.5.10 (`_resolve_memory_pool_config`), 0.5.11-0.5.15 (the same entry, which calls
+  `DefaultPoolConfigurator` through the release's `create_memory_pool_configurator`).
+
+Stood in: `get_available_gpu_memory` (returns the case's free GiB after the load), the world
+group (world_size 1), the PP all-reduce (two passes: each stage's capacity recorded, then the
+MIN returned), and the per-layer KV cell (`get_cell_size_per_token` / `_compute_cell_size`
+return layers * the case's per-layer bytes; the release's own code picks the stage's layers).
+`mamba_cache_per_req` is the case's value: its body is byte-identical in all 21 releases and
+the 0.5.23 suite checks ours against SGLang's. No SGLang code is copied.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import json
+import logging
+import os
+import sys
+import types
+from pathlib import Path
+
+logging.disable(logging.CRITICAL)
+
+
+class _Inert:
+    """Any stand-in class: constructible with anything, attributes are more stand-ins."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+
+class _StandInModule(types.ModuleType):
+    def __getattr__(self, name):
+        if name.startswith("__"):
+            raise AttributeError(name)
+        value = type(name, (_Inert,), {})
+        setattr(self, name, value)
+        return value
+
+
+class _StandInFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Every `sglang.*` module not loaded from the release's files is a stand-in."""
+
+    def find_spec(self, name, path, target=None):
+        if name == "sglang" or name.startswith("sglang."):
+            return importlib.machinery.ModuleSpec(name, self, is_package=True)
+        return None
+
+    def create_module(self, spec):
+        m = _StandInModule(spec.name)
+        m.__path__ = []
+        return m
+
+    def exec_module(self, module):
+        pass
+
+
+def _load_file(root: Path, rel: str):
+    name = "sglang." + rel[:-3].replace("/", ".")
+    spec = importlib.util.spec_from_file_location(name, root / "sglang" / rel)
+    assert spec is not None and spec.loader is not None
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    for key in list(vars(mod)):
+        if key.startswith("_is_") and not callable(getattr(mod, key)):
+            setattr(mod, key, False)  # module-level platform probes (_is_npu = is_npu()): CUDA
+    return mod
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split(".post")[0].split("."))
+
+
+class _World:
+    world_size = 1
+    cpu_group = None
+
+
+class _Spec:
+    """SpeculativeAlgorithm stand-in: the cases use NGRAM (no draft KV priced into the cell)."""
+
+    def __init__(self, on: bool):
+        self.on = on
+
+    def is_none(self):
+        return not self.on
+
+    def is_ngram(self):
+        return self.on
+
+    def __getattr__(self, name):
+        if name.startswith("is_"):
+            return lambda: False
+        raise AttributeError(name)
+
+
+class _PoolBuilt(Exception):
+    def __init__(self, size):
+        self.size = size
+
+
+class _ServerArgs(types.SimpleNamespace):
+    def enable_mamba_extra_buffer(self):
+        return self.strategy in ("extra_buffer", "extra_buffer_lazy") and not self.disable_radix_cache
+
+    def enable_mamba_extra_buffer_lazy(self):
+        return self.strategy == "extra_buffer_lazy" and not self.disable_radix_cache
+
+
+def main() -> None:
+    version = sys.argv[1]
+    root = Path(os.environ["RELEASE_SOURCE"])
+    import torch
+
+    sys.meta_path.insert(0, _StandInFinder())
+    key = _key(version)
+    # The configurator first: the mixin imports its MemoryPoolConfig (whose own check raises
+    # "Not enough memory").
+    pool_mod = _load_file(root, "srt/model_executor/pool_configurator.py") if key >= (0, 5, 11) else None
+    mixin_mod = _load_file(root, "srt/model_executor/model_runner_kv_cache_mixin.py")
+    era = "init_memory_pool" if key < (0, 5, 10) else ("mixin" if key < (0, 5, 11) else "mixin+pool_configurator")
+
+    cases = json.load(sys.stdin)
+    out = []
+    for case in cases:
+        try:
+            out.append(_run_case(case, mixin_mod, pool_mod, era, torch))
+        except _Unsupported as exc:
+            out.append({"unsupported": str(exc)})
+        except Exception as exc:  # what SGLang raised, compared with the plan's error
+            import traceback
+            out.append({"exception": type(exc).__name__, "message": str(exc)[:300], "where": traceback.format_exc()[-600:]})
+    json.dump({"era": era, "results": out}, sys.stdout)
+
+
+class _Unsupported(Exception):
+    pass
+
+
+def _run_case(case, mixin_mod, pool_mod, era, torch):
+    stages = case["stages"]  # [[start, end], ...]
+    pp = len(stages)
+    captured: dict = {}
+    recorded: list[int] = []
+
+    def all_reduce(tensor, op=None, group=None):
+        if captured.get("min") is None:
+            recorded.append(int(tensor.item()))
+        else:
+            tensor.fill_(captured["min"])
+
+    results = []
+    for pass_ in ((0, 1) if pp > 1 else (1,)):
+        if pass_ == 1 and pp > 1:
+            captured["min"] = min(recorded)
+        results = []
+        for start, end in stages:
+            results.append(_run_stage(case, mixin_mod, pool_mod, era, torch, start, end, pp, all_reduce))
+    return results[0]
+
+
+def _run_stage(case, mixin_mod, pool_mod, era, torch, start, end, pp, all_reduce):
+    cell_per_layer = case["cell_per_layer"]
+    sa = _ServerArgs(
+        max_running_requests=case["max_running_requests"], max_total_tokens=case["max_total_tokens"],
+        max_mamba_cache_size=case["max_mamba_cache_size"], disable_radix_cache=case["disable_radix_cache"],
+        strategy=case["strategy"], disable_overlap_schedule=case["disable_overlap_schedule"],
+        mamba_full_memory_ratio=case["mamba_full_memory_ratio"], page_size=case["page_size"],
+        speculative_num_draft_tokens=case["num_draft_tokens"], enable_dp_attention=case["attn_dp"] > 1,
+        dp_size=case["attn_dp"], mem_fraction_static=case["mem_fraction_static"],
+        disaggregation_mode="null", enable_memory_saver=False, draft_runner_cache_size=None, max_num_reqs=None,
+    )
+    params = types.SimpleNamespace(mamba_cache_per_req=case["per_req"], layers=case["mamba_layer_ids"])
+    mambaish = types.SimpleNamespace(full_attention_layer_ids=case["full_attention_layer_ids"], mamba2_cache_params=params)
+    Mixin = mixin_mod.ModelRunnerKVCacheMixin
+
+    class Runner(Mixin):
+        pass
+
+    r = Runner()
+    r.server_args = sa
+    r.mambaish_config = mambaish
+    r.model_config = types.SimpleNamespace(context_len=case["context_len"], num_hidden_layers=case["num_hidden_layers"],
+                                           hf_config=types.SimpleNamespace(architectures=[case.get("architecture", "Qwen3NextForCausalLM")]))
+    r.spec_algorithm = _Spec(case["num_draft_tokens"] is not None)
+    r.dp_size = case["attn_dp"]
+    r.pp_size = pp
+    r.start_layer, r.end_layer = start, end
+    r.mem_fraction_static = case["mem_fraction_static"]
+    r.is_draft_worker = False
+    r.is_hybrid_swa = False
+    r.req_to_token_pool = None
+    r.device, r.gpu_id = "cuda", 0
+    r.kv_cache_dtype = torch.bfloat16
+    r.get_cell_size_per_token = lambda num_layers: num_layers * cell_per_layer
+
+    free_after = case["free_gib_after_load"]
+    mixin_mod.get_available_gpu_memory = lambda *a, **k: free_after
+    mixin_mod.get_world_group = lambda: _World()
+    saved = torch.distributed.all_reduce
+    torch.distributed.all_reduce = all_reduce
+    try:
+        if era == "init_memory_pool":
+
+            def capture(*args, size=None, **kwargs):
+                raise _PoolBuilt(size)
+
+            mixin_mod.HybridReqToTokenPool = capture
+            try:
+                r.init_memory_pool(case["free_gib_before_load"])
+            except _PoolBuilt as built:
+                pool = built.size
+            else:
+                raise AssertionError("init_memory_pool returned without building the request pool")
+            tokens = r.max_total_num_tokens
+            mrr = sa.max_running_requests
+            # model_runner.py, restated: the clamp after init_memory_pool.
+            n = min(tokens // 2 if mrr is None else mrr // (sa.dp_size if sa.enable_dp_attention else 1), pool)
+            ratio = None
+        else:
+            if pool_mod is not None:
+                pool_mod.get_attention_tp_size = lambda: 1
+                pool_mod.DefaultPoolConfigurator._compute_cell_size = lambda self, mr, num_layers: num_layers * cell_per_layer
+            config = r._resolve_memory_pool_config(case["free_gib_before_load"])
+            tokens, n = config.max_total_num_tokens, config.max_running_requests
+            ratio = r._calculate_mamba_ratio()
+    finally:
+        torch.distributed.all_reduce = saved
+    return {"max_mamba_cache_size": sa.max_mamba_cache_size, "max_total_num_tokens": tokens,
+            "max_running_requests": n, "mamba_ratio": ratio}
+
+
+if __name__ == "__main__":
+    main()
