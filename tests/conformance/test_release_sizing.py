@@ -37,7 +37,7 @@ from mambasizer.service.solver.families import layout_from_hf_config
 from mambasizer.service.solver.launch import KV_ITEMSIZE
 
 RELEASES = ("0.5.8", "0.5.9", "0.5.10", "0.5.11", "0.5.13", "0.5.14", "0.5.15")
-N = int(os.environ.get("RELEASE_CASES", "120"))
+N = int(os.environ.get("RELEASE_CASES", "300"))
 SEED = int(os.environ.get("MAMBASIZER_CONFORMANCE_SEED", "20261202"))
 HERE = Path(__file__).parent
 FAMILIES = ("qwen3_next", "qwen3_5", "kimi_linear", "nemotron_h", "falcon_h1", "granitemoehybrid", "lfm2")
