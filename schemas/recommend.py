@@ -26,8 +26,10 @@ from mambasizer.schemas.request import (
     ModelSpec,
     ServerArgs,
     SpecAlgorithm,
+    SglangVersion,
     Strict,
 )
+from mambasizer.schemas.releases import DEFAULT_RELEASE
 
 MAX_KNOB_VALUES = 16
 MAX_GPU_COUNTS = 64
@@ -103,6 +105,10 @@ class RecommendRequest(Strict):
     )
     env: Env = Env()
     draft_model: DraftModel | None = None
+    sglang_version: SglangVersion = Field(
+        default=DEFAULT_RELEASE,
+        description="The SGLang release whose start-up rules every searched setting is planned under (as PlanRequest.sglang_version).",
+    )
     limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] = 10
 
     @model_validator(mode="after")

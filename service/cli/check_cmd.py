@@ -125,6 +125,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="X",
         help="with --gpu / --gpu-memory-mib: GiB resident before the weights load, replacing the calibrated estimate",
     )
+    p.add_argument(
+        "--sglang-version",
+        metavar="RELEASE",
+        help="the SGLang release whose start-up rules apply (0.5.8 ... 0.5.23, post-releases included; "
+        "default: the request's sglang_version, else 0.5.23)",
+    )
     p.add_argument("--require-max-running-requests", type=_positive_int, metavar="N")
     p.add_argument("--require-max-total-tokens", type=_positive_int, metavar="N")
     p.add_argument("--require-context-length", type=_positive_int, metavar="N")
@@ -313,6 +319,8 @@ def _request_from_args(args: argparse.Namespace) -> dict:
             raise _invalid(_one_line(exc)) from None
         if hasattr(request, "model_dump"):
             request = request.model_dump(mode="json", exclude_none=True)
+        if args.sglang_version is not None:
+            request["sglang_version"] = args.sglang_version
         return request
     if args.budget_gib is not None:
         raise _invalid("--budget-gib is only used with --preset")
@@ -326,6 +334,8 @@ def _request_from_args(args: argparse.Namespace) -> dict:
     request = _read_request(args.inputs[0])
     if gpu_budget is not None:
         request["budget"] = gpu_budget  # the file's model and arguments, planned from the GPU alone
+    if args.sglang_version is not None and isinstance(request, dict):
+        request["sglang_version"] = args.sglang_version
     return request
 
 
