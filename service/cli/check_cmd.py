@@ -434,6 +434,11 @@ def _model(plan: dict) -> str:
     return str(plan.get("model_name") or "model")
 
 
+def _release(plan: dict) -> str:
+    """The release whose rules the plan applied ('sglang==0.5.17' -> 'SGLang 0.5.17')."""
+    return "SGLang " + str(plan.get("reference") or "sglang==0.5.23").removeprefix("sglang==")
+
+
 def verdict(plan: dict, args: argparse.Namespace) -> str:
     """The pass line, or raise CheckFailure with the one failure line."""
     model = _model(plan)
@@ -442,7 +447,7 @@ def verdict(plan: dict, args: argparse.Namespace) -> str:
         message = error.get("message") or "SGLang would not start"
         kind = error.get("kind")
         remedies = [r for r in (error.get("remedies") or []) if r]
-        line = f"{PROG}: FAIL: SGLang 0.5.23 would not start {model}: {message}"
+        line = f"{PROG}: FAIL: {_release(plan)} would not start {model}: {message}"
         if kind:
             line += f" [{kind}]"
         if remedies:
@@ -469,7 +474,7 @@ def verdict(plan: dict, args: argparse.Namespace) -> str:
         if plan.get("binding_limit"):
             line += f" (binding limit: {plan['binding_limit']})"
         raise _fail(EXIT_WOULD_NOT_START, line)
-    line = f"{PROG}: OK: {model} starts under SGLang 0.5.23 with {_summary(plan)}"
+    line = f"{PROG}: OK: {model} starts under {_release(plan)} with {_summary(plan)}"
     if met:
         line += "; requirements met: " + ", ".join(met)
     return _one_line(line)

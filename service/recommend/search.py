@@ -680,6 +680,7 @@ def _candidate(req: RecommendRequest, s: Setting) -> Candidate | None:
         "model": req.model.model_dump(exclude_defaults=True),
         "sglang_args": flags,
         "budget": _budget_body(req),
+        "sglang_version": req.sglang_version,
     }
     if env:
         body["env"] = env
