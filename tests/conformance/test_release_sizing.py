@@ -1,20 +1,24 @@
-"""Per-release conformance of the sizing pipeline: for one release per code era and epoch
-before 0.5.16 (0.5.8 E1, 0.5.9 E2, 0.5.10 E3, 0.5.11 E4, 0.5.13 E5, 0.5.14 E6, 0.5.15 E7),
-that release's OWN sizing methods (`release_sizing_ref.py`, run in a subprocess on the
-release's unpacked wheel from `release_wheels.release_source`) against our plan with
-`sglang_version` set to it, on seeded generated layouts (every family the release loads, real
-preset configs and randomised variants), with the launch values given explicitly (strategy,
-overlap, page size, mem_fraction_static: the sizing is under test here, the resolution is
-tests/conformance/test_launch_resolution.py's) and the shipped presets' deployments.
-0.5.23 is tests/conformance/test_conformance.py's.
+"""Per-release conformance of the sizing pipeline: one release per accounting epoch before
+0.5.23 (0.5.8 E1, 0.5.9 E2, 0.5.10 E3, 0.5.11 E4, 0.5.13 E5, 0.5.14 E6, 0.5.15 E7, 0.5.16 E8,
+0.5.17 E9, 0.5.18 E10, 0.5.19 E11, 0.5.20 E12, 0.5.22 E13; E14 = 0.5.23 is
+tests/conformance/test_conformance.py's), each release's OWN sizing code
+(`release_sizing_ref.py`, three code eras: the mixin's init_memory_pool / resolve path up to
+0.5.10, mixin + DefaultPoolConfigurator 0.5.11-0.5.15, KVCacheConfigurator 0.5.16+) run in a
+subprocess on the release's unpacked wheel (`release_wheels.release_source`), against our plan
+with `sglang_version` set to it. Inputs: seeded generated layouts of every family the release
+loads (real preset configs and randomised variants, TP 1-4, PP 1-3, all three mamba-split
+branches, NGRAM speculative intermediates, page sizes, token caps, mrr and K given, budgets
+down to SGLang's errors) plus the shipped presets' deployments. The launch values are given
+explicitly (strategy, overlap, page size, mem_fraction_static): the sizing is under test here,
+the per-release resolution is wt-relflags' launch conformance.
 
 Compared per case: max_mamba_cache_size, max_total_num_tokens, max_running_requests, the
-slots per request, or the exception class when SGLang raises. Each release prints its count of
-cases, equal ones and the branches exercised (mamba split branch, binding limit, spec, PP).
+slots per request, or the exception class when SGLang raises. Each release prints its cases,
+equal ones and the branches exercised (split branch, S, binding limit, spec, PP, errors).
 
-Budget: RELEASE_CASES (default 120) generated cases + the presets per release, about 5 s of
-planning and 4 s of subprocess per release on one core here, so ~1 min for the 7 releases on
-2 cores (measured: see the report printed with -s).
+Budget: RELEASE_CASES (default 300) generated cases + the 36 presets per release. Measured on
+this 2-core machine (shared): 13 releases, 4,084 cases, 43 s wall for the file (the releases'
+wheels already cached; a first run downloads one wheel per release).
 """
 
 from __future__ import annotations
@@ -36,7 +40,8 @@ from mambasizer.service.solver import PlanInputError
 from mambasizer.service.solver.families import layout_from_hf_config
 from mambasizer.service.solver.launch import KV_ITEMSIZE
 
-RELEASES = ("0.5.8", "0.5.9", "0.5.10", "0.5.11", "0.5.13", "0.5.14", "0.5.15")
+RELEASES = ("0.5.8", "0.5.9", "0.5.10", "0.5.11", "0.5.13", "0.5.14", "0.5.15", "0.5.16", "0.5.17", "0.5.18",
+            "0.5.19", "0.5.20", "0.5.22")
 N = int(os.environ.get("RELEASE_CASES", "300"))
 SEED = int(os.environ.get("MAMBASIZER_CONFORMANCE_SEED", "20261202"))
 HERE = Path(__file__).parent
@@ -49,10 +54,12 @@ def _request(rng: random.Random, family: str, version: str) -> dict:
     layers = cases.num_layers_of(hf)
     pp = rng.choice([1, 1, 2, 3]) if family in PP_FAMILIES and layers >= 3 else 1
     spec = rng.random() < 0.25 and pp == 1
-    strategy = rng.choice(["no_buffer", "extra_buffer"])
+    # Launches SGLang accepts: LFM2 has no extra buffer, no_buffer and NGRAM take page size 1.
+    strategy = "no_buffer" if family == "lfm2" else rng.choice(["no_buffer", "extra_buffer"])
+    page = 1 if strategy == "no_buffer" or spec else rng.choice([1, 16, 64])
     sa: dict = {
         "tp_size": rng.choice([1, 2, 4]), "pp_size": pp, "mem_fraction_static": rng.choice([0.8, 0.88, 0.9]),
-        "page_size": rng.choice([1, 1, 16, 64]), "mamba_radix_cache_strategy": strategy,
+        "page_size": page, "mamba_radix_cache_strategy": strategy,
         "disable_overlap_schedule": pp > 1 or strategy == "no_buffer" or rng.random() < 0.3,
         "mamba_full_memory_ratio": rng.choice([0.9, 0.9, 0.5, 2.0]),
     }
@@ -94,6 +101,7 @@ def _oracle_case(req: dict, p: dict) -> dict | None:
         "per_req": p["mamba_cache_per_req_bytes"],
         "mamba_layer_ids": [i for s in st for i in s["mamba_layer_ids"]],
         "full_attention_layer_ids": [i for s in st for i in s["full_attention_layer_ids"]],
+        "is_multimodal": layout.is_multimodal,
         "context_len": r["context_length"], "num_hidden_layers": st[-1]["end_layer"],
         "free_gib_before_load": req["budget"]["free_gib_before_load"],
         "free_gib_after_load": req["budget"]["free_gib_after_load"],
@@ -196,4 +204,5 @@ def test_release_sizing_equals_the_release(version):
     print(f"\nsglang {version} ({answer['era']}): {len(pairs)} cases, {equal} equal, {refused} not sized "
           f"(refused before sizing or by launch rules); branches: {dict(sorted(branches.items()))}")
     assert not failures, f"{len(failures)} of {len(pairs)} differ:\n" + "\n".join(failures[:10])
-    assert len(pairs) >= N // 2
+    # 0.5.8 loads 4 of the 7 families generated (Qwen3.5, LFM2, Granite from 0.5.9 on).
+    assert len(pairs) >= N // 3
