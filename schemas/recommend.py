@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from mambasizer.schemas.plan import Out, Plan
+from mambasizer.schemas.releases import DEFAULT_RELEASE
 from mambasizer.schemas.request import (
     MAX_CONTEXT,
     MAX_PARALLEL,
@@ -25,11 +26,10 @@ from mambasizer.schemas.request import (
     KVCacheDType,
     ModelSpec,
     ServerArgs,
-    SpecAlgorithm,
     SglangVersion,
+    SpecAlgorithm,
     Strict,
 )
-from mambasizer.schemas.releases import DEFAULT_RELEASE
 
 MAX_KNOB_VALUES = 16
 MAX_GPU_COUNTS = 64

@@ -28,7 +28,12 @@ from mambasizer.service.solver.errors import PlanInputError, SGLangStartupError
 from mambasizer.service.solver.families import layout_from_explicit, layout_from_hf_config
 from mambasizer.service.solver.launch import Launch, resolve
 from mambasizer.service.solver.layout import ModelLayout
-from mambasizer.service.solver.releases.sizing import SizingProfile, architecture_first_release, reference_of, sizing_profile
+from mambasizer.service.solver.releases.sizing import (
+    SizingProfile,
+    architecture_first_release,
+    reference_of,
+    sizing_profile,
+)
 from mambasizer.service.solver.specs import StateSpec
 
 GIB = 1 << 30

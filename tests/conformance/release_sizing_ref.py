@@ -197,16 +197,16 @@ class _Env:
         return self.value
 
 
+# `envs`: the defaults of the variables the sizing reads (unset in the deployment).
+_ENV_DEFAULTS = {"SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK": False, "SGLANG_ENABLE_POST_CAPTURE_KV_SIZING": False,
+                 "SGLANG_VLM_CACHE_SIZE_MB": 100, "SGLANG_MM_FEATURE_CACHE_MB": 1024}
+
+
 class _Envs:
-    """`envs`: the defaults of the variables the sizing reads (unset in the deployment)."""
-
-    DEFAULTS = {"SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK": False, "SGLANG_ENABLE_POST_CAPTURE_KV_SIZING": False,
-                "SGLANG_VLM_CACHE_SIZE_MB": 100, "SGLANG_MM_FEATURE_CACHE_MB": 1024}
-
     def __getattr__(self, name):
-        if name not in self.DEFAULTS:
-            raise AttributeError(f"envs.{name} is read: give its default in _Envs.DEFAULTS")
-        return _Env(self.DEFAULTS[name])
+        if name not in _ENV_DEFAULTS:
+            raise AttributeError(f"envs.{name} is read: give its default in _ENV_DEFAULTS")
+        return _Env(_ENV_DEFAULTS[name])
 
 
 class _Bag(_ServerArgs):

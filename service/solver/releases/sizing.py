@@ -13,10 +13,15 @@ service/solver/releases/launch_rules.py's. The pipeline takes resolved values fr
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from functools import lru_cache
+from functools import cache
 from typing import Literal
 
-from mambasizer.service.solver.releases.registry import DEFAULT_RELEASE, at_least, base_release, epoch_of
+from mambasizer.service.solver.releases.registry import (
+    DEFAULT_RELEASE,
+    at_least,
+    base_release,
+    epoch_of,
+)
 
 MambaBranches = Literal["two_way_512", "three_way"]
 SpecIntermediate = Literal["upfront", "per_branch", "per_branch_padded"]
@@ -109,7 +114,7 @@ _LATEST = SizingProfile(
 )
 
 
-@lru_cache(maxsize=None)
+@cache
 def sizing_profile(version: str = DEFAULT_RELEASE) -> SizingProfile:
     """The sizing rules of `version` (a release or post-release; raises ValueError otherwise)."""
     v = base_release(version)
