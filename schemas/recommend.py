@@ -13,6 +13,7 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from mambasizer.schemas.plan import Out, Plan
+from mambasizer.schemas.releases import DEFAULT_RELEASE
 from mambasizer.schemas.request import (
     MAX_CONTEXT,
     MAX_PARALLEL,
@@ -25,6 +26,7 @@ from mambasizer.schemas.request import (
     KVCacheDType,
     ModelSpec,
     ServerArgs,
+    SglangVersion,
     SpecAlgorithm,
     Strict,
 )
@@ -103,6 +105,10 @@ class RecommendRequest(Strict):
     )
     env: Env = Env()
     draft_model: DraftModel | None = None
+    sglang_version: SglangVersion = Field(
+        default=DEFAULT_RELEASE,
+        description="The SGLang release whose start-up rules every searched setting is planned under (as PlanRequest.sglang_version).",
+    )
     limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] = 10
 
     @model_validator(mode="after")

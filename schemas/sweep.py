@@ -33,7 +33,7 @@ MAX_STRING_VALUES = 1_000
 # The PlanRequest sections an axis may enter. A model axis is limited to the preset name (and
 # its allow_unverified flag): a pasted config varied per point would be re-read per point.
 AXIS_SECTIONS = ("server_args", "env", "budget", "draft_model")
-AXIS_TOP_FIELDS = ("accounting",)
+AXIS_TOP_FIELDS = ("accounting", "sglang_version")
 AXIS_MODEL_FIELDS = ("model.preset", "model.allow_unverified")
 FIELD_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*){0,3}$"
 

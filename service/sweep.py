@@ -41,7 +41,7 @@ from mambasizer.service.solver.plan import replan
 
 HEADLINE = ("max_running_requests", "max_total_num_tokens", "max_mamba_cache_size", "pp_max_micro_batch_size", "binding_limit")
 STAGE_COLUMNS = ("weights_bytes", "mamba_pool_bytes", "kv_pool_bytes", "req_to_token_bytes", "idle_bytes", "kv_tokens")
-SECTIONS = ("model", "server_args", "env", "budget", "draft_model", "accounting")
+SECTIONS = ("model", "server_args", "env", "budget", "draft_model", "accounting", "sglang_version")
 
 
 class SweepPointError(PlanInputError):
@@ -90,7 +90,7 @@ def _check_axes(raw_axes: Any) -> tuple[SweepAxis, ...]:
             raise PlanInputError(
                 f"axes.{i}.field",
                 f"{field!r} cannot be swept: sweep server_args.<flag>, env.<VAR>, budget.<field>, draft_model.num_layers, "
-                "accounting, model.preset or model.allow_unverified (to compare models, sweep model.preset)",
+                "accounting, sglang_version, model.preset or model.allow_unverified (to compare models, sweep model.preset)",
             )
         for j, v in enumerate(axis.values):
             if isinstance(v, float) and not math.isfinite(v):
@@ -106,7 +106,8 @@ def _check_axes(raw_axes: Any) -> tuple[SweepAxis, ...]:
 
 
 def _base_sections(req: PlanRequest) -> dict:
-    out: dict = {"model": req.model, "server_args": req.server_args, "env": req.env, "budget": req.budget, "accounting": req.accounting}
+    out: dict = {"model": req.model, "server_args": req.server_args, "env": req.env, "budget": req.budget, "accounting": req.accounting,
+                 "sglang_version": req.sglang_version}
     if req.draft_model is not None:
         out["draft_model"] = req.draft_model
     return out
@@ -155,7 +156,7 @@ def expand(body: dict) -> Sweep:
             get_preset(model.preset, model.allow_unverified)
         except PlanInputError as exc:
             raise PlanInputError("base.model.preset", exc.message, allowed=exc.allowed) from None
-    base_dicts = {s: _section_dict(sections.get(s)) for s in touched if s != "accounting"}
+    base_dicts = {s: _section_dict(sections.get(s)) for s in touched if s not in AXIS_TOP_FIELDS}
 
     requests: list[PlanRequest] = []
     points: list[dict] = []
@@ -176,8 +177,9 @@ def expand(body: dict) -> Sweep:
                 node = child
             node[leaf] = value
         raw.update(patched)
-        if raw.get("accounting") is None:
-            raw.pop("accounting", None)
+        for top in AXIS_TOP_FIELDS:
+            if raw.get(top) is None:
+                raw.pop(top, None)
         try:
             requests.append(PlanRequest.model_validate(raw))
         except ValidationError as exc:

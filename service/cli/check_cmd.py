@@ -125,6 +125,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="X",
         help="with --gpu / --gpu-memory-mib: GiB resident before the weights load, replacing the calibrated estimate",
     )
+    p.add_argument(
+        "--sglang-version",
+        metavar="RELEASE",
+        help="the SGLang release whose start-up rules apply (0.5.8 ... 0.5.23, post-releases included; "
+        "default: the request's sglang_version, else 0.5.23)",
+    )
     p.add_argument("--require-max-running-requests", type=_positive_int, metavar="N")
     p.add_argument("--require-max-total-tokens", type=_positive_int, metavar="N")
     p.add_argument("--require-context-length", type=_positive_int, metavar="N")
@@ -313,6 +319,8 @@ def _request_from_args(args: argparse.Namespace) -> dict:
             raise _invalid(_one_line(exc)) from None
         if hasattr(request, "model_dump"):
             request = request.model_dump(mode="json", exclude_none=True)
+        if args.sglang_version is not None:
+            request["sglang_version"] = args.sglang_version
         return request
     if args.budget_gib is not None:
         raise _invalid("--budget-gib is only used with --preset")
@@ -326,6 +334,8 @@ def _request_from_args(args: argparse.Namespace) -> dict:
     request = _read_request(args.inputs[0])
     if gpu_budget is not None:
         request["budget"] = gpu_budget  # the file's model and arguments, planned from the GPU alone
+    if args.sglang_version is not None and isinstance(request, dict):
+        request["sglang_version"] = args.sglang_version
     return request
 
 
@@ -424,6 +434,11 @@ def _model(plan: dict) -> str:
     return str(plan.get("model_name") or "model")
 
 
+def _release(plan: dict) -> str:
+    """The release whose rules the plan applied ('sglang==0.5.17' -> 'SGLang 0.5.17')."""
+    return "SGLang " + str(plan.get("reference") or "sglang==0.5.23").removeprefix("sglang==")
+
+
 def verdict(plan: dict, args: argparse.Namespace) -> str:
     """The pass line, or raise CheckFailure with the one failure line."""
     model = _model(plan)
@@ -432,7 +447,7 @@ def verdict(plan: dict, args: argparse.Namespace) -> str:
         message = error.get("message") or "SGLang would not start"
         kind = error.get("kind")
         remedies = [r for r in (error.get("remedies") or []) if r]
-        line = f"{PROG}: FAIL: SGLang 0.5.23 would not start {model}: {message}"
+        line = f"{PROG}: FAIL: {_release(plan)} would not start {model}: {message}"
         if kind:
             line += f" [{kind}]"
         if remedies:
@@ -459,7 +474,7 @@ def verdict(plan: dict, args: argparse.Namespace) -> str:
         if plan.get("binding_limit"):
             line += f" (binding limit: {plan['binding_limit']})"
         raise _fail(EXIT_WOULD_NOT_START, line)
-    line = f"{PROG}: OK: {model} starts under SGLang 0.5.23 with {_summary(plan)}"
+    line = f"{PROG}: OK: {model} starts under {_release(plan)} with {_summary(plan)}"
     if met:
         line += "; requirements met: " + ", ".join(met)
     return _one_line(line)

@@ -49,7 +49,8 @@ def render(plan: Any, ignored: list[str] | None = None, arg_warnings: Sequence[s
     """The readable table for a Plan."""
     r = plan.resolved
     out = []
-    verdict = "SGLang 0.5.23 would start" if plan.feasible else "SGLang 0.5.23 would NOT start"
+    release = "SGLang " + plan.reference.removeprefix("sglang==")
+    verdict = f"{release} would start" if plan.feasible else f"{release} would NOT start"
     out.append(f"{plan.model_name} ({plan.family}), {plan.accounting} accounting: {verdict}")
     mfs = "-" if r.mem_fraction_static is None else f"{r.mem_fraction_static:g}"
     out.append(
@@ -138,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
         body = wire.with_fields(body, prepared.extra_fields())
         sys.stdout.write(body.decode() + "\n")
         if not result.feasible and result.error is not None:
-            print(f"mambasizer: SGLang 0.5.23 would not start {result.model_name}: {result.error.message}", file=sys.stderr)
+            print(f"mambasizer: SGLang {result.reference.removeprefix('sglang==')} would not start {result.model_name}: {result.error.message}", file=sys.stderr)
             for rem in result.error.remedies:
                 print(f"  remedy: {rem}", file=sys.stderr)
     else:

@@ -270,7 +270,8 @@ class _Search:
         base_args = req.server_args
         if req.target.context_length is not None and "context_length" not in base_args.model_fields_set:
             base_args = base_args.model_copy(update={"context_length": req.target.context_length})
-        self.base = PlanRequest(model=req.model, server_args=base_args, env=req.env, budget=budget, draft_model=req.draft_model)
+        self.base = PlanRequest(model=req.model, server_args=base_args, env=req.env, budget=budget, draft_model=req.draft_model,
+                                sglang_version=req.sglang_version)
         self.layout = model_layout(self.base)
         # The base request itself must plan: a model or budget the solver cannot size is the
         # request's error (422), while a searched setting it rejects is counted under refused.
@@ -681,6 +682,7 @@ def _candidate(req: RecommendRequest, s: Setting) -> Candidate | None:
         "model": req.model.model_dump(exclude_defaults=True),
         "sglang_args": flags,
         "budget": _budget_body(req),
+        "sglang_version": req.sglang_version,
     }
     if env:
         body["env"] = env

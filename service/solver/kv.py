@@ -27,12 +27,18 @@ def stage_cell_bytes(
     attn_tp: int,
     draft_layers: int,
     prices_draft_kv: bool,
+    eagle_cell: str = "add_int",
 ) -> int:
     """KV bytes per token on one stage: its own full-attention layers only, plus the
-    EAGLE-family / STANDALONE draft's layers priced at the target's per-layer cost."""
+    EAGLE-family / STANDALONE draft's layers priced at the target's per-layer cost:
+    0.5.22+ `cell + int(cell * d / n)`, 0.5.14-0.5.21 `int(cell * (1 + d / n))` (float
+    rounding can differ by a byte), none before 0.5.14 (`eagle_cell`, SizingProfile)."""
     cell = kv.cell_bytes(local_full_layers, itemsize, attn_tp)
     if prices_draft_kv and draft_layers > 0 and local_full_layers > 0:
-        cell += int(cell * draft_layers / local_full_layers)
+        if eagle_cell == "add_int":
+            cell += int(cell * draft_layers / local_full_layers)
+        elif eagle_cell == "int_scaled":
+            cell = int(cell * (1 + draft_layers / local_full_layers))
     return cell
 
 
@@ -44,10 +50,20 @@ def stage_tokens(
     kv_on_another_stage: bool,
     max_total_tokens: int | None,
     context_len: int,
+    zero_cell_stage: bool = True,
+    pp_rank: int = 0,
 ) -> int:
-    """T_s, page-floored. Raises SGLang's "Not enough memory" when it floors to 0."""
+    """T_s, page-floored. Raises SGLang's "Not enough memory" when it floors to 0.
+    Before 0.5.17 (`zero_cell_stage` False) a stage without KV divides by its zero cell."""
     if cell:
         tokens = max(budget_bytes, 0) // cell
+    elif not zero_cell_stage:
+        raise SGLangStartupError(
+            "launch_rejected", "ZeroDivisionError",
+            f"integer division or modulo by zero (PP stage {pp_rank} holds no full-attention layer, so its KV cell "
+            "is 0 bytes; SGLang 0.5.17 added the guard). Choose an SGLANG_PP_LAYER_PARTITION that gives every stage "
+            "a full-attention layer, or use 0.5.17 or later.",
+        )
     elif kv_on_another_stage:
         tokens = INT64_MAX
     else:

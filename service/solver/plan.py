@@ -21,13 +21,19 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import ValidationError
 
-from mambasizer.schemas.plan import REFERENCE, Plan, PlanError, ResolvedArgs, Stage
+from mambasizer.schemas.plan import Plan, PlanError, ResolvedArgs, Stage
 from mambasizer.schemas.request import HFConfigModel, LayoutModel, PlanRequest
 from mambasizer.service.solver import allocation, budget, gpu_budget, kv, mamba, requests, stages
 from mambasizer.service.solver.errors import PlanInputError, SGLangStartupError
 from mambasizer.service.solver.families import layout_from_explicit, layout_from_hf_config
 from mambasizer.service.solver.launch import Launch, resolve
 from mambasizer.service.solver.layout import ModelLayout
+from mambasizer.service.solver.releases.sizing import (
+    SizingProfile,
+    architecture_first_release,
+    reference_of,
+    sizing_profile,
+)
 from mambasizer.service.solver.specs import StateSpec
 
 GIB = 1 << 30
@@ -118,6 +124,7 @@ def input_error_from_validation(exc: ValidationError) -> PlanInputError:
 
 def _resolve(req: PlanRequest, layout: ModelLayout) -> Launch:
     b = req.budget
+    check_release(req, layout)
     return resolve(
         layout,
         req.server_args,
@@ -127,6 +134,27 @@ def _resolve(req: PlanRequest, layout: ModelLayout) -> Launch:
         needs_mfs=b.rest_gib is None,
         release=req.sglang_version,
     )
+
+
+def check_release(req: PlanRequest, layout: ModelLayout) -> SizingProfile:
+    """The request's release profile; refuses a model class the release cannot load and a
+    path its sizing rules are not modelled for, naming the release."""
+    profile = sizing_profile(req.sglang_version)
+    if layout.architecture not in profile.architectures:
+        first = architecture_first_release(layout.architecture)
+        since = f"it is loadable from SGLang {first} on" if first else "no release from 0.5.8 on sizes it"
+        raise PlanInputError(
+            "sglang_version",
+            f"SGLang {req.sglang_version} cannot load {layout.architecture} ({layout.family}): {since}; "
+            "choose a later sglang_version",
+        )
+    if req.server_args.enable_linear_replayssm_spec and not profile.replayssm_sized:
+        raise PlanInputError(
+            "server_args.enable_linear_replayssm_spec",
+            f"the ReplaySSM spec-verify ring is sized here from SGLang 0.5.20 on, not for {req.sglang_version} "
+            "(0.5.17-0.5.19 charge a per-slot ring of another formula); choose sglang_version 0.5.20 or later",
+        )
+    return profile
 
 
 def replan(req: PlanRequest, layout: ModelLayout) -> Plan:
@@ -252,6 +280,7 @@ def _sensitivity(req, layout, launch, stage_ranges, state, whole_model, weights,
 
 def _pipeline(req, layout, launch: Launch, stage_ranges, state: StateSpec, whole_model: bool, p: _Partial, warnings: list[str]) -> None:
     b = req.budget
+    prof = sizing_profile(req.sglang_version)
     free_before, free_after = b.free_gib_before_load, b.free_gib_after_load
     if p.estimate is not None:
         est = p.estimate
@@ -269,21 +298,26 @@ def _pipeline(req, layout, launch: Launch, stage_ranges, state: StateSpec, whole
         p.rest_gib = b.rest_gib
     else:
         assert launch.mem_fraction_static is not None  # resolved with needs_mfs (no rest_gib)
-        p.rest_gib = budget.rest_gib(free_before, free_after, launch.mem_fraction_static, layout.is_multimodal,
+        p.rest_gib = budget.rest_gib(free_before, free_after, launch.mem_fraction_static,
+                                      layout.is_multimodal and prof.multimodal_reservation,
                                       cuda_ipc=bool(req.env.SGLANG_USE_CUDA_IPC_TRANSPORT))
 
     # B: the mamba split, charged at the largest stage's share.
+    has_spec = launch.speculative_algorithm is not None
+
     def ratio() -> int:
         p.ratio = mamba.mamba_ratio(
             disable_radix_cache=launch.disable_radix_cache, extra_buffer=launch.extra_buffer,
             lazy=launch.extra_buffer_lazy, overlap=not launch.disable_overlap_schedule,
-            skip_decode_lock=launch.skip_decode_lock,
+            skip_decode_lock=launch.skip_decode_lock and prof.skip_decode_lock_env,
+            rule=prof.ratio_rule, has_spec=has_spec,
         )
         return p.ratio
 
     n_mamba = len(layout.mamba_layer_ids)
     p.per_req_full = state.bytes_per_layer * n_mamba
-    scale = stages.largest_stage_scale(n_mamba, stage_ranges, whole_model)
+    # Before 0.5.17 every stage charged the whole model's state (`whole-model` keeps that on any release).
+    scale = stages.largest_stage_scale(n_mamba, stage_ranges, whole_model or not prof.pp_scale)
     p.stage_per_req = int(p.per_req_full * scale)
     replay = launch.replayssm_spec and layout.linear_kind in ("gdn", "kda")
     ring = state.replayssm_ring_bytes_per_layer(launch.replayssm_cache_len) * n_mamba if replay else 0
@@ -294,7 +328,6 @@ def _pipeline(req, layout, launch: Launch, stage_ranges, state: StateSpec, whole
         fixed, per_slot = ring * (max(1, launch.max_running_requests // launch.attn_dp_size) + 1), 0
     else:
         fixed, per_slot = 0, ring
-    has_spec = launch.speculative_algorithm is not None
     p.split = mamba.split(
         p.rest_gib,
         mamba.MambaSplitInputs(
@@ -303,12 +336,15 @@ def _pipeline(req, layout, launch: Launch, stage_ranges, state: StateSpec, whole
             max_running_requests=launch.max_running_requests, disable_radix_cache=launch.disable_radix_cache,
             has_spec=has_spec, num_draft_tokens=launch.num_draft_tokens,
             reserves_spec_state=has_spec and not replay, ring_per_slot=per_slot, replay_fixed_bytes=fixed,
+            branches=prof.mamba_branches, spec_intermediate=prof.spec_intermediate, padding_slot=prof.padding_slot,
+            guards_min_one=prof.guards_min_one, checks_empty=prof.checks_empty_state_cache,
         ),
     )
     # C: the non-positive rest check, then the single float -> bytes conversion.
     rest = p.split.rest_after_gib
-    if rest <= 0:
+    if rest <= 0 and prof.checks_rest_after_split:
         raise budget.no_memory_for_kv(free_before, free_after, launch.mem_fraction_static, rest)
+    # Before 0.5.14 a non-positive rest goes on to the token count, which floors to <= 0.
     p.budget_bytes = int(rest * GIB)
 
     # D: tokens per stage.
@@ -316,17 +352,28 @@ def _pipeline(req, layout, launch: Launch, stage_ranges, state: StateSpec, whole
     p.cells, p.stage_tokens = [], []
     raw_tokens = []
     by_full: dict[int, tuple[int, int]] = {}  # stages with as many full layers get the same cell and tokens
+    # The draft's KV: none before 0.5.14, and 0.5.14-0.5.19 only with a separate draft model.
+    prices_draft = launch.prices_draft_kv and prof.eagle_cell != "none" and (
+        req.draft_model is not None or not prof.eagle_cell_needs_draft_path)
+    if not prof.zero_cell_stage:
+        # <= 0.5.16: a rank without a full-attention layer divides by its zero cell while it
+        # profiles, before any rank's token count is checked.
+        for s in stage_ranges:
+            if not s.full_attention_layer_ids:
+                kv.stage_tokens(0, 0, page_size=1, kv_on_another_stage=True, max_total_tokens=None,
+                                context_len=launch.context_len, zero_cell_stage=False, pp_rank=s.pp_rank)
     for s in stage_ranges:
         n_full = len(s.full_attention_layer_ids)
         if n_full not in by_full:
             cell = kv.stage_cell_bytes(
                 layout.kv, local_full_layers=n_full, itemsize=launch.kv_itemsize, attn_tp=launch.attn_tp_size,
-                draft_layers=launch.draft_kv_layers, prices_draft_kv=launch.prices_draft_kv,
+                draft_layers=launch.draft_kv_layers, prices_draft_kv=prices_draft, eagle_cell=prof.eagle_cell,
             )
             on_other = cell == 0 and has_full and launch.pp_size > 1
             by_full[n_full] = cell, kv.stage_tokens(
                 p.budget_bytes, cell, page_size=launch.page_size, kv_on_another_stage=on_other,
                 max_total_tokens=launch.max_total_tokens, context_len=launch.context_len,
+                zero_cell_stage=prof.zero_cell_stage, pp_rank=s.pp_rank,
             )
         cell, t = by_full[n_full]
         p.cells.append(cell)
@@ -338,10 +385,15 @@ def _pipeline(req, layout, launch: Launch, stage_ranges, state: StateSpec, whole
     warnings.extend(cap_warnings)
 
     # F: max_running_requests (per attention-DP worker).
+    # <= 0.5.9 estimate from the profiled (stage 0's, before cap / floor / MIN) token count.
+    profiled = (p.budget_bytes // p.cells[0]) if p.cells and p.cells[0] else p.tokens
     p.limit = requests.resolve_max_running_requests(
         p.tokens, context_len=launch.context_len, max_running_requests=launch.max_running_requests,
         user_set_mrr=launch.user_set_max_running_requests, attn_dp=launch.attn_dp_size,
         max_mamba_cache_size=p.split.max_mamba_cache_size, ratio=ratio(),
+        rule=prof.max_num_reqs_rule, profiled_tokens=profiled,
+        spec_with_dp_attention=has_spec and launch.attn_dp_size > 1,
+        checks_empty=prof.checks_empty_state_cache, warns_mamba_cap=prof.warns_mamba_cap,
     )
     warnings.extend(p.limit.warnings)
     # TpModelWorker's start-up validation after the pools are allocated.
@@ -467,7 +519,7 @@ def _assemble(req, layout: ModelLayout, launch: Launch, stage_ranges, state: Sta
     })
     feasible = error is None
     return Plan.trusted({
-        "reference": REFERENCE,
+        "reference": reference_of(req.sglang_version),
         "accounting": req.accounting,
         "feasible": feasible,
         "error": None if error is None else PlanError.trusted({"kind": error.kind, "exception": error.exception, "message": error.message, "remedies": []}),

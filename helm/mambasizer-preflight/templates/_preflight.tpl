@@ -47,6 +47,7 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace 
 {{- if $require.maxRunningRequests }}{{ $args = concat $args (list "--require-max-running-requests" (toString (int64 $require.maxRunningRequests))) }}{{ end -}}
 {{- if $require.maxTotalTokens }}{{ $args = concat $args (list "--require-max-total-tokens" (toString (int64 $require.maxTotalTokens))) }}{{ end -}}
 {{- if $require.contextLength }}{{ $args = concat $args (list "--require-context-length" (toString (int64 $require.contextLength))) }}{{ end -}}
+{{- if $v.sglangVersion }}{{ $args = concat $args (list "--sglang-version" (toString $v.sglangVersion)) }}{{ end -}}
 {{- if $v.url }}{{ $args = concat $args (list "--url" (toString $v.url)) }}{{ end -}}
 {{- toJson $args -}}
 {{- end -}}
