@@ -1,5 +1,16 @@
-"""One request under both accountings, with the deltas (`POST /v1/plan/compare`; the route is
-service/api/compare.py, the work runs in the heavy-work pool).
+"""One request under two accountings or two SGLang releases, with the deltas (`POST
+/v1/plan/compare`; the route is service/api/compare.py, the work runs in the heavy-work pool).
+
+Two modes, one answer shape:
+
+* accounting mode (no `baseline_sglang_version`, the seed's question, wire format unchanged):
+  the request under the counterfactual `whole-model` accounting against `sglang-0.5.23`'s.
+* release mode (`baseline_sglang_version` given): the request planned under that release
+  against the request under its own `sglang_version`, both with the release's own (sglang)
+  accounting; `baseline_accounting` / `accounting` read e.g. "sglang-0.5.16" / "sglang-0.5.23".
+
+Every FieldDelta carries `baseline` / `candidate`; the accounting mode also keeps the old
+`whole-model` / `sglang-0.5.23` keys (same values), the release mode omits them.
 
 `whole-model` is the accounting before SGLang 0.5.23 (every pipeline stage was charged
 for the mamba state of all the model's mamba layers); `sglang-0.5.23` charges each stage
@@ -15,13 +26,16 @@ by planning them under SGLang 0.5.23's accounting.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from mambasizer.schemas import Plan, PlanRequest
 from mambasizer.schemas.plan import REFERENCE
+from mambasizer.schemas.releases import SUPPORTED_RELEASES
+from mambasizer.schemas.request import SglangVersion
 from mambasizer.service.planner import plan
+from mambasizer.service.solver.errors import PlanInputError
 
 BASELINE = "whole-model"
 CANDIDATE = "sglang-0.5.23"
@@ -55,6 +69,12 @@ STAGE_FIELDS = (
     "req_to_token_bytes",
     "idle_bytes",
 )
+# How a release-mode warning names each headline figure.
+LABELS = {
+    "max_mamba_cache_size": "mamba slots (max_mamba_cache_size)",
+    "max_total_num_tokens": "KV tokens (max_total_num_tokens)",
+    "max_running_requests": "max_running_requests",
+}
 # The flag that pins each headline figure, in SGLang 0.5.23's spelling.
 PIN_FLAGS = {
     "max_mamba_cache_size": "--max-mamba-cache-size",
@@ -67,17 +87,35 @@ Number = int | float
 
 
 class CompareRequest(PlanRequest):
-    """A PlanRequest (or one with `sglang_args`); `accounting` is ignored, both are computed."""
+    """A PlanRequest (or one with `sglang_args`); `accounting` is ignored, both sides are computed."""
 
-    sglang_args: list[str] | None = Field(None, description="SGLang launch arguments in place of `server_args`, as for POST /v1/plan.")
+    sglang_args: list[str] | None = Field(
+        None,
+        description="SGLang launch arguments in place of `server_args`, as for POST /v1/plan (parsed as the "
+        "request's `sglang_version` parses them; the baseline release is planned with the same resolved "
+        "server_args).",
+    )
+    baseline_sglang_version: SglangVersion | None = Field(
+        None,
+        description="Release mode: plan the request under this SGLang release (its own accounting) as the "
+        "baseline and under `sglang_version` as the candidate: what the upgrade (or downgrade) changes at the "
+        "same flags. A release that cannot load the model is a 422 naming it. Absent: accounting mode, the "
+        "`whole-model` counterfactual against `sglang-0.5.23` (the answer as before this field existed).",
+    )
 
 
 class FieldDelta(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    whole_model: Number | None = Field(alias="whole-model")
-    sglang_0_5_23: Number | None = Field(alias="sglang-0.5.23")
-    delta: Number | None = Field(description="sglang-0.5.23 minus whole-model; null when either is unknown.")
-    relative: float | None = Field(description="delta / whole-model; null when whole-model is 0 or unknown.")
+    baseline: Number | None = Field(description="The baseline's value (whole-model, or the baseline release).")
+    candidate: Number | None = Field(description="The candidate's value (sglang-0.5.23, or the request's sglang_version).")
+    whole_model: Number | None = Field(
+        None, alias="whole-model", description="Accounting mode only (absent in release mode): the same value as `baseline`."
+    )
+    sglang_0_5_23: Number | None = Field(
+        None, alias="sglang-0.5.23", description="Accounting mode only (absent in release mode): the same value as `candidate`."
+    )
+    delta: Number | None = Field(description="candidate minus baseline; null when either is unknown.")
+    relative: float | None = Field(description="delta / baseline; null when the baseline is 0 or unknown.")
 
 
 class StageDelta(BaseModel):
@@ -86,17 +124,25 @@ class StageDelta(BaseModel):
 
 
 class Pin(BaseModel):
-    sglang_args: list[str] = Field(description="Flags to add to the launch command to keep the whole-model sizing.")
+    sglang_args: list[str] = Field(description="Flags to add to the candidate's launch command to keep the baseline's sizing.")
     server_args: dict[str, int] = Field(description="The same pins as server_args fields.")
-    reproduces_whole_model: bool = Field(description="Planning with these pins under sglang-0.5.23 gives the whole-model headline figures and pools.")
+    reproduces_baseline: bool = Field(
+        description="Planning with these pins under the candidate (sglang-0.5.23's accounting, or the request's "
+        "sglang_version in release mode) gives the baseline's headline figures and pools."
+    )
+    reproduces_whole_model: bool | None = Field(
+        None, description="Accounting mode only (absent in release mode): the same value as `reproduces_baseline`."
+    )
 
 
 class CompareResponse(BaseModel):
     reference: str = REFERENCE
-    baseline_accounting: str = BASELINE
-    accounting: str = CANDIDATE
-    baseline: Plan = Field(description="The plan under the whole-model accounting (before SGLang 0.5.23).")
-    plan: Plan = Field(description="The plan under SGLang 0.5.23's accounting.")
+    baseline_accounting: str = Field(
+        BASELINE, description='"whole-model" in accounting mode; "sglang-<baseline_sglang_version>" in release mode.'
+    )
+    accounting: str = Field(CANDIDATE, description='"sglang-0.5.23" in accounting mode; "sglang-<sglang_version>" in release mode.')
+    baseline: Plan = Field(description="The baseline plan: the whole-model accounting, or the request under baseline_sglang_version.")
+    plan: Plan = Field(description="The candidate plan: SGLang 0.5.23's accounting, or the request under its sglang_version.")
     deltas: dict[str, FieldDelta]
     stages: list[StageDelta]
     changed: bool
@@ -107,12 +153,24 @@ class CompareResponse(BaseModel):
     sglang_args_warnings: list[str] | None = None
 
 
-def _delta(a: Any, b: Any) -> dict:
+class _Sides(NamedTuple):
+    """The two sides' names and how the candidate is planned."""
+
+    baseline: str  # baseline_accounting in the answer
+    candidate: str  # accounting in the answer
+    release_mode: bool
+    candidate_update: dict  # applied to the request to plan the candidate (and its pins)
+
+
+def _delta(a: Any, b: Any, sides: _Sides) -> dict:
     if isinstance(a, bool) or isinstance(b, bool):
         a, b = (None if a is None else int(a)), (None if b is None else int(b))
     d = None if a is None or b is None else b - a
     rel = None if d is None or not a else d / a
-    return {BASELINE: a, CANDIDATE: b, "delta": d, "relative": rel}
+    out = {"baseline": a, "candidate": b}
+    if not sides.release_mode:  # the keys accounting-mode clients already read
+        out.update({BASELINE: a, CANDIDATE: b})
+    return {**out, "delta": d, "relative": rel}
 
 
 def _stage_values(st) -> dict:
@@ -133,16 +191,49 @@ def _pools(p: Plan) -> list[tuple[int, int]]:
     return [(v["mamba_pool_bytes"], v["kv_pool_bytes"]) for v in map(_stage_values, p.stages)]
 
 
-def compare(request: PlanRequest) -> dict:
-    base = plan(request.model_copy(update={"accounting": BASELINE}))
-    cand = plan(request.model_copy(update={"accounting": CANDIDATE}))
-    deltas = {f: _delta(getattr(base, f), getattr(cand, f)) for f in TOP_FIELDS}
-    deltas["feasible"] = _delta(base.feasible, cand.feasible)
+def _plan_baseline_release(request: PlanRequest, version: str) -> Plan:
+    """The request under `version`: a release that cannot load the model (or size the path)
+    is refused under `baseline_sglang_version`, naming the release (the planner's own check)."""
+    try:
+        return plan(request.model_copy(update={"sglang_version": version, "accounting": CANDIDATE}))
+    except PlanInputError as exc:
+        if exc.field != "sglang_version":
+            raise
+        message = exc.message.replace("choose a later sglang_version", "choose a later baseline_sglang_version")
+        raise PlanInputError("baseline_sglang_version", message) from None
+
+
+def compare_baseline_release(value: Any) -> str | None:
+    """`baseline_sglang_version` from a decoded body: None, or a supported release (else a 422
+    naming the field and listing the releases)."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or value not in SUPPORTED_RELEASES:
+        raise PlanInputError(
+            "baseline_sglang_version",
+            f"{value!r} is not a supported SGLang release; give one of {', '.join(SUPPORTED_RELEASES)}",
+            SUPPORTED_RELEASES,
+        )
+    return value
+
+
+def compare(request: PlanRequest, baseline_sglang_version: str | None = None) -> dict:
+    """Accounting mode when `baseline_sglang_version` is None, else release mode (the
+    module docstring). Raises PlanInputError for input that cannot be sized."""
+    if baseline_sglang_version is None:
+        sides = _Sides(BASELINE, CANDIDATE, False, {"accounting": CANDIDATE})
+        base = plan(request.model_copy(update={"accounting": BASELINE}))
+    else:
+        sides = _Sides(f"sglang-{baseline_sglang_version}", f"sglang-{request.sglang_version}", True, {"accounting": CANDIDATE})
+        base = _plan_baseline_release(request, baseline_sglang_version)
+    cand = plan(request.model_copy(update=sides.candidate_update))
+    deltas = {f: _delta(getattr(base, f), getattr(cand, f), sides) for f in TOP_FIELDS}
+    deltas["feasible"] = _delta(base.feasible, cand.feasible, sides)
     stages: list[dict[str, Any]] = []
     moves = []  # (pp_rank, d_mamba, d_kv, d_idle)
     for sb, sc in zip(base.stages, cand.stages, strict=True):  # one request: the same stages
         vb, vc = _stage_values(sb), _stage_values(sc)
-        fields = {f: _delta(vb[f], vc[f]) for f in STAGE_FIELDS}
+        fields = {f: _delta(vb[f], vc[f], sides) for f in STAGE_FIELDS}
         stages.append({"pp_rank": sb.pp_rank, "fields": fields})
         if base.feasible and cand.feasible:
             moves.append((sb.pp_rank, vc["mamba_pool_bytes"] - vb["mamba_pool_bytes"], vc["kv_pool_bytes"] - vb["kv_pool_bytes"], vc["idle_bytes"] - vb["idle_bytes"]))
@@ -162,12 +253,12 @@ def compare(request: PlanRequest) -> dict:
     warnings: list[str] = []
     pin = None
     if material:
-        pin = _pin(request, base) if base.feasible else None
-        warnings.append(_warning(base, cand, headline_moved, pool_moved, pin))
+        pin = _pin(request, base, sides) if base.feasible else None
+        warnings.append(_warning(base, cand, headline_moved, pool_moved, pin, sides))
     return {
         "reference": REFERENCE,
-        "baseline_accounting": BASELINE,
-        "accounting": CANDIDATE,
+        "baseline_accounting": sides.baseline,
+        "accounting": sides.candidate,
         "baseline": base,
         "plan": cand,
         "deltas": deltas,
@@ -179,7 +270,7 @@ def compare(request: PlanRequest) -> dict:
     }
 
 
-def _pin(request: PlanRequest, base: Plan) -> dict | None:
+def _pin(request: PlanRequest, base: Plan, sides: _Sides) -> dict | None:
     pins: dict[str, int] = {}
     for field in ("max_mamba_cache_size", "max_total_num_tokens"):
         value = getattr(base, field)
@@ -190,7 +281,7 @@ def _pin(request: PlanRequest, base: Plan) -> dict | None:
 
     def pinned(p: dict) -> Plan:
         args = request.server_args.model_copy(update=p)
-        return plan(request.model_copy(update={"server_args": args, "accounting": CANDIDATE}))
+        return plan(request.model_copy(update={**sides.candidate_update, "server_args": args}))
 
     trial = pinned(pins)
     if trial.max_running_requests != base.max_running_requests and base.max_running_requests is not None:
@@ -202,16 +293,33 @@ def _pin(request: PlanRequest, base: Plan) -> dict | None:
         arg = PIN_ARGS[field]
         if arg in pins:
             flags += [flag, str(pins[arg])]
-    return {"sglang_args": flags, "server_args": pins, "reproduces_whole_model": reproduces}
+    out: dict[str, Any] = {"sglang_args": flags, "server_args": pins, "reproduces_baseline": reproduces}
+    if not sides.release_mode:
+        out["reproduces_whole_model"] = reproduces
+    return out
 
 
-def _warning(base: Plan, cand: Plan, headline_moved: list, pool_moved: list, pin: dict | None) -> str:
+def _changed(base: Plan, cand: Plan) -> list[str]:
+    return [f for f in HEADLINE if getattr(base, f) != getattr(cand, f)]
+
+
+def _names(sides: _Sides) -> tuple[str, str]:
+    """How the warning names the two sides."""
+    if sides.release_mode:
+        return sides.baseline.replace("sglang-", "SGLang "), sides.candidate.replace("sglang-", "SGLang ")
+    return "the whole-model accounting", "SGLang 0.5.23"
+
+
+def _warning(base: Plan, cand: Plan, headline_moved: list, pool_moved: list, pin: dict | None, sides: _Sides) -> str:
+    old, new = _names(sides)
     parts = []
     # error is set exactly when a plan is infeasible (the solver's invariant)
     if base.feasible and cand.error is not None:
-        parts.append(f"SGLang 0.5.23 would refuse to start what the whole-model accounting started: {cand.error.message}")
+        parts.append(f"{new} would refuse to start what {old} started: {cand.error.message}")
     elif cand.feasible and base.error is not None:
-        parts.append(f"SGLang 0.5.23 starts where the whole-model accounting refused ({base.error.message})")
+        parts.append(f"{new} starts where {old} refused ({base.error.message})")
+    elif sides.release_mode:
+        parts.append(f"upgrading from {old} to {new} at an unchanged --mem-fraction-static changes the sizing")
     else:
         parts.append(
             "SGLang 0.5.23 charges each pipeline stage only the largest stage's share of the mamba state "
@@ -219,8 +327,8 @@ def _warning(base: Plan, cand: Plan, headline_moved: list, pool_moved: list, pin
             "--mem-fraction-static the sizing changes"
         )
     figures = [
-        f"{f} {getattr(base, f)} -> {getattr(cand, f)}"
-        for f in (headline_moved or [f for f in HEADLINE if getattr(base, f) != getattr(cand, f)])
+        f"{LABELS[f] if sides.release_mode else f} {getattr(base, f)} -> {getattr(cand, f)}"
+        for f in (_changed(base, cand) if sides.release_mode else headline_moved or _changed(base, cand))
     ]
     if figures:
         parts.append(", ".join(figures))
@@ -230,13 +338,18 @@ def _warning(base: Plan, cand: Plan, headline_moved: list, pool_moved: list, pin
         where = f"pp_rank {rank}" if len(cand.stages) > 1 else "each GPU"
         text = f"on {where}: mamba pool {_gib(dm)}, KV pool {_gib(dk)}, budgeted but unallocated {_gib(di)}"
         if di < 0 and abs(di) >= MATERIAL_BYTES:
-            text += " (memory the old accounting left unallocated is now allocated: less headroom outside the pools)"
+            text += (
+                f" (memory {old} left unallocated is now allocated: less headroom outside the pools)"
+                if sides.release_mode
+                else " (memory the old accounting left unallocated is now allocated: less headroom outside the pools)"
+            )
         parts.append(text)
     if pin is not None:
         how = " ".join(pin["sglang_args"])
-        ok = "" if pin["reproduces_whole_model"] else " (this pins the headline figures; the pools still differ)"
-        parts.append(f"to keep the old sizing, pin {how}{ok}")
+        ok = "" if pin["reproduces_baseline"] else " (this pins the headline figures; the pools still differ)"
+        target = f"{old}'s sizing on {new}" if sides.release_mode else "the old sizing"
+        parts.append(f"to keep {target}, pin {how}{ok}")
     return "; ".join(parts) + "."
 
 
-__all__ = ["CompareRequest", "CompareResponse", "compare"]
+__all__ = ["CompareRequest", "CompareResponse", "compare", "compare_baseline_release"]

@@ -16,7 +16,7 @@ router = APIRouter(tags=["plan"])
 
 @router.post(
     "/v1/plan/compare",
-    summary="The same request under the whole-model and SGLang 0.5.23 accountings, with deltas",
+    summary="The same request under two accountings (whole-model, SGLang 0.5.23) or two SGLang releases, with deltas",
     operation_id="compare",
     response_model=None,
     responses={

@@ -131,6 +131,16 @@ COMPARE_EXAMPLES: dict[str, dict[str, Any]] = {
             "budget": {"free_gib_before_load": 139.6, "free_gib_after_load": 110.0},
         },
     },
+    "release_upgrade": {
+        "summary": "Release mode: the same PP 4 deployment on SGLang 0.5.16 and on 0.5.23 (the per-stage charge of 0.5.17)",
+        "value": {
+            "model": {"preset": "nemotron-h-56b-base-8k"},
+            "server_args": {"tp_size": 2, "pp_size": 4, "mem_fraction_static": 0.88},
+            "budget": {"free_gib_before_load": 139.6, "free_gib_after_load": 110.0},
+            "sglang_version": "0.5.23",
+            "baseline_sglang_version": "0.5.16",
+        },
+    },
     "no_pipeline_parallel": {
         "summary": "PP 1: both accountings agree",
         "value": {
