@@ -30,7 +30,7 @@ def test_compare_pipeline_parallel_upgrade_warns_and_pins(client):
     assert k["delta"] == body["plan"]["max_mamba_cache_size"] - body["baseline"]["max_mamba_cache_size"] > 0
     assert k["relative"] == pytest.approx(k["delta"] / k["whole-model"])
     for field in ("max_total_num_tokens", "max_running_requests", "kv_budget_bytes", "rest_gib", "feasible"):
-        assert set(body["deltas"][field]) == {"whole-model", "sglang-0.5.23", "delta", "relative"}
+        assert set(body["deltas"][field]) == {"whole-model", "sglang-0.5.23", "baseline", "candidate", "delta", "relative"}
     assert [s["pp_rank"] for s in body["stages"]] == [0, 1]
     for stage, base, cand in zip(body["stages"], body["baseline"]["stages"], body["plan"]["stages"], strict=True):
         f = stage["fields"]
@@ -89,7 +89,7 @@ def test_compare_when_the_old_accounting_would_not_start(client):
         pytest.skip("no budget in the grid separates the two accountings")
     body = client.post("/v1/plan/compare", json=req).json()
     assert body["material"] is True
-    assert body["deltas"]["feasible"] == {"whole-model": 0, "sglang-0.5.23": 1, "delta": 1, "relative": None}
+    assert body["deltas"]["feasible"] == {"whole-model": 0, "sglang-0.5.23": 1, "baseline": 0, "candidate": 1, "delta": 1, "relative": None}
     assert "refused" in body["warnings"][0]
     assert body["pin"] is None
 
