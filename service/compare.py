@@ -254,7 +254,8 @@ def compare(request: PlanRequest, baseline_sglang_version: str | None = None) ->
     pin = None
     if material:
         pin = _pin(request, base, sides) if base.feasible else None
-        warnings.append(_warning(base, cand, headline_moved, pool_moved, pin, sides))
+        short = pin.pop("_short") if pin is not None else []
+        warnings.append(_warning(base, cand, headline_moved, pool_moved, pin, sides, short))
     return {
         "reference": REFERENCE,
         "baseline_accounting": sides.baseline,
@@ -296,6 +297,8 @@ def _pin(request: PlanRequest, base: Plan, sides: _Sides) -> dict | None:
     out: dict[str, Any] = {"sglang_args": flags, "server_args": pins, "reproduces_baseline": reproduces}
     if not sides.release_mode:
         out["reproduces_whole_model"] = reproduces
+    # What the pinned re-plan still gives differently (the warning says it; not part of Pin).
+    out["_short"] = [f"{f} {getattr(trial, f)} (not {getattr(base, f)})" for f in HEADLINE if getattr(trial, f) != getattr(base, f)]
     return out
 
 
@@ -310,7 +313,7 @@ def _names(sides: _Sides) -> tuple[str, str]:
     return "the whole-model accounting", "SGLang 0.5.23"
 
 
-def _warning(base: Plan, cand: Plan, headline_moved: list, pool_moved: list, pin: dict | None, sides: _Sides) -> str:
+def _warning(base: Plan, cand: Plan, headline_moved: list, pool_moved: list, pin: dict | None, sides: _Sides, short: list[str]) -> str:
     old, new = _names(sides)
     parts = []
     # error is set exactly when a plan is infeasible (the solver's invariant)
@@ -346,9 +349,12 @@ def _warning(base: Plan, cand: Plan, headline_moved: list, pool_moved: list, pin
         parts.append(text)
     if pin is not None:
         how = " ".join(pin["sglang_args"])
-        ok = "" if pin["reproduces_baseline"] else " (this pins the headline figures; the pools still differ)"
         target = f"{old}'s sizing on {new}" if sides.release_mode else "the old sizing"
-        parts.append(f"to keep {target}, pin {how}{ok}")
+        if pin["reproduces_baseline"] or not short:
+            ok = "" if pin["reproduces_baseline"] else " (this pins the headline figures; the pools still differ)"
+            parts.append(f"to keep {target}, pin {how}{ok}")
+        else:  # the pins are checked by re-planning: say what they cannot hold
+            parts.append(f"pinning {how} does not keep {target}: re-planned with these pins it still gives {', '.join(short)}")
     return "; ".join(parts) + "."
 
 

@@ -82,7 +82,14 @@ def test_release_diff_qwen3_next_extra_buffer_0_5_13_to_0_5_14(client):
     assert 789 // 263 == 3 and 789 // 157 == 5
     (warning,) = body["warnings"]
     assert "SGLang 0.5.13 to SGLang 0.5.14" in warning and "max_running_requests 263 -> 157" in warning
-    assert body["pin"]["sglang_args"][-2:] == ["--max-running-requests", "263"]
+    # The pins are checked by re-planning under 0.5.14: --max-running-requests 263 cannot hold
+    # (789 slots / 5 per request), and the answer says so instead of claiming the old sizing.
+    pin = body["pin"]
+    assert pin["sglang_args"] == ["--max-mamba-cache-size", "789", "--max-total-tokens", "1381132", "--max-running-requests", "263"]
+    assert pin["reproduces_baseline"] is False
+    pinned = plan({**QWEN, "sglang_version": "0.5.14", "server_args": {**QWEN["server_args"], **pin["server_args"]}})
+    assert pinned.max_running_requests == 157
+    assert "re-planned with these pins it still gives max_running_requests 157 (not 263)" in warning
 
 
 def test_accounting_mode_keeps_the_old_keys_and_adds_the_generic_ones(client):
