@@ -349,6 +349,12 @@ class Env(Strict):
     # Legacy spelling of --mm-feature-transport cuda_ipc (true) / cpu (false): on a multimodal
     # model cuda_ipc reserves the 1 GiB feature-transport pool out of the KV budget.
     SGLANG_USE_CUDA_IPC_TRANSPORT: EnvBoolValue | None = None
+    # ROCm (AMD) only: aiter's workspace factor on an explicit mem_fraction_static, and the
+    # KV layout whose `vectorized_5d` value makes the default page 64 (ignored off HIP, as SGLang does).
+    SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION: EnvBoolValue = False
+    SGLANG_AITER_KV_CACHE_LAYOUT: Annotated[str, Field(max_length=32, pattern=r"^[A-Za-z0-9_]*$")] = Field(
+        "nhd", description="SGLang's EnvStr (default `nhd`); only `vectorized_5d` (any case) changes sizing: page 64 on HIP."
+    )
 
 
 # --------------------------------------------------------------------------- budget
