@@ -426,6 +426,8 @@ def resolve(
                 reject("AssertionError", "no_buffer only supports page_size=1.")
             elif not disable_overlap:
                 reject("AssertionError", "no_buffer do not support overlap schedule. Try to set disable_overlap_schedule=True.")
+            elif backend == "trtllm_mha":
+                reject("AssertionError", "no_buffer do not support trtllm_mha attention backend.")
     extra_buffer = not args.disable_radix_cache and strategy in ("extra_buffer", "extra_buffer_lazy")
     lazy = not args.disable_radix_cache and strategy == "extra_buffer_lazy"
 
