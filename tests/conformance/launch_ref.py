@@ -212,9 +212,9 @@ DEVICE_PROBES = (
     "torch.cuda.get_device_name / get_device_properties (name, major, minor, total_memory, is_integrated)",
     "torch.version.cuda (12.9 on CUDA parts, None on ROCm) / torch.version.hip (None on CUDA, 6.3 on ROCm)",
     "memory_hook.get_device_memory_capacity (the catalog MiB: nvidia-smi memory.total / rocminfo Pool 1 KB / 1024)",
-    "override_platform(has_flashinfer=CUDA, is_npu/is_xpu/is_musa/is_mps/has_amx=False); is_cuda, is_hip, is_sm90, "
-    "is_sm100, is_sm100_or_sm110, is_sm110, is_sm120, is_blackwell, is_hopper_with_cuda_12_3, device_sm and "
-    "device_capability are SGLang's own utils/common.py probes, answering from the stood-in torch",
+    ("override_platform(has_flashinfer=CUDA, is_npu/is_xpu/is_musa/is_mps/has_amx=False); is_cuda, is_hip, is_sm90, "
+     "is_sm100, is_sm100_or_sm110, is_sm110, is_sm120, is_blackwell, is_hopper_with_cuda_12_3, device_sm and "
+     "device_capability are SGLang's own utils/common.py probes, answering from the stood-in torch"),
 )
 
 

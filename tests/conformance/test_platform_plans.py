@@ -33,6 +33,7 @@ def _sglang_resolution(model: str, server_args: dict, env: dict, gpu: str) -> di
     from tests.conformance.launch_ref import resolve_with_sglang
 
     g = gpus.CATALOG[gpu]
+    assert g.memory_mib is not None
     return resolve_with_sglang(_config(model), server_args, env, g.memory_mib,
                                device={"capability": g.capability, "runtime": g.runtime, "name": g.product})
 

@@ -55,7 +55,7 @@ def generate_cases() -> list[dict]:
         n = PER_GPU.get(gpu.name, DEFAULT_PER_GPU)
         # The first cases cover every model at default flags and a few fixed shapes; the rest
         # are a seeded sample of the Hopper flag sets.
-        picked = [c for c in pool[: 2 * len(hopper.MODELS)]][: n // 2] + rng.sample(pool, n - n // 2)
+        picked = pool[: 2 * len(hopper.MODELS)][: n // 2] + rng.sample(pool, n - n // 2)
         for c in picked:
             env = dict(c["env"])
             if gpu.runtime == "hip" and rng.random() < 0.3:
