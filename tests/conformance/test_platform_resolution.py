@@ -55,7 +55,11 @@ def generate_cases() -> list[dict]:
         n = PER_GPU.get(gpu.name, DEFAULT_PER_GPU)
         # The first cases cover every model at default flags and a few fixed shapes; the rest
         # are a seeded sample of the Hopper flag sets.
-        picked = pool[: 2 * len(hopper.MODELS)][: n // 2] + rng.sample(pool, n - n // 2)
+        per_family: dict[str, dict] = {}
+        for c in pool:  # one case of every family first, whatever n is
+            per_family.setdefault(hopper._layout(c["model"]).family, c)
+        firsts = list(per_family.values())
+        picked = firsts + pool[: 2 * len(hopper.MODELS)][: max(n // 2 - len(firsts), 0)] + rng.sample(pool, n - n // 2)
         for c in picked:
             env = dict(c["env"])
             if gpu.runtime == "hip" and rng.random() < 0.3:
@@ -121,6 +125,12 @@ def _sglang():
 
 
 def test_cases_cover_every_gpu_and_family():
+    from tests.conformance.launch_ref import DEVICE_PROBES
+
+    # Shown with `pytest -s`: how many cases, and which probes the stand-in answers.
+    print(f"\n{len(CASES)} platform-resolution cases over {len(gpus.CATALOG)} catalog GPUs; device probes stood in:")
+    for probe in DEVICE_PROBES:
+        print("  -", probe)
     assert {c["gpu"] for c in CASES} == set(gpus.CATALOG)
     for name in gpus.CATALOG:
         fams = {hopper._layout(c["model"]).family for c in CASES if c["gpu"] == name}
