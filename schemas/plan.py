@@ -89,6 +89,8 @@ class ResolvedArgs(Out):
     draft_kv_layers_reason: str = Field("", description="Speculative EAGLE/STANDALONE only: where draft_kv_layers came from (draft_model, the checkpoint's MTP), or that the draft's KV is priced at zero and what one draft layer costs per token.")
     speculative_num_steps: int | None = Field(None, description="Draft steps after SGLang's speculative defaults (NGRAM: num_draft_tokens // topk).")
     speculative_eagle_topk: int | None = Field(None, description="Draft tree width after SGLang's speculative defaults (NGRAM: --speculative-ngram-max-bfs-breadth, 10).")
+    attention_backend: str = Field("", description="The (decode) attention backend SGLang resolves on this GPU (its architecture's default and the model's override when --attention-backend is unset).")
+    gpu: str = Field("h200", description="The catalog GPU whose SGLang resolution applied (budget.gpu; h200's Hopper rules when none is named).")
 
 
 class Stage(Out):

@@ -351,6 +351,12 @@ class Env(Strict):
     # Legacy spelling of --mm-feature-transport cuda_ipc (true) / cpu (false): on a multimodal
     # model cuda_ipc reserves the 1 GiB feature-transport pool out of the KV budget.
     SGLANG_USE_CUDA_IPC_TRANSPORT: EnvBoolValue | None = None
+    # ROCm (AMD) only: aiter's workspace factor on an explicit mem_fraction_static, and the
+    # KV layout whose `vectorized_5d` value makes the default page 64 (ignored off HIP, as SGLang does).
+    SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION: EnvBoolValue = False
+    SGLANG_AITER_KV_CACHE_LAYOUT: Annotated[str, Field(max_length=32, pattern=r"^[A-Za-z0-9_]*$")] = Field(
+        "nhd", description="SGLang's EnvStr (default `nhd`); only `vectorized_5d` (any case) changes sizing: page 64 on HIP."
+    )
 
 
 # --------------------------------------------------------------------------- budget
@@ -370,10 +376,17 @@ class Budget(Strict):
       SGLang's profiler path, figures as its probe returns them (GiB, min over ranks);
     * the same plus `gpu_memory_mib` when `mem_fraction_static` is left to SGLang's
       automatic rule.
+
+    `gpu` names the device in every form: it fixes which SGLang resolution applies (the
+    attention backend and page size per architecture, the HIP rules; the same MiB can be an
+    H20 or an RTX PRO 6000) and, unless `gpu_memory_mib` is given, the capacity. A part whose
+    capacity no public source confirms (`confirmed: false` in `GET /v1/gpus`) needs
+    `gpu_memory_mib` beside it. Without `gpu` the device is a Hopper part (H200's rules).
     """
 
     gpu: Annotated[str, Field(min_length=1, max_length=64)] | None = Field(
-        None, description="A modelled GPU by name (`GET /v1/gpus`): its capacity and Hopper's resolution rules."
+        None, description="The GPU by catalog name (`GET /v1/gpus`), in any budget form: its resolution rules (architecture, "
+        "CUDA or HIP) and, without gpu_memory_mib, its capacity. Unset: a Hopper part.",
     )
     rest_gib: Annotated[StrictFloat, Field(ge=-MAX_GIB, le=MAX_GIB, allow_inf_nan=False)] | None = None
     free_gib_before_load: Gib | None = None
@@ -405,12 +418,10 @@ class Budget(Strict):
     @model_validator(mode="after")
     def _one_form(self) -> Budget:
         profiled = self.free_gib_before_load is not None or self.free_gib_after_load is not None
-        if self.gpu is not None and self.gpu_memory_mib is not None:
-            raise ValueError("give gpu or gpu_memory_mib, not both (gpu implies its capacity)")
-        if self.rest_gib is not None and (profiled or self.gpu_memory_mib is not None or self.gpu is not None):
+        if self.rest_gib is not None and (profiled or self.gpu_memory_mib is not None):
             raise ValueError(
                 "give either rest_gib, or free_gib_before_load + free_gib_after_load "
-                "(+ gpu_memory_mib), or gpu / gpu_memory_mib alone, not two forms"
+                "(+ gpu_memory_mib), or gpu / gpu_memory_mib alone, not two forms (gpu may name the device in any of them)"
             )
         if self.estimated:
             if self.gpu is None and self.gpu_memory_mib is None:
@@ -419,8 +430,6 @@ class Budget(Strict):
                     "free_gib_before_load and free_gib_after_load"
                 )
             return self
-        if self.gpu is not None:
-            raise ValueError("gpu is the estimated form: give it alone (with reserved_gib at most), not with measured figures")
         if self.reserved_gib is not None:
             raise ValueError("reserved_gib only applies to the estimated form (gpu or gpu_memory_mib alone)")
         if self.rest_gib is None:

@@ -1,5 +1,7 @@
-"""`GET /v1/gpus`: the GPUs `budget: {"gpu": NAME}` accepts, their capacity as nvidia-smi
-reports it, and the public source of each figure. Encoded once, when the app is built."""
+"""`GET /v1/gpus`: the GPUs `budget.gpu` names, each with the capacity SGLang's probe reads
+on it (nvidia-smi memory.total; rocminfo Pool 1 on ROCm), the public source of that figure
+(or why none is confirmed), and the platform facts SGLang's resolution branches on.
+Encoded once, when the app is built."""
 
 from __future__ import annotations
 
@@ -10,31 +12,48 @@ from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
 from mambasizer.service.solver import gpu_budget
-from mambasizer.service.solver.gpus import ALIASES, CATALOG, NOT_MODELLED
+from mambasizer.service.solver.gpus import ALIASES, CATALOG, DEFAULT_GPU, NOT_MODELLED
 
 
 class GpuEntry(BaseModel):
     name: str = Field(description="What budget.gpu takes.")
-    product: str = Field(description="The name nvidia-smi prints.")
-    memory_mib: int = Field(description="nvidia-smi memory.total (MiB), SGLang's get_device_memory_capacity.")
-    architecture: str
-    source: str = Field(description="A public page showing this memory.total in nvidia-smi output.")
+    product: str = Field(description="The name nvidia-smi / rocminfo prints.")
+    memory_mib: int | None = Field(description="The capacity SGLang's get_device_memory_capacity reads (MiB): nvidia-smi memory.total on CUDA, rocminfo Pool 1 Size KB / 1024 on ROCm. null: unconfirmed, give budget.gpu_memory_mib.")
+    confirmed: bool = Field(description="Whether a public source shows memory_mib; an unconfirmed part is accepted only with budget.gpu_memory_mib.")
+    architecture: str = Field(description="hopper, blackwell (SM100/SM103), blackwell-rtx (SM120), ampere, ada, cdna3, cdna4.")
+    compute_capability: str = Field(description="torch.cuda.get_device_capability() (the gfx version on ROCm), from which SGLang's SM probes answer.")
+    runtime: str = Field(description="cuda or hip (torch.version.hip set: SGLang's is_hip rules).")
+    integrated: bool = Field(description="props.is_integrated (SGLang then reads free memory from psutil); no catalog part is.")
+    resolution: str = Field(description="What is exact on this part: SGLang 0.5.23's flag resolution, conformance-tested with its own code.")
+    residents: str = Field(description="What is estimated: the memory resident before the weights load (F_pre).")
+    source: str = Field(description="The public text showing memory_mib, or why none is confirmed.")
     aliases: list[str] = Field(description="Other spellings budget.gpu accepts for this part.")
 
 
 class GpuList(BaseModel):
     gpus: list[GpuEntry]
-    not_modelled: list[str] = Field(description="Known parts refused by budget.gpu (a 422): their SGLang resolution differs from Hopper's. budget.gpu_memory_mib sizes them with Hopper's rules, with a warning.")
-    resident_before_load_gib: dict[str, float] = Field(description="The calibrated GiB resident before the weights load (CUDA context, cuBLAS, NCCL, custom all-reduce), by world size; budget.reserved_gib overrides it.")
+    default_gpu: str = Field(description="The part whose (Hopper) resolution applies when budget.gpu is not given.")
+    not_modelled: list[str] = Field(description="Known parts refused by budget.gpu (a 422): not in the catalog.")
+    resident_before_load_gib: dict[str, float] = Field(description="The calibrated GiB resident before the weights load (CUDA context, cuBLAS, NCCL, custom all-reduce), by world size; calibrated on Hopper only, used on every part; budget.reserved_gib overrides it.")
     load_resident_gib: float = Field(description="GiB the load leaves resident besides the parameters.")
+
+
+def _entry(g) -> dict:
+    hopper = g.architecture == "hopper"
+    return {
+        "name": g.name, "product": g.product, "memory_mib": g.memory_mib, "confirmed": g.confirmed,
+        "architecture": g.architecture, "compute_capability": f"{g.capability[0]}.{g.capability[1]}", "runtime": g.runtime,
+        "integrated": g.integrated,
+        "resolution": "exact: SGLang 0.5.23's resolution on this platform (tests/conformance/test_platform_resolution.py)",
+        "residents": "calibrated on Hopper logs" if hopper else "estimated: Hopper's calibrated residents stand in (no public log calibrates this part; the plan warns), budget.reserved_gib overrides",
+        "source": g.source, "aliases": sorted(a for a, k in ALIASES.items() if k == g.name),
+    }
 
 
 def _body() -> bytes:
     doc = {
-        "gpus": [
-            {**g._asdict(), "aliases": sorted(a for a, k in ALIASES.items() if k == g.name)}
-            for g in sorted(CATALOG.values(), key=lambda g: g.memory_mib)
-        ],
+        "gpus": [_entry(g) for g in sorted(CATALOG.values(), key=lambda g: (g.memory_mib is None, g.memory_mib or 0, g.name))],
+        "default_gpu": DEFAULT_GPU,
         "not_modelled": sorted(NOT_MODELLED),
         "resident_before_load_gib": {
             "one_rank": gpu_budget.SINGLE_RANK_RESIDENT_GIB,
@@ -50,6 +69,6 @@ BODY = _body()
 router = APIRouter(tags=["presets"])
 
 
-@router.get("/v1/gpus", operation_id="list_gpus", summary="The GPUs budget.gpu accepts, with their capacity and its source", response_model=GpuList)
+@router.get("/v1/gpus", operation_id="list_gpus", summary="The GPUs budget.gpu names: capacity, architecture, platform facts and sources", response_model=GpuList)
 async def list_gpus() -> Response:
     return Response(BODY, media_type="application/json")

@@ -18,7 +18,8 @@ from mambasizer.schemas.json_schema import standard_bounds
 from mambasizer.service.presets import PRESETS
 
 # What Budget's validator enforces, stated in the schema so a client (or schemathesis) can see
-# it: exactly one of the four forms (two measured, two estimated from the GPU alone). pydantic cannot derive this from a model validator.
+# it: exactly one of the four forms (two measured, two estimated from the GPU alone); `gpu` may
+# name the device in the measured forms too. pydantic cannot derive this from a model validator.
 BUDGET_FORMS: list[dict] = [
     {
         "title": "rest_gib",
@@ -28,7 +29,6 @@ BUDGET_FORMS: list[dict] = [
             "free_gib_before_load": {"type": "null"},
             "free_gib_after_load": {"type": "null"},
             "gpu_memory_mib": {"type": "null"},
-            "gpu": {"type": "null"},
             "reserved_gib": {"type": "null"},
         },
     },
@@ -39,19 +39,17 @@ BUDGET_FORMS: list[dict] = [
             "rest_gib": {"type": "null"},
             "free_gib_before_load": {"type": "number", "exclusiveMinimum": 0},
             "free_gib_after_load": {"type": "number"},
-            "gpu": {"type": "null"},
             "reserved_gib": {"type": "null"},
         },
     },
     {
-        "title": "gpu (estimated from the GPU alone)",
+        "title": "gpu (+ gpu_memory_mib), estimated from the GPU alone",
         "required": ["gpu"],
         "properties": {
             "gpu": {"type": "string"},
             "rest_gib": {"type": "null"},
             "free_gib_before_load": {"type": "null"},
             "free_gib_after_load": {"type": "null"},
-            "gpu_memory_mib": {"type": "null"},
         },
     },
     {
@@ -78,6 +76,8 @@ SEMANTIC_FIELDS: tuple[str, ...] = (
     # the estimated budget: a GPU whose rules are not modelled, weights a preset or config cannot
     # give, experts that do not divide over tp_size
     "budget.gpu", "model.preset", "server_args.ep_size",
+    # a part whose capacity no public source confirms needs the caller's figure
+    "budget.gpu_memory_mib",
 )
 
 

@@ -110,14 +110,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--gpu",
         metavar="NAME",
-        help="plan from the GPU alone (budget.gpu: h100, h100-nvl or h200; GET /v1/gpus lists them with sources): "
-        "weights per stage exact, CUDA/NCCL residents estimated; no measured figures needed",
+        help="plan from the GPU alone (budget.gpu: a catalog name such as h200, b200, mi300x; GET /v1/gpus lists them "
+        "with sources): SGLang's resolution on that part, weights per stage exact, residents estimated",
     )
     p.add_argument(
         "--gpu-memory-mib",
         type=_positive_int,
         metavar="N",
-        help="plan from a GPU capacity alone (nvidia-smi memory.total; Hopper's rules apply, with a warning off the catalog)",
+        help="plan from a GPU capacity alone (nvidia-smi memory.total; rocminfo Pool 1 KB / 1024 on ROCm): with --gpu, "
+        "that part's rules at this capacity (needed for parts whose capacity is unconfirmed); alone, Hopper's rules",
     )
     p.add_argument(
         "--reserved-gib",
@@ -285,15 +286,13 @@ def _read_request(source: str) -> dict:
 def _gpu_budget(args: argparse.Namespace) -> dict | None:
     """The estimated-budget object the GPU flags ask for, or None."""
     gpu, mib, reserved = getattr(args, "gpu", None), getattr(args, "gpu_memory_mib", None), getattr(args, "reserved_gib", None)
-    if gpu is not None and mib is not None:
-        raise _invalid("give --gpu or --gpu-memory-mib, not both")
     if gpu is None and mib is None:
         if reserved is not None:
             raise _invalid("--reserved-gib needs --gpu or --gpu-memory-mib")
         return None
     if args.budget_gib is not None:
         raise _invalid("give --budget-gib or --gpu / --gpu-memory-mib, not both")
-    budget: dict = {"gpu": gpu} if gpu is not None else {"gpu_memory_mib": mib}
+    budget: dict = {k: v for k, v in (("gpu", gpu), ("gpu_memory_mib", mib)) if v is not None}
     if reserved is not None:
         budget["reserved_gib"] = reserved
     return budget

@@ -17,6 +17,7 @@ from typing import Any
 
 from mambasizer.service.cli import EXIT_OK, EXIT_WOULD_NOT_START
 from mambasizer.service.cli.common import UnreadableInput, add_command, error, read_json_request
+from mambasizer.service.solver.gpus import DEFAULT_GPU
 
 GIB = float(1 << 30)
 
@@ -60,6 +61,8 @@ def render(plan: Any, ignored: list[str] | None = None, arg_warnings: Sequence[s
         f"conv/ssm {r.conv_dtype}/{r.ssm_dtype}"
         + (f", spec {r.speculative_algorithm}" if r.speculative_algorithm else "")
     )
+    if r.gpu != DEFAULT_GPU:  # the default part's line stays as it always was
+        out.append(f"  resolved as SGLang does on {r.gpu}: attention backend {r.attention_backend}")
     if plan.budget_source == "estimated":
         low = plan.free_gib_after_load
         out.append(

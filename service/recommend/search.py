@@ -123,9 +123,15 @@ def parse(raw: RecommendRequest | dict | Any) -> RecommendRequest:
         raise err from None
     if req.gpu is not None:
         try:
-            gpus.lookup(req.gpu)  # an unknown or unmodelled GPU is the request's error, not a refusal
+            named = gpus.lookup(req.gpu)  # an unknown or unmodelled GPU is the request's error, not a refusal
         except PlanInputError as exc:
             raise PlanInputError("gpu", exc.message, exc.allowed) from None
+        if not named.confirmed:
+            raise PlanInputError(
+                "gpu", f"{named.name!r} has no confirmed capacity ({named.source}): recommend plans from the catalog figure; "
+                "plan it with /v1/plan and budget {\"gpu\": ..., \"gpu_memory_mib\": N} instead",
+                sorted(n for n, g in gpus.CATALOG.items() if g.confirmed),
+            )
     return req
 
 

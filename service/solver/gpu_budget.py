@@ -23,6 +23,7 @@ from mambasizer.schemas.request import LayoutModel, PlanRequest, PresetModel
 from mambasizer.service.solver import gpus
 from mambasizer.service.solver.errors import PlanInputError
 from mambasizer.service.solver.layout import ModelLayout
+from mambasizer.service.solver.platform import HOPPER, Platform, of_gpu
 from mambasizer.service.solver.stages import StageRange
 from mambasizer.service.solver.weights import stage_weight_bytes
 
@@ -129,10 +130,35 @@ def estimate(
 # ------------------------------------------------------------------ per request (plan.py)
 
 
+def named_gpu(req: PlanRequest) -> gpus.Gpu | None:
+    """The catalog part `budget.gpu` names (PlanInputError on budget.gpu for an unknown name)."""
+    return gpus.lookup(req.budget.gpu) if req.budget.gpu is not None else None
+
+
 def capacity_mib(req: PlanRequest) -> int | None:
-    """The GPU capacity (MiB) the request gives: `gpu_memory_mib`, or its catalog GPU's."""
+    """The GPU capacity (MiB) the request gives: `gpu_memory_mib`, or its catalog GPU's. A part
+    without a confirmed capacity needs gpu_memory_mib in the estimated form."""
     b = req.budget
-    return gpus.lookup(b.gpu).memory_mib if b.gpu is not None else b.gpu_memory_mib
+    if b.gpu_memory_mib is not None:
+        if b.gpu is not None:
+            named_gpu(req)  # the name is checked even when the capacity is the caller's
+        return b.gpu_memory_mib
+    gpu = named_gpu(req)
+    if gpu is None:
+        return None
+    if gpu.memory_mib is None and b.estimated:
+        raise PlanInputError(
+            "budget.gpu_memory_mib",
+            f"is needed with budget.gpu {gpu.name!r}: no public source confirms the capacity SGLang's probe reads on it "
+            f"({gpu.source}); give the figure you read ({'rocminfo Pool 1 Size KB / 1024' if gpu.runtime == 'hip' else 'nvidia-smi memory.total'}) as gpu_memory_mib",
+        )
+    return gpu.memory_mib
+
+
+def platform_of(req: PlanRequest) -> Platform:
+    """The platform whose SGLang resolution applies: the named part's, else Hopper's."""
+    gpu = named_gpu(req)
+    return of_gpu(gpu) if gpu is not None else HOPPER
 
 
 def for_request(req: PlanRequest, launch: Launch, weights: Sequence[int], scale: float = 1.0) -> EstimatedBudget:
@@ -146,13 +172,33 @@ def for_request(req: PlanRequest, launch: Launch, weights: Sequence[int], scale:
 
 def request_warnings(req: PlanRequest) -> list[str]:
     b = req.budget
-    if b.gpu is None and b.gpu_memory_mib is not None and gpus.by_capacity(b.gpu_memory_mib) is None:
-        return [(
-            f"mambasizer: budget.gpu_memory_mib={b.gpu_memory_mib} is not a catalog GPU: the plan applies "
-            "Hopper's resolution (page size, attention backend, automatic mem_fraction_static) and Hopper-calibrated "
-            "CUDA/NCCL residents to it; SGLang on another architecture may decide differently."
-        )]
-    return []
+    out: list[str] = []
+    if b.gpu is None and b.gpu_memory_mib is not None:
+        same = gpus.by_capacity(b.gpu_memory_mib)
+        if same is None or same.architecture != "hopper":
+            what = f"is {same.name}'s capacity" if same is not None else "is not a catalog GPU's capacity"
+            out.append(
+                f"mambasizer: budget.gpu_memory_mib={b.gpu_memory_mib} {what}, but no budget.gpu names the device: the plan "
+                "applies Hopper's resolution (page size, attention backend, automatic mem_fraction_static) and Hopper-calibrated "
+                "CUDA/NCCL residents; name the part with budget.gpu (GET /v1/gpus) to resolve as SGLang does on it."
+            )
+    gpu = named_gpu(req)
+    if gpu is not None and b.estimated and b.reserved_gib is None and gpu.architecture != "hopper":
+        out.append(fpre_uncertainty_warning(gpu))
+    return out
+
+
+def fpre_uncertainty_warning(gpu: gpus.Gpu) -> str:
+    """F_pre off Hopper: no public start-up log of a non-Hopper catalog part was found to
+    calibrate the residents, so Hopper's constants stand in, with what that may cost."""
+    stack = "HIP context, hipBLASLt workspaces and RCCL communicators" if gpu.runtime == "hip" else "CUDA context, cuBLAS workspaces and NCCL communicators"
+    return (
+        f"mambasizer: on {gpu.name} ({gpu.architecture}) the memory resident before the weights load ({stack}) is not "
+        f"calibrated: the Hopper figures stand in ({SINGLE_RANK_RESIDENT_GIB} GiB one rank, "
+        f"{round(SINGLE_RANK_RESIDENT_GIB + MULTI_RANK_EXTRA_GIB, 2)} GiB several; Hopper logs alone span 1.2-1.3 and 2.2-3.1 GiB), "
+        "so free_gib_before_load and everything after it may be off by a GiB or more per GPU (budget_source stays estimated). "
+        "Give budget.reserved_gib (or measured free_gib_before_load / free_gib_after_load) to replace the estimate."
+    )
 
 
 # Weights per layout object and parallel layout: a preset's layout lives for the process, so

@@ -28,9 +28,10 @@ and pp_size above the model's layer count (SGLang's `make_layers` asserts
 num_hidden_layers >= pp_size when it builds the model), checked before everything else so
 that no plan ever has more stages than layers.
 
-The machine is a CUDA Hopper GPU (SM90, CUDA >= 12.3, FlashInfer installed): the SM100
-branches of the model overrides and hooks (trtllm_mha / page 64 for Qwen3.5 and Nemotron-H
-with speculative decoding, Kimi's SM100 backend and bf16-SSM defaults) never apply.
+The machine is the request's catalog GPU (a CUDA Hopper part when none is named): what
+depends on it (the attention backend and the page it forces, the prefill CUDA graph off
+CUDA, aiter's mem_fraction_static factor, the HIP page default) is platform.py's, asked at
+small call sites here.
 Conformance: tests/conformance/test_launch_resolution.py runs SGLang's own resolution on
 generated flag sets and compares every value below. Pure: no torch, no sglang.
 """
@@ -41,9 +42,11 @@ from typing import NamedTuple
 
 from mambasizer.schemas.releases import DEFAULT_RELEASE
 from mambasizer.schemas.request import Env, ServerArgs
+from mambasizer.service.solver import platform
 from mambasizer.service.solver.checkpoint_quant import launch_quant_failure, resolve_kv_auto
 from mambasizer.service.solver.errors import PlanInputError
 from mambasizer.service.solver.layout import ModelLayout
+from mambasizer.service.solver.platform import HOPPER, Platform
 from mambasizer.service.solver.releases import launch_rules as rules
 from mambasizer.service.solver.releases.registry import at_least, base_release
 
@@ -146,6 +149,8 @@ class Launch(NamedTuple):
     chunked_prefill_size: int | None = None
     decode_cuda_graph_max_bs: int | None = None
     prefill_cuda_graph: bool = True
+    attention_backend: str = ""  # the (decode) attention backend SGLang resolves
+    platform: str = HOPPER.name  # the catalog part whose resolution applied
     # SGLANG_MAMBA_SSM_DTYPE as SGLang leaves it after resolution (None: unset).
     env_mamba_ssm_dtype: str | None = None
     kv_cache_dtype_reason: str = ""  # why kv_cache_dtype (auto: what the checkpoint declares)
@@ -238,7 +243,7 @@ class _Graphs(NamedTuple):
     prefill_sizes: int
 
 
-def _cuda_graphs(layout: ModelLayout, args: ServerArgs, gpu_mib: float | None, release: str = DEFAULT_RELEASE) -> _Graphs:
+def _cuda_graphs(layout: ModelLayout, args: ServerArgs, gpu_mib: float | None, release: str = DEFAULT_RELEASE, plat: Platform = HOPPER) -> _Graphs:
     """`handle_cuda_graph_config` + the graph half of `handle_gpu_memory_settings`, with
     the prefill graph and the decode max_bs rules of `release` (releases/launch_rules.py)."""
     decode_on = not (args.disable_cuda_graph or args.disable_decode_cuda_graph)
@@ -247,7 +252,7 @@ def _cuda_graphs(layout: ModelLayout, args: ServerArgs, gpu_mib: float | None, r
         prefill_locked = args.disable_prefill_cuda_graph
     else:
         prefill_locked = args.disable_cuda_graph or args.disable_prefill_cuda_graph
-    prefill_on = not prefill_locked
+    prefill_on = not prefill_locked and platform.prefill_graph_default_on(plat)
     by_release = rules.prefill_graph_on(
         release, arch=layout.architecture, family=layout.family, mla=layout.kv.kind == "mla", kda=uses_kda(layout),
         multimodal=layout.is_multimodal, multimodal_allowed=layout.architecture in MULTIMODAL_BREAKABLE_GRAPH_ARCHS,
@@ -318,18 +323,6 @@ def auto_mem_fraction_static(
     return mfs
 
 
-def default_attention_backend(layout: ModelLayout, args: ServerArgs) -> str:
-    """`get_default_attn_backend` on Hopper (CUDA >= 12.3, FlashInfer installed): FA3 for
-    MLA; for MHA FA3 unless the user asked for a speculative tree (topk > 1) or topk 1 with
-    a page size above 1, then FlashInfer. Read before the speculative defaults apply."""
-    if layout.kv.kind == "mla":
-        return "fa3"
-    topk = args.speculative_eagle_topk
-    if topk is None or (topk == 1 and args.page_size in (None, 1)):
-        return "fa3"
-    return "flashinfer"
-
-
 def _in_radix_branch(layout: ModelLayout, release: str = DEFAULT_RELEASE) -> bool:
     if layout.architecture == "GraniteMoeHybridForCausalLM":
         if not rules.granite_in_radix_branch(base_release(release)):
@@ -374,9 +367,9 @@ def check_pp_layers(layout: ModelLayout, pp: int) -> None:
 
 def resolve(
     layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int | None, draft_layers: int | None, needs_mfs: bool,
-    *, release: str = DEFAULT_RELEASE,
+    *, release: str = DEFAULT_RELEASE, plat: Platform = HOPPER,
 ) -> Launch:
-    """Resolve the flags as SGLang `release` does (a base release or post-release)."""
+    """Resolve the flags as SGLang `release` does (a base release or post-release) on `plat`."""
     release = base_release(release)
     rejections: list[Rejection] = []
     warnings: list[str] = []
@@ -396,7 +389,9 @@ def resolve(
             allowed=["1"],
         )
     check_pp_layers(layout, pp)
-    backend = args.attention_backend or default_attention_backend(layout, args)
+    # The backend, and the page / strategy a model override sets with it (platform.py).
+    choice = platform.default_backend(layout, args, plat) if args.attention_backend is None else platform.BackendChoice(args.attention_backend, None)
+    backend = choice.backend
     kv_dtype, kv_reason = _kv_dtype(args, layout)
     if backend == "fa3" and kv_dtype == "fp8_e5m2":
         backend = "triton"  # FA3 only takes fp8_e4m3: SGLang switches to triton (no sizing effect)
@@ -417,7 +412,7 @@ def resolve(
             context_len = args.context_length
 
     # 2-3. CUDA graphs and the GPU memory settings.
-    graphs = _cuda_graphs(layout, args, gpu_memory_mib, release)
+    graphs = _cuda_graphs(layout, args, gpu_memory_mib, release, plat)
     mfs = args.mem_fraction_static
     if mfs is None and needs_mfs:
         if gpu_memory_mib is None:
@@ -426,6 +421,8 @@ def resolve(
                 "is needed to derive SGLang's automatic mem_fraction_static; give it, or set server_args.mem_fraction_static",
             )
         mfs = auto_mem_fraction_static(layout, args, gpu_memory_mib, graphs, release)
+    if mfs is not None:
+        mfs = platform.aiter_mem_fraction(mfs, backend, context_len, args.mem_fraction_static is not None, env)
 
     # 4. Model-specific adjustments: the LFM2 attention check, then the mamba radix
     #    strategy, with the page size as the user gave it (None: unset).
@@ -437,8 +434,10 @@ def resolve(
     if layout.family == "lfm2" and args.attention_backend == "triton":
         reject("AssertionError", f"{layout.architecture} does not support triton attention backend, as the first layer might not be an attention layer")
     raw_page = args.page_size
+    if choice.page_size is not None and (raw_page is None or choice.replaces_page):
+        raw_page = choice.page_size
     disable_overlap = args.disable_overlap_schedule
-    strategy = args.mamba_radix_cache_strategy
+    strategy = choice.strategy or args.mamba_radix_cache_strategy
     # <=0.5.13 switches Kimi-Linear's radix cache off (releases/launch_rules.py).
     disable_radix = args.disable_radix_cache or rules.radix_forced_off(release, layout.architecture)
     if not rules.auto_strategy_resolves(release) and strategy == "auto":
@@ -475,12 +474,18 @@ def resolve(
                 reject("AssertionError", "no_buffer only supports page_size=1.")
             elif not disable_overlap:
                 reject("AssertionError", "no_buffer do not support overlap schedule. Try to set disable_overlap_schedule=True.")
+            elif backend == "trtllm_mha":
+                reject("AssertionError", "no_buffer do not support trtllm_mha attention backend.")
     extra_buffer = not disable_radix and strategy in ("extra_buffer", "extra_buffer_lazy")
     lazy = not disable_radix and strategy == "extra_buffer_lazy"
 
     # 5. ReplaySSM (linear-attention backend hook).
     mamba_ssm_dtype = args.mamba_ssm_dtype
-    if args.enable_linear_replayssm and extra_buffer:
+    decode_linear = platform.linear_attn_decode_backend(args, plat)
+    if args.enable_linear_replayssm and decode_linear != "triton":
+        reject("ValueError", "--enable-linear-replayssm requires Triton, or Helion for KDA, as the linear-attn decode backend; "
+               f"got --linear-attn-decode-backend={decode_linear!r}.")
+    elif args.enable_linear_replayssm and extra_buffer:
         reject(
             "ValueError",
             "--enable-linear-replayssm requires --mamba-radix-cache-strategy no_buffer (the default); the extra_buffer ping-pong "
@@ -504,7 +509,8 @@ def resolve(
             mamba_ssm_dtype = "float32"
 
     # 6. Page size default; attention DP divides the chunked prefill size.
-    page = raw_page if raw_page is not None else 1
+    page = raw_page if raw_page is not None else platform.default_page(plat, env)
+    page = platform.constrained_page(backend, page) or page
     chunked = graphs.chunked
     if dp > 1:
         chunked = chunked // dp
@@ -533,7 +539,9 @@ def resolve(
                     reject("TypeError", "'>' not supported between instances of 'NoneType' and 'int' (SGLang compares --speculative-eagle-topk, unset, when only --speculative-num-steps is given)")
                 elif topk == 1 and num_draft != steps + 1:
                     num_draft = steps + 1
-                # topk > 1 with page_size > 1 is accepted on fa3 / flashinfer / triton.
+                if topk is not None and topk > 1 and page > 1 and backend not in platform.PAGE_TREE_SPEC_BACKENDS:
+                    reject("ValueError", f"speculative_eagle_topk > 1 with page_size > 1 is only supported on {platform.PAGE_TREE_SPEC_BACKENDS}; "
+                           f"got attention_backend={backend!r}. Use page_size == 1 or one of those backends.")
     elif spec == "NGRAM":
         if mrr is None:
             mrr = SPEC_DEFAULT_MAX_RUNNING_REQUESTS
@@ -600,5 +608,5 @@ def resolve(
         rejections=tuple(rejections), warnings=tuple(warnings),
         speculative_num_steps=steps, speculative_eagle_topk=topk, chunked_prefill_size=chunked,
         decode_cuda_graph_max_bs=graphs.decode_max_bs, prefill_cuda_graph=graphs.prefill_on,
-        env_mamba_ssm_dtype=env_ssm,
+        env_mamba_ssm_dtype=env_ssm, attention_backend=backend, platform=plat.name,
     )

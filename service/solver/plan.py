@@ -133,6 +133,7 @@ def _resolve(req: PlanRequest, layout: ModelLayout) -> Launch:
         draft_layers=req.draft_model.num_layers if req.draft_model else None,
         needs_mfs=b.rest_gib is None,
         release=req.sglang_version,
+        plat=gpu_budget.platform_of(req),
     )
 
 
@@ -516,6 +517,7 @@ def _assemble(req, layout: ModelLayout, launch: Launch, stage_ranges, state: Sta
         "conv_dtype": launch.conv_dtype, "ssm_dtype": launch.ssm_dtype, "draft_kv_layers": launch.draft_kv_layers,
         "draft_kv_layers_reason": launch.draft_kv_layers_reason,
         "speculative_num_steps": launch.speculative_num_steps, "speculative_eagle_topk": launch.speculative_eagle_topk,
+        "attention_backend": launch.attention_backend, "gpu": launch.platform,
     })
     feasible = error is None
     return Plan.trusted({

@@ -67,6 +67,17 @@ class Estimate:
 MAX_CAPACITY_MIB = 1 << 22  # 4 TiB: no GPU comes near it
 
 
+_ARCH_LABEL = {"blackwell": "Blackwell", "blackwell-rtx": "Blackwell RTX", "ampere": "Ampere", "ada": "Ada", "cdna3": "AMD CDNA3", "cdna4": "AMD CDNA4"}
+
+
+def _hopper_only(gpu: gpus.Gpu, name: str) -> tuple[gpus.Gpu | None, str | None]:
+    """The log check estimates avail_mem from the calibrated residents, which are Hopper's."""
+    if gpu.architecture != "hopper" or gpu.memory_mib is None:
+        arch = _ARCH_LABEL.get(gpu.architecture, gpu.architecture)
+        return None, f"GPU {name!r} is {arch}: its platform is not modelled here (the calibrated residents are Hopper's)"
+    return gpu, None
+
+
 def gpu_named(name: str) -> tuple[gpus.Gpu | None, str | None]:
     """A caller's GPU: a catalog name, or its total memory in MiB as nvidia-smi prints it
     (`81559`, `81559MiB`): the catalog part, or one of that capacity sized with Hopper's
@@ -78,12 +89,12 @@ def gpu_named(name: str) -> tuple[gpus.Gpu | None, str | None]:
         if not 1024 <= capacity <= MAX_CAPACITY_MIB:
             raise PlanInputError(GPU_FIELD, f"a capacity of {digits[:20]}{'...' if len(digits) > 20 else ''} MiB is not a GPU's: give nvidia-smi's memory.total (e.g. 81559) or a catalog name")
         known = gpus.by_capacity(capacity)
-        if known is not None:
+        if known is not None and known.architecture == "hopper":
             return known, None
         return gpus.Gpu(f"{capacity}MiB", "", capacity, "hopper (assumed)", ""), None
     key = gpus.canonical_name(name)
     if key in gpus.CATALOG:
-        return gpus.CATALOG[key], None
+        return _hopper_only(gpus.CATALOG[key], name)
     if key in gpus.NOT_MODELLED:
         return None, f"GPU {name!r} is {gpus.NOT_MODELLED[key]}: its platform is not modelled (the calibrated residents are Hopper's)"
     raise PlanInputError(
@@ -100,7 +111,7 @@ def gpu_from_log(printed: str | None) -> tuple[gpus.Gpu | None, str | None]:
     key = gpus.canonical_name(printed)
     for gpu in gpus.CATALOG.values():
         if key == gpu.name or printed.strip().lower() == gpu.product.lower():
-            return gpu, None
+            return _hopper_only(gpu, printed)
     if key in gpus.NOT_MODELLED or not any(h in printed.upper() for h in ("H100", "H200", "H800", "H20", "GH200")):
         return None, f"GPU {printed}: its platform is not modelled (the calibrated residents are Hopper's)"
     return None, (
@@ -163,7 +174,7 @@ def predict(name: str, stage_index: int, est: Estimate) -> tuple[float | None, f
     if est.world_size is None:
         return None, None, est.weights_cause or "the run's parallelism is not known"
     gpu_basis, before = None, 0
-    if est.gpu is not None:
+    if est.gpu is not None and est.gpu.memory_mib is not None:  # _hopper_only never lets an unconfirmed part through
         resident = resident_before_load_bytes(est.world_size)
         before = est.gpu.memory_mib * MIB - resident
         gpu_basis = _RESIDENTS_BASIS.format(cap=est.gpu.memory_mib, gpu=est.gpu.name, res=resident / GIB)

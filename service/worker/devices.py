@@ -64,6 +64,11 @@ def is_oom(exc: BaseException) -> bool:
 class Backend:
     kind: Literal["cpu", "cuda"] = "cpu"  # also the manifest's device_kind
     label: str = "cpu"
+    # What torch says the device is (ROCm builds of torch answer through the same torch.cuda
+    # API, with torch.version.hip set): None where torch cannot say.
+    device_name: str | None = None
+    capability: tuple[int, int] | None = None
+    runtime: Literal["cuda", "hip"] | None = None
 
     def zeros(self, shape: tuple[int, ...], dtype: str) -> Any:
         raise NotImplementedError
@@ -162,6 +167,13 @@ class CudaBackend(Backend):
         except Exception:  # pragma: no cover - depends on the driver
             name = "CUDA device"
         self.label = f"cuda:{index} ({name})"
+        self.device_name = name
+        try:
+            major, minor = torch.cuda.get_device_capability(index)
+            self.capability = (int(major), int(minor))
+        except Exception:  # pragma: no cover - depends on the driver
+            self.capability = None
+        self.runtime = "hip" if getattr(torch.version, "hip", None) else "cuda"
 
     def zeros(self, shape, dtype):
         torch = torch_module()

@@ -34,6 +34,7 @@ from mambasizer.schemas.trial import (
 )
 from mambasizer.service.planner import plan as solve
 from mambasizer.service.planner import plan_stage_tensors
+from mambasizer.service.solver import gpus
 from mambasizer.service.solver.allocation import TensorSpec
 from mambasizer.service.worker import host_memory
 from mambasizer.service.worker.devices import GIB, MIB, Backend, is_oom
@@ -100,6 +101,9 @@ def _run(request, options: TrialOptions, backend: Backend, plan: Plan | None, ca
          cpu_budget: int | None = None) -> TrialResult:
     if options.budget == "device" and backend.kind != "cuda":
         return _rejected(backend, "budget 'device' measures a GPU's free memory: it needs a CUDA device")
+    wrong_kind = _other_gpu_kind(request, backend)
+    if wrong_kind is not None:
+        return _rejected(backend, wrong_kind)
     hold = round((options.hold_weights_gib or 0.0) * GIB)
     replanned: Plan | None = None
     if options.budget == "device":
@@ -109,7 +113,9 @@ def _run(request, options: TrialOptions, backend: Backend, plan: Plan | None, ca
             if oom is not None:
                 return _weights_oom(backend, hold, oom, TrialBudget(source="device", device_total_bytes=total, free_before_load_bytes=free_before))
         free_after, _ = backend.mem_get_info()
-        budget = Budget(free_gib_before_load=free_before / GIB, free_gib_after_load=free_after / GIB, gpu_memory_mib=total // MIB)
+        # The request's budget.gpu still names the device: its SGLang resolution applies.
+        budget = Budget(free_gib_before_load=free_before / GIB, free_gib_after_load=free_after / GIB, gpu_memory_mib=total // MIB,
+                        gpu=request.budget.gpu)
         request = request.model_copy(update={"budget": budget})
         plan = replanned = solve(request)
         budget_info = TrialBudget(
@@ -350,6 +356,23 @@ def _weights_oom(backend: Backend, hold: int, exc: BaseException, budget: TrialB
         status="oom", device=backend.label, would_start=False, budget=budget,
         reason=f"holding {hold / GIB:.2f} GiB of weights failed before any pool was allocated: {msg}",
     )
+
+
+def _other_gpu_kind(request, backend: Backend) -> str | None:
+    """Why a trial planned for one GPU kind (budget.gpu) cannot run on this device: another
+    compute capability or runtime resolves differently in SGLang. None when they agree or
+    when either side is unknown (no budget.gpu, a CPU backend, a driver that cannot say)."""
+    name = request.budget.gpu
+    if name is None or backend.kind != "cuda" or backend.capability is None:
+        return None
+    gpu = gpus.lookup(name)
+    if (gpu.capability, gpu.runtime) == (backend.capability, backend.runtime):
+        return None
+    major, minor = backend.capability
+    return (f"the trial was planned for budget.gpu {gpu.name!r} ({gpu.architecture}, compute capability "
+            f"{gpu.capability[0]}.{gpu.capability[1]}, {gpu.runtime}) but this worker runs on {backend.device_name} "
+            f"(compute capability {major}.{minor}, {backend.runtime}), where SGLang resolves differently: plan it for this GPU "
+            "(GET /v1/gpus) or run it on a worker with that GPU")
 
 
 def _rejected(backend: Backend, reason: str, budget: TrialBudget | None = None,

@@ -8,7 +8,7 @@ import pytest
 
 from api_helpers import assert_problem
 from mambasizer.service.planner import model_layout, plan
-from mambasizer.service.solver import gpu_budget, parse_request
+from mambasizer.service.solver import gpu_budget, gpus, parse_request
 from mambasizer.service.solver.stages import pp_stages
 from mambasizer.service.solver.weights import stage_weight_bytes
 
@@ -23,8 +23,13 @@ def test_gpus_lists_the_catalog_with_sources(client):
     assert by_name["h100"]["memory_mib"] == 81559
     assert by_name["h200"]["memory_mib"] == 143771
     assert by_name["h100-nvl"]["memory_mib"] == 95830
-    assert all(g["source"].startswith("https://") for g in body["gpus"])
-    assert "b200" in body["not_modelled"] and "mi300x" in body["not_modelled"]
+    assert len(body["gpus"]) == len(gpus.CATALOG) == 17 and body["default_gpu"] == "h200"
+    assert all(g["source"] for g in body["gpus"])
+    assert by_name["mi300x"] | {} == {**by_name["mi300x"], "memory_mib": 196592, "runtime": "hip", "architecture": "cdna3", "compute_capability": "9.4", "confirmed": True}
+    assert by_name["b200"]["compute_capability"] == "10.0" and by_name["rtx-pro-6000"]["compute_capability"] == "12.0"
+    assert by_name["mi355x"]["memory_mib"] is None and not by_name["mi355x"]["confirmed"]
+    assert by_name["h200"]["residents"] == "calibrated on Hopper logs" and by_name["b200"]["residents"].startswith("estimated")
+    assert "gb10" in body["not_modelled"] and "b200" not in body["not_modelled"]
     assert body["resident_before_load_gib"] == {
         "one_rank": gpu_budget.SINGLE_RANK_RESIDENT_GIB,
         "several_ranks": round(gpu_budget.SINGLE_RANK_RESIDENT_GIB + gpu_budget.MULTI_RANK_EXTRA_GIB, 6),
@@ -57,17 +62,59 @@ def test_measured_plans_say_so(client):
     assert body["stages"][0]["weights_bytes"] is None and body["min_free_stage"] is None
 
 
-@pytest.mark.parametrize("gpu, part", [("b200", "Blackwell"), ("mi355x", "AMD"), ("v100-sxm2", "unknown GPU")])
+@pytest.mark.parametrize("gpu, part", [("gb10", "unified memory"), ("mi350x", "AMD"), ("v100-sxm2", "unknown GPU")])
 def test_unmodelled_gpu_is_a_422_naming_budget_gpu(client, gpu, part):
     body = assert_problem(client.post("/v1/plan", json={**QWEN, "budget": {"gpu": gpu}}), 422, field="budget.gpu")
     assert part in body["detail"]
-    assert body["allowed"] == ["h100", "h100-nvl", "h200"]
+    assert body["allowed"] == sorted(gpus.CATALOG)
 
 
-def test_unmodelled_capacity_plans_with_a_warning(client):
+def test_unconfirmed_gpu_alone_is_a_422_naming_gpu_memory_mib(client):
+    body = assert_problem(client.post("/v1/plan", json={**QWEN, "budget": {"gpu": "mi355x"}}), 422, field="budget.gpu_memory_mib")
+    assert "give the figure you read (rocminfo Pool 1 Size KB / 1024) as gpu_memory_mib" in body["detail"]
+    ok = client.post("/v1/plan", json={**QWEN, "budget": {"gpu": "mi355x", "gpu_memory_mib": 294896}}).json()
+    assert ok["feasible"] and ok["gpu_memory_mib"] == 294896 and ok["resolved"]["attention_backend"] == "aiter"
+    assert ok["resolved"]["mem_fraction_static"] == pytest.approx(0.91 * 0.85)  # 0.7735, SGLang's (research note §2 row 2)
+
+
+def test_named_gpu_beside_measured_figures_picks_its_resolution(client):
+    measured = {"free_gib_before_load": 189.0, "free_gib_after_load": 150.0}
+    amd = client.post("/v1/plan", json={**QWEN, "budget": {**measured, "gpu": "mi300x"}}).json()
+    hop = client.post("/v1/plan", json={**QWEN, "budget": {**measured, "gpu_memory_mib": 196592}}).json()
+    assert amd["budget_source"] == hop["budget_source"] == "measured"
+    assert (amd["resolved"]["mem_fraction_static"], amd["resolved"]["gpu"]) == (0.73525, "mi300x")
+    assert (hop["resolved"]["mem_fraction_static"], hop["resolved"]["gpu"]) == (0.862, "h200")
+    assert amd["max_total_num_tokens"] < hop["max_total_num_tokens"]
+    rest = client.post("/v1/plan", json={**QWEN, "budget": {"rest_gib": 40.0, "gpu": "b200"}}).json()
+    assert rest["resolved"]["gpu"] == "b200" and rest["resolved"]["attention_backend"] == "triton"
+
+
+@pytest.mark.parametrize("env, field", [
+    ({"SGLANG_AITER_KV_CACHE_LAYOUT": "x" * 33}, "env.SGLANG_AITER_KV_CACHE_LAYOUT"),
+    ({"SGLANG_AITER_KV_CACHE_LAYOUT": "vectorized 5d"}, "env.SGLANG_AITER_KV_CACHE_LAYOUT"),
+    ({"SGLANG_AITER_KV_CACHE_LAYOUT": 5}, "env.SGLANG_AITER_KV_CACHE_LAYOUT"),
+    ({"SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION": "maybe"}, "env.SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION"),
+])
+def test_bad_aiter_env_is_a_422_naming_it(client, env, field):
+    assert_problem(client.post("/v1/plan", json={**QWEN, "env": env, "budget": {"gpu": "mi300x"}}), 422, field=field)
+
+
+def test_aiter_env_strings_parse_as_sglangs(client):
+    plans = {v: client.post("/v1/plan", json={**QWEN, "server_args": {"tp_size": 4, "mem_fraction_static": 0.85},
+                                               "env": {"SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION": v}, "budget": {"gpu": "mi300x"}}).json()
+             for v in ("1", "true", "YES", "0", "no")}
+    assert {v: p["resolved"]["mem_fraction_static"] for v, p in plans.items()} == {
+        "1": 0.85, "true": 0.85, "YES": 0.85, "0": pytest.approx(0.7225), "no": pytest.approx(0.7225)}
+    page = client.post("/v1/plan", json={**QWEN, "env": {"SGLANG_AITER_KV_CACHE_LAYOUT": "Vectorized_5D"}, "budget": {"gpu": "mi300x"}}).json()
+    assert page["resolved"]["page_size"] == 64 and page["max_total_num_tokens"] % 64 == 0
+    cuda = client.post("/v1/plan", json={**QWEN, "env": {"SGLANG_AITER_KV_CACHE_LAYOUT": "vectorized_5d"}, "budget": {"gpu": "h200"}}).json()
+    assert cuda["resolved"]["page_size"] == 1  # the layout is read on HIP only
+
+
+def test_unnamed_capacity_plans_with_hopper_rules_and_a_warning(client):
     body = client.post("/v1/plan", json={**QWEN, "budget": {"gpu_memory_mib": 183359}}).json()
     assert body["feasible"] and body["budget_source"] == "estimated"
-    assert any("not a catalog GPU" in w for w in body["warnings"])
+    assert any("but no budget.gpu names the device" in w for w in body["warnings"])
 
 
 def test_weights_that_do_not_fit_answer_with_a_verified_remedy(client):

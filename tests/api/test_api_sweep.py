@@ -94,11 +94,12 @@ def test_every_row_is_what_plan_answers(client, base, axes):
 
 def test_a_sweep_shows_what_moves(client):
     body = client.post("/v1/sweep", json={"base": QWEN_GPU, "axes": [
-        {"field": "budget.gpu", "values": ["h100", "h200", "b200"]}, {"field": "server_args.tp_size", "values": [1, 3, 4, 8]}]}).json()
+        {"field": "budget.gpu", "values": ["h100", "h200", "b200", "gb10"]}, {"field": "server_args.tp_size", "values": [1, 3, 4, 8]}]}).json()
     rows = {(r["point"]["budget.gpu"], r["point"]["server_args.tp_size"]): r for r in body["rows"]}
     assert rows[("h200", 1)]["error_kind"] == "weights_do_not_fit" and rows[("h200", 1)]["stages"][0]["weights_bytes"] > 143771 << 20
     assert rows[("h200", 3)]["error_kind"] == "invalid_input" and rows[("h200", 3)]["error_field"] == "server_args.tp_size"
-    assert rows[("b200", 4)]["error_kind"] == "invalid_input" and rows[("b200", 4)]["error_field"] == "budget.gpu"
+    assert rows[("gb10", 4)]["error_kind"] == "invalid_input" and rows[("gb10", 4)]["error_field"] == "budget.gpu"
+    assert rows[("b200", 4)]["feasible"] and rows[("b200", 4)]["gpu_memory_mib"] == 183359  # SGLang's resolution on B200
     assert rows[("h200", 4)]["feasible"] and rows[("h200", 8)]["max_running_requests"] > rows[("h200", 4)]["max_running_requests"]
     assert rows[("h100", 8)]["max_total_num_tokens"] < rows[("h200", 8)]["max_total_num_tokens"]
 
@@ -145,7 +146,7 @@ def test_csv(client):
         ({"base": QWEN_GPU, "axes": [{"field": "server_args.tp_size", "values": [4, 0]}]}, "axes.0.values.1", "server_args.tp_size"),
         ({"base": QWEN_GPU, "axes": [{"field": "server_args.tp_sz", "values": [4]}]}, "axes.0.values.0", "server_args.tp_sz: unknown field"),
         ({"base": QWEN_GPU, "axes": [{"field": "server_args.context_length", "values": [4096]}, {"field": "server_args.kv_cache_dtype", "values": ["auto", "fp4"]}]}, "axes.1.values.1", "kv_cache_dtype"),
-        ({"base": QWEN_GPU, "axes": [{"field": "budget.rest_gib", "values": [30]}]}, "axes.0.values.0", "not two forms"),
+        ({"base": QWEN_GPU, "axes": [{"field": "budget.free_gib_after_load", "values": [30]}]}, "axes.0.values.0", "needs rest_gib, or both"),
         ({"base": QWEN_GPU, "axes": [{"field": "server_args.tp_size", "values": [[4]]}]}, "axes.0.values.0", "JSON scalar"),
         ({"base": QWEN_GPU, "axes": [{"field": "server_args.tp_size", "values": ["x" * 300]}]}, "axes.0.values.0", "256 characters"),
         ({"base": QWEN_GPU, "axes": [{"field": "server_args.tp_size", "values": []}]}, "axes.0.values", "1 to"),

@@ -63,9 +63,14 @@ ENV_KEYS = (
     "SGLANG_MAMBA_SSM_DTYPE",
     "SGLANG_MAMBA_CONV_DTYPE",
     "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN",
+    "SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION",
+    "SGLANG_AITER_KV_CACHE_LAYOUT",
 )
 # Env that would change resolution behind the case's back.
-_SCRUB = ENV_KEYS + ("SGLANG_IS_IN_CI", "SGLANG_ENABLE_POST_CAPTURE_KV_SIZING", "SGLANG_RAGGED_VERIFY_MODE")
+_SCRUB = ENV_KEYS + (
+    "SGLANG_IS_IN_CI", "SGLANG_ENABLE_POST_CAPTURE_KV_SIZING", "SGLANG_RAGGED_VERIFY_MODE", "SGLANG_USE_AITER",
+    "SGLANG_IS_FLASHINFER_AVAILABLE",
+)
 
 
 def _import_fakes():
@@ -154,7 +159,14 @@ def _stand_in_fla_chunk_size() -> None:
 
 def _clear_probe_caches(common) -> None:
     for value in list(vars(common).values()):
-        if callable(getattr(value, "cache_clear", None)) and getattr(value, "__module__", None) == common.__name__:
+        if not callable(getattr(value, "cache_clear", None)):
+            continue
+        # The SM probes are lru_cache(partial(_check_cuda_device_version, ...)): their module
+        # is the partial's function's.
+        wrapped = getattr(value, "__wrapped__", None)
+        module = getattr(value, "__module__", None)
+        inner = getattr(getattr(wrapped, "func", None), "__module__", None)
+        if common.__name__ in (module, inner):
             value.cache_clear()
 
 
@@ -191,6 +203,67 @@ def _hopper(sg, gpu_mib: float):
         _clear_probe_caches(sg.common)
         os.environ.clear()
         os.environ.update(environ)
+
+
+# What the device stand-in answers, per probe (every other probe runs SGLang's own code):
+DEVICE_PROBES = (
+    "torch.cuda.is_available / is_initialized / device_count",
+    "torch.cuda.get_device_capability (the catalog's compute capability; gfx version on ROCm)",
+    "torch.cuda.get_device_name / get_device_properties (name, major, minor, total_memory, is_integrated)",
+    "torch.version.cuda (12.9 on CUDA parts, None on ROCm) / torch.version.hip (None on CUDA, 6.3 on ROCm)",
+    "memory_hook.get_device_memory_capacity (the catalog MiB: nvidia-smi memory.total / rocminfo Pool 1 KB / 1024)",
+    ("override_platform(has_flashinfer=CUDA, is_npu/is_xpu/is_musa/is_mps/has_amx=False); is_cuda, is_hip, is_sm90, "
+     "is_sm100, is_sm100_or_sm110, is_sm110, is_sm120, is_blackwell, is_hopper_with_cuda_12_3, device_sm and "
+     "device_capability are SGLang's own utils/common.py probes, answering from the stood-in torch"),
+)
+
+
+@contextlib.contextmanager
+def _device(sg, gpu_mib: float, capability: tuple[int, int] = (9, 0), runtime: str = "cuda", name: str = "NVIDIA H200", integrated: bool = False):
+    """One GPU of `gpu_mib` MiB with this compute capability on this runtime, for one
+    resolution: the probes of DEVICE_PROBES stood in, SGLang's own platform probes left to
+    derive every SM / HIP fact from them."""
+    cuda = sg.torch.cuda
+    hip = runtime == "hip"
+    props = types.SimpleNamespace(
+        name=name, major=capability[0], minor=capability[1], total_memory=int(gpu_mib) << 20,
+        multi_processor_count=132, is_integrated=integrated, gcnArchName=f"gfx{capability[0]}{capability[1]}{'2' if hip else ''}",
+    )
+    patches = {
+        (cuda, "is_available"): lambda: True,
+        (cuda, "is_initialized"): lambda: True,  # get_device_sm asks torch, not NVML
+        (cuda, "get_device_capability"): lambda *a, **k: capability,
+        (cuda, "get_device_name"): lambda *a, **k: name,
+        (cuda, "get_device_properties"): lambda *a, **k: props,
+        (cuda, "device_count"): lambda: 1,
+        (sg.torch.version, "cuda"): None if hip else "12.9",
+        (sg.torch.version, "hip"): "6.3" if hip else None,
+        (sg.memory_hook, "get_device_memory_capacity"): lambda device=None: float(gpu_mib),
+    }
+    saved = {key: getattr(*key) for key in patches}
+    environ = dict(os.environ)
+    try:
+        for (obj, attr), value in patches.items():
+            setattr(obj, attr, value)
+        _clear_probe_caches(sg.common)
+        with sg.override_platform(is_npu=False, is_xpu=False, is_musa=False, is_mps=False, has_amx=False, has_flashinfer=not hip):
+            yield
+    finally:
+        for (obj, attr), value in saved.items():
+            setattr(obj, attr, value)
+        _clear_probe_caches(sg.common)
+        os.environ.clear()
+        os.environ.update(environ)
+
+
+def platform_facts(capability: tuple[int, int], runtime: str) -> dict:
+    """SGLang's own platform facts for a stood-in device (what get_platform() answers)."""
+    sg = _load()
+    with _LOCK, _import_fakes(), _device(sg, 81920, capability, runtime):
+        from sglang.srt.runtime_context import get_platform
+
+        p = get_platform()
+        return {k: getattr(p, k) for k in ("is_cuda", "is_hip", "is_sm90", "is_sm100", "is_sm120", "is_blackwell", "is_hopper_with_cuda_12_3", "has_flashinfer")}
 
 
 def _config_dir(hf_config: dict) -> str:
@@ -237,15 +310,18 @@ def _dtype_name(dt) -> str:
     return str(dt).replace("torch.", "")
 
 
-def resolve_with_sglang(hf_config: dict, server_args: dict, env: dict, gpu_mib: float) -> dict:
+def resolve_with_sglang(hf_config: dict, server_args: dict, env: dict, gpu_mib: float, device: dict | None = None) -> dict:
     """Resolve launch flags (our ServerArgs field names, which are SGLang's) exactly as
     SGLang 0.5.23 does on a Hopper GPU of `gpu_mib` MiB.
+
+    `device` (capability, runtime, name): resolve on that GPU instead (`_device`).
 
     Returns {"rejected": None, ...resolved values} or {"rejected": ExceptionClass, "message": ...}."""
     sg = _load()
     with _LOCK:
         path = _config_dir(hf_config)
-        with _import_fakes(), _hopper(sg, gpu_mib), warnings.catch_warnings():
+        stand_in = _hopper(sg, gpu_mib) if device is None else _device(sg, gpu_mib, **device)
+        with _import_fakes(), stand_in, warnings.catch_warnings():
             warnings.simplefilter("ignore")
             for key in _SCRUB:
                 os.environ.pop(key, None)
@@ -261,7 +337,10 @@ def resolve_with_sglang(hf_config: dict, server_args: dict, env: dict, gpu_mib: 
                 record.check_server_args()
             except Exception as exc:  # SGLang refused: report which way, and where
                 return {"rejected": type(exc).__name__, "message": str(exc), "check": _failing_check(exc)}
-            return _read(sg, record)
+            out = _read(sg, record)
+            if device is not None:
+                out["attention_backend"] = sg.resolution_result(record, "attention_backend")
+            return out
 
 
 def sglang_parser():

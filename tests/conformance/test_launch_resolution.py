@@ -202,6 +202,11 @@ def ours(case: dict, layout=None, release: str = "0.5.23") -> dict:
         return {"rejected": "PlanInputError", "message": str(exc)}
     if launch.rejections:
         return {"rejected": launch.rejections[0].exception, "message": launch.rejections[0].message}
+    return launch_fields(launch)
+
+
+def launch_fields(launch) -> dict:
+    """The resolved values a Launch exposes, under the reference's names."""
     spec = launch.speculative_algorithm
     return {
         "rejected": None,

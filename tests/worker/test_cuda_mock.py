@@ -154,3 +154,25 @@ def test_gpu_check_plan_only_runs_the_real_cases(capsys):
     assert gpu_check.main(["--plan-only"]) == 0
     out = capsys.readouterr().out
     assert "Kimi-K3 tp8 pp8" in out and "Qwen3-Next-80B tp4" in out and "feasible=True" in out
+
+
+def test_a_trial_planned_for_another_gpu_kind_is_refused(fake_gpu, monkeypatch):
+    """The worker names its device from torch; a budget.gpu of another compute capability or
+    runtime (SGLang resolves differently there) is refused before anything is allocated."""
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda i=0: (9, 0))
+    monkeypatch.setattr(torch.version, "hip", None)
+    backend = CudaBackend(0, device="cpu")
+    assert (backend.capability, backend.runtime) == ((9, 0), "cuda")
+    body = {**TINY, "server_args": {"mem_fraction_static": 0.85}}
+    amd = run_trial(req({**body, "budget": {"gpu": "mi300x", "rest_gib": 0.02}}), TrialOptions(budget="device"), backend)
+    assert amd.status == "rejected" and "planned for budget.gpu 'mi300x'" in amd.reason and "Fake GPU" in amd.reason
+    same = run_trial(req({**body, "budget": {"gpu": "h200", "rest_gib": 0.02}}), TrialOptions(budget="device", hold_weights_gib=0.25), backend)
+    assert same.status == "ok", same.reason
+    assert same.plan is not None and same.plan.resolved.gpu == "h200"
+    monkeypatch.setattr(torch.version, "hip", "6.3")
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda i=0: (9, 4))
+    rocm = CudaBackend(0, device="cpu")
+    assert (rocm.capability, rocm.runtime) == ((9, 4), "hip")
+    on_amd = run_trial(req({**body, "budget": {"gpu": "mi300x", "rest_gib": 0.02}}), TrialOptions(budget="device", hold_weights_gib=0.25), rocm)
+    assert on_amd.status == "ok", on_amd.reason
+    assert on_amd.plan is not None and on_amd.plan.resolved.gpu == "mi300x"

@@ -666,7 +666,8 @@ async function init() {
   state.presets = presets.data.presets.filter((p) => p.sizable);
   state.gpus = gpus.data.gpus;
   populate($("preset"), state.presets.map((p) => [p.name, `${p.name} (${p.model_id})`]));
-  populate($("gpu"), state.gpus.map((g) => [g.name, `${g.product} · ${fmtInt(g.memory_mib)} MiB`]));
+  // Every catalog part with a confirmed capacity (the others need budget.gpu_memory_mib).
+  populate($("gpu"), state.gpus.filter((g) => g.memory_mib !== null).map((g) => [g.name, `${g.product} · ${fmtInt(g.memory_mib)} MiB`]));
   const schemas = (doc.data.components || {}).schemas || {};
   const sa = (schemas.ServerArgs || {}).properties || {};
   // The choices of each select are the wire contract's (ServerArgs in the OpenAPI document).
