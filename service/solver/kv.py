@@ -27,10 +27,12 @@ def stage_cell_bytes(
     attn_tp: int,
     draft_layers: int,
     prices_draft_kv: bool,
+    attn_dcp: int = 1,
 ) -> int:
     """KV bytes per token on one stage: its own full-attention layers only, plus the
-    EAGLE-family / STANDALONE draft's layers priced at the target's per-layer cost."""
-    cell = kv.cell_bytes(local_full_layers, itemsize, attn_tp)
+    EAGLE-family / STANDALONE draft's layers priced at the target's per-layer cost. Under
+    DCP the heads shard over attn_tp // attn_dcp (service/solver/dcp.py)."""
+    cell = kv.cell_bytes(local_full_layers, itemsize, attn_tp, attn_dcp)
     if prices_draft_kv and draft_layers > 0 and local_full_layers > 0:
         cell += int(cell * draft_layers / local_full_layers)
     return cell

@@ -40,6 +40,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from mambasizer.schemas.request import Env, ServerArgs
+from mambasizer.service.solver import dcp, disaggregation, wide_ep
 from mambasizer.service.solver.checkpoint_quant import resolve_kv_auto
 from mambasizer.service.solver.errors import PlanInputError
 from mambasizer.service.solver.layout import ModelLayout
@@ -147,6 +148,17 @@ class Launch(NamedTuple):
     env_mamba_ssm_dtype: str | None = None
     kv_cache_dtype_reason: str = ""  # why kv_cache_dtype (auto: what the checkpoint declares)
     draft_kv_layers_reason: str = ""  # where draft_kv_layers came from (or that it is zero unpriced)
+    # Disaggregation / DCP / wide EP (disaggregation.py, dcp.py, wide_ep.py).
+    disaggregation_mode: str = "null"
+    decode_extra_slots: int = 0  # disaggregation_decode_extra_slots (decode role)
+    decode_extra_slots_given: bool = False  # --disaggregation-decode-extra-slots was passed
+    reserves_spec_state: bool = True  # False on a prefill node (_pd_prefill_skips_mamba_spec_state)
+    dcp_size: int = 1
+    moe_a2a_backend: str = "none"
+    ep_size: int = 1
+    enable_two_batch_overlap: bool = False
+    enable_symm_mem: bool = False
+    enable_hierarchical_cache: bool = False
 
     @property
     def rejected(self) -> bool:
@@ -243,8 +255,13 @@ def _cuda_graphs(layout: ModelLayout, args: ServerArgs, gpu_mib: float | None) -
         args.pp_size > 1
         or uses_kda(layout)
         or (layout.is_multimodal and layout.architecture not in MULTIMODAL_BREAKABLE_GRAPH_ARCHS)
+        or args.dcp_size > 1
+        or args.enable_two_batch_overlap
     ):
         prefill_on = False
+    # DeepEP aligns the breakable graph's buckets before the memory settings fill max_bs in.
+    deepep_aligned = prefill_on and args.moe_a2a_backend == wide_ep.DEEPEP
+    decode_on, prefill_on = disaggregation.graph_roles(args.disaggregation_mode, decode_on, prefill_on)
     chunked, max_bs = _capacity_defaults(gpu_mib, args.tp_size)
     if args.chunked_prefill_size is not None:
         chunked = args.chunked_prefill_size
@@ -254,20 +271,28 @@ def _cuda_graphs(layout: ModelLayout, args: ServerArgs, gpu_mib: float | None) -
         max_bs = args.max_running_requests
     if args.cuda_graph_max_bs_prefill is not None:
         prefill_max = args.cuda_graph_max_bs_prefill
+    elif deepep_aligned:
+        prefill_max = wide_ep.DEEPEP_DEFAULT_PREFILL_MAX_BS
     else:
         prefill_max = chunked if layout.kv.kind != "mla" else min(8192, chunked)
         if args.pp_size > 1 and prefill_on and prefill_max > PP_PREFILL_GRAPH_MAX_TOKENS:
             prefill_max = PP_PREFILL_GRAPH_MAX_TOKENS
         if args.max_total_tokens is not None:
             prefill_max = min(prefill_max, args.max_total_tokens)
-    return _Graphs(decode_on, prefill_on, chunked, max_bs, prefill_graph_size_count(prefill_max))
+    sizes = prefill_graph_size_count(prefill_max)
+    if deepep_aligned:
+        sizes = wide_ep.aligned_prefill_graph_count(prefill_max, sizes)
+    return _Graphs(decode_on, prefill_on, chunked, max_bs, sizes)
 
 
 def auto_mem_fraction_static(layout: ModelLayout, args: ServerArgs, gpu_mib: float | None, graphs: _Graphs | None = None) -> float:
     """`memory_hook.handle_gpu_memory_settings` for a CUDA Hopper GPU (SIZING_SPEC §2.1.1, §8.1)."""
     g = graphs or _cuda_graphs(layout, args, gpu_mib)
     tp, pp, dp = args.tp_size, args.pp_size, args.attn_dp_size
-    if g.chunked > 0:
+    mode = args.disaggregation_mode
+    if mode == disaggregation.DECODE:
+        activation_tokens = disaggregation.decode_activation_tokens(args.max_running_requests, g.decode_max_bs, args.speculative_num_draft_tokens)
+    elif g.chunked > 0:
         activation_tokens = max(g.chunked, 2048)
     else:
         activation_tokens = max(args.max_prefill_tokens, 2048)
@@ -277,17 +302,19 @@ def auto_mem_fraction_static(layout: ModelLayout, args: ServerArgs, gpu_mib: flo
     graph = 0.0
     if g.decode_on:
         graph += g.decode_max_bs * 2
-    if dp > 1:
+    if dp > 1 and mode != disaggregation.PREFILL:
         graph += g.decode_max_bs * dp * 3
         if g.decode_max_bs > 300:
             graph += g.decode_max_bs * dp * 1.5
     if g.prefill_on:
         graph += g.prefill_sizes * 8 if layout.kv.kind != "mla" else 1.5 * 1024
+        graph += wide_ep.bcg_deepep_reserve_mb(args.moe_a2a_backend, True)
     reserved += graph
     if gpu_mib is not None and gpu_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
+    reserved += wide_ep.deepep_a2a_reserve_mb(args.moe_a2a_backend, g.decode_on)  # on top of the floor
     mfs = round((gpu_mib - reserved) / gpu_mib, 3) if gpu_mib is not None else 0.95
-    if layout.is_multimodal:
+    if layout.is_multimodal and mode != disaggregation.DECODE:
         mfs = adjust_mem_fraction_for_vlm(mfs, layout)
     return mfs
 
@@ -354,6 +381,11 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int
         # SGLang asserts tp_size % attn_dp_size == 0 while resolving data parallelism.
         raise PlanInputError("server_args.attn_dp_size", f"must divide tp_size={tp} (attention TP = tp_size // attn_dp_size)")
     attn_tp = tp // dp
+    dcp.check(tp, attn_tp, args.dcp_size)
+    mode = args.disaggregation_mode
+    # handle_pd_disaggregation runs before every hook below.
+    disable_radix = disaggregation.radix_disabled(mode, args.disable_radix_cache, args.disaggregation_decode_enable_radix_cache)
+    extra_slots = disaggregation.decode_extra_slots(mode, args.disaggregation_decode_extra_slots, args.max_running_requests, dp)
     if pp > 1 and not layout.pp_supported:
         raise PlanInputError(
             "server_args.pp_size",
@@ -381,6 +413,12 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int
                 warnings.append(f"context_length {args.context_length} is above the derived {context_len} (allowed by SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN)")
             context_len = args.context_length
 
+    # Kimi-K3's DCP override and the two-batch-overlap check (SGLang's own reasons).
+    for refused in (dcp.kimi_k3_rejection(layout.architecture, args.dcp_size, args.attention_backend),
+                    wide_ep.tbo_rejection(args.enable_two_batch_overlap, args.moe_a2a_backend, dp)):
+        if refused is not None:
+            reject(*refused)
+
     # 2-3. CUDA graphs and the GPU memory settings.
     graphs = _cuda_graphs(layout, args, gpu_memory_mib)
     mfs = args.mem_fraction_static
@@ -399,7 +437,7 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int
     raw_page = args.page_size
     disable_overlap = args.disable_overlap_schedule
     strategy = args.mamba_radix_cache_strategy
-    if _in_radix_branch(layout) and not args.disable_radix_cache:
+    if _in_radix_branch(layout) and not disable_radix:
         wants_overlap = not disable_overlap
         wants_paging = raw_page is not None and raw_page > 1
         if strategy == "auto":
@@ -424,8 +462,8 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int
                 reject("AssertionError", "no_buffer only supports page_size=1.")
             elif not disable_overlap:
                 reject("AssertionError", "no_buffer do not support overlap schedule. Try to set disable_overlap_schedule=True.")
-    extra_buffer = not args.disable_radix_cache and strategy in ("extra_buffer", "extra_buffer_lazy")
-    lazy = not args.disable_radix_cache and strategy == "extra_buffer_lazy"
+    extra_buffer = not disable_radix and strategy in ("extra_buffer", "extra_buffer_lazy")
+    lazy = not disable_radix and strategy == "extra_buffer_lazy"
 
     # 5. ReplaySSM (linear-attention backend hook).
     mamba_ssm_dtype = args.mamba_ssm_dtype
@@ -523,7 +561,7 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int
     if pp > 1 and resolved_spec is not None:
         if resolved_spec != "EAGLE":
             reject("AssertionError", "Pipeline parallelism currently only supports EAGLE (non-multi-layer) speculative decoding")
-        else:  # SGLANG_ENABLE_PP_SPEC (not modelled) is off
+        elif not disaggregation.allows_pp_with_spec(mode):  # SGLANG_ENABLE_PP_SPEC (not modelled) is off
             reject("AssertionError", "PP + speculative decoding (MTP) is only supported on prefill nodes (disaggregation-mode=prefill)")
     if chunked > 0 and chunked % page != 0:
         reject("AssertionError", "chunked_prefill_size must be divisible by page_size")
@@ -534,7 +572,7 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int
         kv_cache_dtype_reason=kv_reason, draft_kv_layers_reason=draft_reason,
         mamba_full_memory_ratio=args.mamba_full_memory_ratio if args.mamba_full_memory_ratio is not None else DEFAULT_MAMBA_FULL_MEMORY_RATIO,
         strategy=strategy, extra_buffer=extra_buffer, extra_buffer_lazy=lazy,
-        disable_radix_cache=args.disable_radix_cache, disable_overlap_schedule=disable_overlap,
+        disable_radix_cache=disable_radix, disable_overlap_schedule=disable_overlap,
         max_running_requests=mrr, user_set_max_running_requests=args.max_running_requests is not None,
         max_mamba_cache_size=args.max_mamba_cache_size, max_total_tokens=args.max_total_tokens,
         speculative_algorithm=spec, num_draft_tokens=num_draft,
@@ -547,4 +585,10 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int
         speculative_num_steps=steps, speculative_eagle_topk=topk, chunked_prefill_size=chunked,
         decode_cuda_graph_max_bs=graphs.decode_max_bs, prefill_cuda_graph=graphs.prefill_on,
         env_mamba_ssm_dtype=env_ssm,
+        disaggregation_mode=mode, decode_extra_slots=extra_slots,
+        decode_extra_slots_given=args.disaggregation_decode_extra_slots is not None,
+        reserves_spec_state=not disaggregation.skips_spec_state(mode), dcp_size=args.dcp_size,
+        moe_a2a_backend=args.moe_a2a_backend, ep_size=wide_ep.ep_size(args.moe_a2a_backend, tp, args.ep_size),
+        enable_two_batch_overlap=args.enable_two_batch_overlap, enable_symm_mem=args.enable_symm_mem,
+        enable_hierarchical_cache=args.enable_hierarchical_cache,
     )
