@@ -127,3 +127,13 @@ def over_allocation_warning(pool: DecodePool, charged_rows: int, extra_mamba_byt
         f"{extra_rows_bytes / gib:.3f} GiB of req_to_token rows that no budget line holds, taken from the slack SGLang "
         f"leaves for activations and CUDA graphs; to avoid it, {avoid}"
     )
+
+
+def decode_radix_spec_rejection(mode: str, decode_enable_radix: bool, speculative_algorithm: str | None) -> tuple[str, str] | None:
+    """`speculative_hook`: a decode node keeping its radix cache takes EAGLE-family drafts only."""
+    if mode == DECODE and decode_enable_radix and speculative_algorithm not in (None, "EAGLE", "EAGLE3", "NEXTN"):
+        return "ValueError", (
+            "--disaggregation-decode-enable-radix-cache is incompatible with speculative decoding "
+            f"(--speculative-algorithm {speculative_algorithm})"
+        )
+    return None

@@ -413,11 +413,10 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int
                 warnings.append(f"context_length {args.context_length} is above the derived {context_len} (allowed by SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN)")
             context_len = args.context_length
 
-    # Kimi-K3's DCP override and the two-batch-overlap check (SGLang's own reasons).
-    for refused in (dcp.kimi_k3_rejection(layout.architecture, args.dcp_size, args.attention_backend),
-                    wide_ep.tbo_rejection(args.enable_two_batch_overlap, args.moe_a2a_backend, dp)):
-        if refused is not None:
-            reject(*refused)
+    # Kimi-K3's DCP override (model-specific adjustments), in SGLang's words.
+    refused = dcp.kimi_k3_rejection(layout.architecture, args.dcp_size, args.attention_backend)
+    if refused is not None:
+        reject(*refused)
 
     # 2-3. CUDA graphs and the GPU memory settings.
     graphs = _cuda_graphs(layout, args, gpu_memory_mib)
@@ -490,6 +489,10 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int
         elif mamba_ssm_dtype is None:
             mamba_ssm_dtype = "float32"
 
+    refused = wide_ep.hicache_dcp_rejection(args.enable_hierarchical_cache, args.dcp_size, args.speculative_algorithm, layout.kv.kind == "mla")
+    if refused is not None:
+        reject(*refused)
+
     # 6. Page size default; attention DP divides the chunked prefill size.
     page = raw_page if raw_page is not None else 1
     chunked = graphs.chunked
@@ -505,6 +508,9 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int
     mrr = args.max_running_requests
     steps, topk, num_draft = args.speculative_num_steps, args.speculative_eagle_topk, args.speculative_num_draft_tokens
     resolved_spec = "EAGLE" if spec == "NEXTN" else spec
+    refused = disaggregation.decode_radix_spec_rejection(mode, args.disaggregation_decode_enable_radix_cache, spec)
+    if refused is not None:
+        reject(*refused)
     if spec in EAGLE_FAMILY or spec == "STANDALONE":
         if spec == "STANDALONE" and dp > 1:
             reject("ValueError", "Currently standalone speculative decoding does not support dp attention.")
@@ -552,6 +558,11 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int
                 "(the draft checkpoint's num_hidden_layers) to price it as SGLang does"
             )
 
+    # handle_cache_compatibility (after the speculative hook): HiCache needs the radix cache.
+    refused = wide_ep.hicache_rejections(args.enable_hierarchical_cache, disable_radix)
+    if refused is not None:
+        reject(*refused)
+
     # 9. --mamba-ssm-dtype is exported as SGLANG_MAMBA_SSM_DTYPE (beats the config's value).
     env_ssm = mamba_ssm_dtype or env.SGLANG_MAMBA_SSM_DTYPE
     ssm_dtype = env_ssm or layout.config_ssm_dtype or "float32"
@@ -565,6 +576,9 @@ def resolve(layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int
             reject("AssertionError", "PP + speculative decoding (MTP) is only supported on prefill nodes (disaggregation-mode=prefill)")
     if chunked > 0 and chunked % page != 0:
         reject("AssertionError", "chunked_prefill_size must be divisible by page_size")
+    refused = wide_ep.tbo_rejection(args.enable_two_batch_overlap, args.moe_a2a_backend, dp)
+    if refused is not None:
+        reject(*refused)
 
     return Launch(
         tp_size=tp, pp_size=pp, attn_dp_size=dp, attn_tp_size=attn_tp, page_size=page,

@@ -84,3 +84,31 @@ def slack_consumers(moe_a2a_backend: str, enable_symm_mem: bool, enable_hierarch
             "note": "HiCache host pools live in host memory and are sized after the device pools; no GPU bytes",
         })
     return out
+
+
+def hicache_rejections(enable_hierarchical_cache: bool, disable_radix_cache: bool) -> tuple[str, str] | None:
+    """`kv_cache_hook.handle_cache_compatibility`: HiCache needs the radix cache (a decode
+    node turns it off unless --disaggregation-decode-enable-radix-cache)."""
+    if enable_hierarchical_cache and disable_radix_cache:
+        return "ValueError", (
+            "The arguments enable-hierarchical-cache and disable-radix-cache are mutually exclusive "
+            "and cannot be used at the same time. Please use only one of them."
+        )
+    return None
+
+
+def hicache_dcp_rejection(enable_hierarchical_cache: bool, dcp_size: int, speculative_algorithm: str | None, is_mla: bool) -> tuple[str, str] | None:
+    """`hicache_hook.resolve_hicache_dcp_compatibility` (no L3 storage, LMCache or HiSparse here)."""
+    if dcp_size <= 1 or not enable_hierarchical_cache:
+        return None
+    if speculative_algorithm is not None:
+        return "NotImplementedError", (
+            "HiCache with --dcp-size > 1 only supports DSPARK speculative decoding; other draft-model host pools "
+            "have no DCP index translation."
+        )
+    if not is_mla:
+        return "NotImplementedError", (
+            "HiCache with --dcp-size > 1 is only supported for MLA models: the index translation lives in "
+            "MLATokenToKVPoolHost, and the MHA host pool has none."
+        )
+    return None
