@@ -47,7 +47,7 @@ def flashinfer_with_dcp_mla():
     kernel whose signature has `enable_dcp`): the Hopper stand-in says FlashInfer is
     installed, but this CPU host has none."""
 
-    def trtllm_batch_decode_with_kv_cache_mla(query, kv_cache, workspace_buffer, enable_dcp=False):  # noqa: ARG001
+    def trtllm_batch_decode_with_kv_cache_mla(query, kv_cache, workspace_buffer, enable_dcp=False):
         raise NotImplementedError
 
     package, decode = types.ModuleType("flashinfer"), types.ModuleType("flashinfer.decode")
