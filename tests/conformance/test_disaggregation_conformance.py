@@ -123,7 +123,7 @@ def generate_cases(n: int = N_CASES, seed: int = SEED) -> list[dict]:
 
 
 # The flag sets, always run.
-FIXED = [
+FIXED: list[dict] = [
     {"id": "q3n-tp4", "model": Q3N, "server_args": {"tp_size": 4}},
     {"id": "q3n-tp4-decode", "model": Q3N, "server_args": {"tp_size": 4, "disaggregation_mode": "decode"}},
     {"id": "q3n-tp4-decode-mrr32", "model": Q3N, "server_args": {"tp_size": 4, "disaggregation_mode": "decode", "max_running_requests": 32}},
@@ -143,7 +143,7 @@ FIXED = [
     {"id": "q3n-hicache-symm-reserved", "model": Q3N, "server_args": {"tp_size": 4, "enable_hierarchical_cache": True, "enable_symm_mem": True, "num_reserved_decode_tokens": 1024}},
 ]
 for _case in FIXED:
-    _case.update(env={}, gpu_mib=H200_MIB)
+    _case["env"], _case["gpu_mib"] = {}, H200_MIB
 
 CASES = FIXED + generate_cases()
 

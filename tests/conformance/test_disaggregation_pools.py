@@ -64,8 +64,8 @@ def _decode_pool_classes() -> types.SimpleNamespace:
                 exec(compile(ast.Module([node], []), spec.origin, "exec"), namespace)
             except Exception:  # scheduler-side imports the two pools do not use
                 pass
-    classes = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name in _POOL_CLASSES]
-    assert [c.name for c in classes] == list(_POOL_CLASSES), [c.name for c in classes]
+    classes: list[ast.stmt] = [n for n in tree.body if isinstance(n, ast.ClassDef) and n.name in _POOL_CLASSES]
+    assert [getattr(c, "name", None) for c in classes] == list(_POOL_CLASSES)
     exec(compile(ast.Module(classes, []), spec.origin, "exec"), namespace)
     return types.SimpleNamespace(**{name: namespace[name] for name in _POOL_CLASSES})
 
