@@ -314,3 +314,20 @@ def test_issue_decode_node_numbers():
     per_slot = (small.stages[0].conv_state_bytes + small.stages[0].ssm_state_bytes) // 97  # the pool allocates 97 rows
     assert pool.uncharged_mamba_bytes == 64 * per_slot
     assert any("97 mamba rows" in w and "--disaggregation-decode-extra-slots 0" in w for w in small.warnings)
+
+
+def test_issue_qwen3_next_tp4_from_the_gpu_alone():
+    """The issue's Qwen3-Next TP 4 H200 comparison, from the GPU alone: our plans, and
+    SGLang's configurator given the same estimated free memory and its own resolved flags.
+    (The issue quotes 2,405 vs 457; with this release's H200 estimate both SGLang's
+    configurator and we size 2,395 vs 455, the figures the research note computed.)"""
+    gpu = {"model": {"preset": Q3N}, "budget": {"gpu": "h200"}}
+    agg = plan({**gpu, "server_args": {"tp_size": 4}})
+    dec = plan({**gpu, "server_args": {"tp_size": 4, "disaggregation_mode": "decode"}})
+    measured = {"free_gib_before_load": agg.free_gib_before_load, "free_gib_after_load": agg.free_gib_after_load, "gpu_memory_mib": H200_MIB}
+    for p, sa in ((agg, {"tp_size": 4}), (dec, {"tp_size": 4, "disaggregation_mode": "decode"})):
+        _, ref = _sized(Q3N, sa, measured)
+        assert (p.max_running_requests, p.max_total_num_tokens, p.max_mamba_cache_size) == (
+            ref["max_running_requests"], ref["max_total_num_tokens"], ref["max_mamba_cache_size"])
+    assert (agg.max_running_requests, dec.max_running_requests) == (455, 2395)
+    assert (agg.max_total_num_tokens, dec.max_total_num_tokens) == (3982823, 4185087)
