@@ -78,7 +78,11 @@ SEMANTIC_FIELDS: tuple[str, ...] = (
     # the estimated budget: a GPU whose rules are not modelled, weights a preset or config cannot
     # give, experts that do not divide over tp_size
     "budget.gpu", "model.preset", "server_args.ep_size",
+    # DCP must divide tp_size and fit the attention TP (service/solver/dcp.py)
+    "server_args.dcp_size",
 )
+# A prefill/decode pair (service/disaggregated.py): either side's own rules, its role and model.
+PAIR_SEMANTIC_FIELDS: tuple[str, ...] = ("prefill", "decode")
 
 
 def _state_what_validators_enforce(schemas: dict) -> None:
@@ -151,9 +155,13 @@ def _disaggregated_plan_response(doc: dict) -> None:
         "required": ["prefill", "decode", "pair"],
         "additionalProperties": False,
     }
+    schemas["DisaggregatedPlanRequest"]["x-semantic-fields"] = list(PAIR_SEMANTIC_FIELDS)
     for path in ("/v1/plan", "/plan"):
         content = doc["paths"][path]["post"]["responses"]["200"]["content"]["application/json"]
         content["schema"] = {"oneOf": [plan_ref, {"$ref": "#/components/schemas/DisaggregatedPlanResponse"}]}
+        # The body is one of two schemas: what either may refuse semantically, stated on the union.
+        body = doc["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]
+        body["x-semantic-fields"] = [*SEMANTIC_FIELDS, *PAIR_SEMANTIC_FIELDS]
 
 
 def install(app: FastAPI) -> None:
