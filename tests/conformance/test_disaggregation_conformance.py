@@ -331,3 +331,37 @@ def test_issue_qwen3_next_tp4_from_the_gpu_alone():
             ref["max_running_requests"], ref["max_total_num_tokens"], ref["max_mamba_cache_size"])
     assert (agg.max_running_requests, dec.max_running_requests) == (455, 2395)
     assert (agg.max_total_num_tokens, dec.max_total_num_tokens) == (3982823, 4185087)
+
+
+_SIZED_OUTCOMES: list[bool] = []  # whether SGLang's configurator sized each generated case
+
+
+def _sized_problem(case: dict) -> str | None:
+    """One generated flag set SGLang accepts, sized by its configurator and by us."""
+    ours, ref = _sized(case["model"], case["server_args"], BUDGET)
+    _SIZED_OUTCOMES.append(ref["error"] is None)
+    if ref["error"] is not None:
+        if ours.feasible or ours.error is None or ours.error.exception != ref["error"]["exception"]:
+            return f"SGLang raised {ref['error']}, ours feasible={ours.feasible} error={ours.error}"
+        return None
+    if not ours.feasible:
+        return f"SGLang sizes it, ours refuses: {ours.error}"
+    bad = [f"{k}: ours {getattr(ours, k)!r} != SGLang {ref[k]!r}" for k in (
+        "max_mamba_cache_size", "mamba_ratio", "rest_gib", "kv_budget_bytes", "max_total_num_tokens", "max_running_requests",
+        "pp_max_micro_batch_size") if getattr(ours, k) != ref[k]]
+    for o, r in zip(ours.stages, ref["stages"], strict=True):
+        if (o.kv_cell_bytes, o.kv_tokens) != (r["kv_cell_bytes"], r["kv_tokens"]):
+            bad.append(f"stage {r['pp_rank']} cell/tokens: ours {(o.kv_cell_bytes, o.kv_tokens)} != SGLang {(r['kv_cell_bytes'], r['kv_tokens'])}")
+    return "; ".join(bad) or None
+
+
+def test_generated_plans_match_sglangs_configurator():
+    """The generated flag sets SGLang starts on an H200 (every role, DCP, DeepEP, TBO), sized
+    by SGLang's configurator (its own resolved flags as input) and by our plan."""
+    accepted = [c for c in generate_cases() if theirs({**c, "gpu_mib": H200_MIB})["rejected"] is None][:90]
+    assert len(accepted) >= 60
+    modes = {c["server_args"].get("disaggregation_mode", "null") for c in accepted}
+    assert modes == {"null", "prefill", "decode"} and any(c["server_args"].get("dcp_size", 1) > 1 for c in accepted)
+    failures = [f"{c['id']} {c['server_args']}: {p}" for c in accepted if (p := _sized_problem(c))]
+    assert not failures, f"{len(failures)} of {len(accepted)} mismatch:\n" + "\n".join(failures[:10])
+    assert sum(_SIZED_OUTCOMES) >= 40, _SIZED_OUTCOMES  # most are sized, not failures compared
