@@ -20,6 +20,13 @@ in the order SGLang's pipeline runs its hooks:
  11. model construction: `make_layers` asserts num_hidden_layers >= pp_size (checked
      first, before any other rule: see `check_pp_layers`).
 
+The PD role, DCP and wide-EP rules these steps call live in their own modules:
+`disaggregation.py` (radix off and extra slots on a decode node, graph roles, a decode
+node's activation tokens, no VLM adjustment there, PP + MTP only on a prefill node),
+`dcp.py` (dcp_size dividing tp_size, heads per rank, the breakable prefill graph off,
+Kimi-K3's Hopper refusal) and `wide_ep.py` (DeepEP's ep_size, its 2 GiB and 1 GiB
+reserves and aligned prefill buckets, two-batch overlap, HiCache's checks).
+
 Flags SGLang refuses become `rejections` (the plan is then not startable), in the order
 SGLang would raise them, with SGLang's exception class and wording. Three input errors stay
 PlanInputErrors: attn_dp_size not dividing tp_size; pp_size > 1 for a model class that
