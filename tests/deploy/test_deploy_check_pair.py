@@ -70,3 +70,15 @@ def test_gpu_flag_budgets_both_sides(tmp_path, capsys):
     code, out, err = check(tmp_path, capsys, {"prefill": measured, "decode": measured}, "--gpu", "h200")
     assert code == 0, err
     assert out.count("budget=estimated") == 2
+
+
+def test_pair_over_url_gives_the_in_process_verdict(tmp_path, capsys):
+    from mambasizer.service.disaggregated import plan_pair
+    from tests.deploy.test_deploy_check_cmd import _Service
+
+    body = {"prefill": side(), "decode": side(max_running_requests=32)}
+    local = check(tmp_path, capsys, body)
+    with _Service(200, plan_pair(body)) as svc:
+        remote = check(tmp_path, capsys, body, "--url", svc.url)
+    assert svc.requests[0][0] == "/v1/plan" and set(svc.requests[0][1]) == {"prefill", "decode"}
+    assert remote == local and local[0] == 0
