@@ -91,6 +91,33 @@ class ResolvedArgs(Out):
     speculative_eagle_topk: int | None = Field(None, description="Draft tree width after SGLang's speculative defaults (NGRAM: --speculative-ngram-max-bfs-breadth, 10).")
     attention_backend: str = Field("", description="The (decode) attention backend SGLang resolves on this GPU (its architecture's default and the model's override when --attention-backend is unset).")
     gpu: str = Field("h200", description="The catalog GPU whose SGLang resolution applied (budget.gpu; h200's Hopper rules when none is named).")
+    disaggregation_mode: Literal["null", "prefill", "decode"] = Field("null", description="The PD role: null (aggregated), prefill or decode.")
+    disaggregation_decode_extra_slots: int = Field(0, description="Decode role: in-transfer request rows the decode pool adds (SGLang's default: 2 x max_running_requests per DP rank when <= 32, else 0).")
+    dcp_size: int = Field(1, description="Decode context parallelism: KV heads shard over attn_tp_size // dcp_size, tokens over dcp_size.")
+    moe_a2a_backend: str = Field("none", description="MoE all-to-all backend (deepep: ep_size = tp_size).")
+    ep_size: int = Field(1, description="Expert-parallel size after resolution (DeepEP sets it to tp_size).")
+    enable_two_batch_overlap: bool = False
+
+
+class SlackConsumer(Out):
+    """Memory SGLang allocates after sizing, out of the slack mem_fraction_static leaves."""
+
+    name: str
+    bytes: int | None = Field(description="Bytes per rank when known (null: set at run time, not by the budget).")
+    note: str
+
+
+class DecodePool(Out):
+    """A decode node's HybridMambaDecodeReqToTokenPool (disaggregation/decode.py): what it
+    allocates against what _handle_max_mamba_cache charged, on the stage where the gap is largest."""
+
+    extra_slots: int = Field(description="disaggregation_decode_extra_slots: in-transfer request rows.")
+    request_rows: int = Field(description="req_to_token rows: max_running_requests + extra_slots + 1.")
+    mamba_rows_allocated: int = Field(description="Mamba pool rows: max(K, (N + extra_slots) x (1 + tracking slots)) + 1.")
+    mamba_rows_charged: int = Field(description="Mamba rows the budget charged: K + 1.")
+    uncharged_mamba_bytes: int = Field(description="Mamba state (and speculative rows) allocated beyond what the budget charged.")
+    uncharged_req_to_token_bytes: int = Field(description="req_to_token rows beyond the N + 1 an aggregated pool holds.")
+    avoid: str = Field(description="The flag that avoids the gap.")
 
 
 class Stage(Out):
@@ -149,4 +176,7 @@ class Plan(Out):
     free_gib_before_load: float | None = Field(None, description="F_pre the pipeline ran with (the world MIN SGLang's probe returns); null for rest_gib.")
     free_gib_after_load: float | None = Field(None, description="F_post the pipeline ran with (the world MIN after the weights load); null for rest_gib.")
     min_free_stage: int | None = Field(None, description="Estimated budget only: the PP stage whose largest rank set the world MIN of free memory after load.")
+    logical_max_total_num_tokens: int | None = Field(None, description="Request tokens the KV pool holds: max_total_num_tokens per-rank rows x dcp_size (the allocator's logical ids); equal to max_total_num_tokens without DCP.")
+    decode_pool: DecodePool | None = Field(None, description="Decode role only: the decode request pool, allocated beyond the budget where it is larger than charged.")
+    slack_consumers: list[SlackConsumer] = Field(default_factory=list, description="What SGLang allocates after sizing out of the slack (DeepEP buffers, the symmetric-memory pool, HiCache host pools).")
     stages: list[Stage]

@@ -298,6 +298,34 @@ class ServerArgs(Strict):
     enable_linear_replayssm: StrictBool = Field(
         False, description="ReplaySSM decode ring: allocated but not budgeted by SGLang; only its launch checks are modelled."
     )
+    # Disaggregated serving, decode context parallelism and wide EP (service/solver/
+    # disaggregation.py, dcp.py, wide_ep.py hold the rules).
+    disaggregation_mode: Literal["null", "prefill", "decode"] = Field(
+        "null", description="PD disaggregation role (`--disaggregation-mode`): `null` is aggregated serving."
+    )
+    disaggregation_decode_enable_radix_cache: StrictBool = Field(
+        False, description="Decode role only: keep the radix cache (SGLang disables it on decode nodes by default)."
+    )
+    disaggregation_decode_extra_slots: Annotated[StrictInt, Field(ge=0, le=MAX_TOKENS)] | None = Field(
+        None, description="Decode role only: request rows reserved for in-transfer requests; unset is SGLang's default "
+        "(2 x max_running_requests per DP rank when that is <= 32, else 0)."
+    )
+    dcp_size: Annotated[StrictInt, Field(ge=1, le=MAX_PARALLEL)] = Field(
+        1, description="Decode context parallelism (`--dcp-size`): KV heads shard over attn_tp // dcp_size, tokens over dcp_size."
+    )
+    moe_a2a_backend: Literal["none", "deepep"] = Field(
+        "none", description="MoE all-to-all backend (`--moe-a2a-backend`); deepep reserves 2 GiB (decode graph) and sets ep_size = tp_size."
+    )
+    enable_two_batch_overlap: StrictBool = Field(False, description="`--enable-two-batch-overlap`: turns the breakable prefill graph off.")
+    enable_hierarchical_cache: StrictBool = Field(
+        False, description="HiCache: its host pools are sized after the device pools; no effect on the GPU split."
+    )
+    enable_symm_mem: StrictBool = Field(
+        False, description="Symmetric memory: a 4 GiB pool (SGLANG_SYMM_MEM_PREALLOC_GB_SIZE) allocated after sizing, out of the slack."
+    )
+    num_reserved_decode_tokens: Annotated[StrictInt, Field(ge=0, le=MAX_TOKENS)] = Field(
+        512, description="Decode admission headroom (runtime only): no effect on the start-up split."
+    )
 
     @field_validator("mem_fraction_static", "mamba_full_memory_ratio")
     @classmethod

@@ -219,6 +219,16 @@ MODELLED: dict[str, Callable[[str], Any] | None] = {
     # Hopper backends that leave the page size alone; others change it (trtllm/flashmla).
     "attention_backend": _choice("fa3", "flashinfer", "triton"),
     "mamba_track_interval": _int,
+    # Disaggregation / DCP / wide EP (service/solver/disaggregation.py, dcp.py, wide_ep.py).
+    "disaggregation_mode": _choice("null", "prefill", "decode"),
+    "disaggregation_decode_enable_radix_cache": None,
+    "disaggregation_decode_extra_slots": _int,
+    "dcp_size": _int,
+    "moe_a2a_backend": _choice("none", "deepep"),
+    "enable_two_batch_overlap": None,
+    "enable_hierarchical_cache": None,
+    "enable_symm_mem": None,
+    "num_reserved_decode_tokens": _int,
 }
 
 # Flags read for their meaning, not copied into server_args.
@@ -306,7 +316,8 @@ IGNORED = frozenset("""
     disable_outlines_disk_cache weight_cache_mode weight_cache_socket weight_cache_timeout
     msprobe_dump_config enable_response_store enable_watermark watermark_config
     grpc_response_timeout_secs enable_http_worker_reuseport sampling_backend reasoning_parser
-    tool_call_parser
+    tool_call_parser disaggregation_bootstrap_port disaggregation_ib_device
+    disaggregation_decode_polling_interval disaggregation_enable_kv_checksum deepep_config
 """.split())
 
 
@@ -513,7 +524,7 @@ def _apply(dest: str, option: str, value: Any, out: ParsedArgs) -> None:
             out.server_args[dest] = parser(value)
         except (ValueError, InvalidOperation) as exc:
             allowed = list(getattr(parser, "allowed", ())) or None
-            if allowed and dest in ("kv_cache_dtype", "speculative_algorithm", "attention_backend"):
+            if allowed and dest in ("kv_cache_dtype", "speculative_algorithm", "attention_backend", "moe_a2a_backend"):
                 raise _not_modelled(f"{option} {value}", f"mambasizer models {', '.join(allowed)}", out.release) from None
             raise PlanInputError(FIELD, f"{option}: invalid value {value!r} ({exc})", allowed) from None
         return

@@ -21,6 +21,7 @@ from typing import Any
 
 from mambasizer.schemas import Plan
 from mambasizer.schemas.request import PresetModel
+from mambasizer.service import disaggregated
 from mambasizer.service.api import wire
 from mambasizer.service.api.problems import (
     INVALID_INPUT,
@@ -57,7 +58,10 @@ def _dumps(obj: Any) -> bytes:
 
 
 def plan_job(body: bytes, options: dict) -> Answer:
-    prepared = wire.prepare(wire.decode_json(body))
+    raw = wire.decode_json(body)
+    if disaggregated.is_pair(raw):  # {"prefill": ..., "decode": ...}: both plans and the pair
+        return Answer(200, APPLICATION_JSON, _dumps(disaggregated.plan_pair(raw)))
+    prepared = wire.prepare(raw)
     req = prepared.request
     result = solve(req)
     out = wire.plan_json(result)

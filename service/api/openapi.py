@@ -78,7 +78,11 @@ SEMANTIC_FIELDS: tuple[str, ...] = (
     "budget.gpu", "model.preset", "server_args.ep_size",
     # a part whose capacity no public source confirms needs the caller's figure
     "budget.gpu_memory_mib",
+    # DCP must divide tp_size and fit the attention TP (service/solver/dcp.py)
+    "server_args.dcp_size",
 )
+# A prefill/decode pair (service/disaggregated.py): either side's own rules, its role and model.
+PAIR_SEMANTIC_FIELDS: tuple[str, ...] = ("prefill", "decode")
 
 
 def _state_what_validators_enforce(schemas: dict) -> None:
@@ -121,17 +125,43 @@ def _state_what_validators_enforce(schemas: dict) -> None:
 def _component_schemas() -> dict:
     from mambasizer.schemas.recommend import RecommendRequest
     from mambasizer.service.api.problems import Problem
-    from mambasizer.service.api.wire import ApiPlanRequest
+    from mambasizer.service.api.wire import ApiPlanRequest, DisaggregatedPlanRequest
     from mambasizer.service.compare import CompareRequest  # schema only
 
     out: dict = {}
-    for model in (ApiPlanRequest, CompareRequest, RecommendRequest, Problem):
+    for model in (ApiPlanRequest, CompareRequest, RecommendRequest, Problem, DisaggregatedPlanRequest):
         schema = TypeAdapter(model).json_schema(ref_template="#/components/schemas/{model}", mode="validation")
         for name, sub in schema.pop("$defs", {}).items():
             out.setdefault(name, sub)
         out[model.__name__] = schema
     _state_what_validators_enforce(out)
     return standard_bounds(out)
+
+
+def _disaggregated_plan_response(doc: dict) -> None:
+    """POST /v1/plan answers a PlanResponse, or for a prefill/decode pair both of them and
+    the pair's summary (service/disaggregated.py): stated beside the PlanResponse FastAPI
+    generated, which the pair's sides reference."""
+    from mambasizer.schemas.disaggregated import PairSummary
+
+    schemas = doc["components"]["schemas"]
+    schemas["PairSummary"] = TypeAdapter(PairSummary).json_schema(ref_template="#/components/schemas/{model}", mode="serialization")
+    plan_ref = {"$ref": "#/components/schemas/PlanResponse"}
+    schemas["DisaggregatedPlanResponse"] = {
+        "title": "DisaggregatedPlanResponse",
+        "description": "Both sides' plans, each as POST /v1/plan answers it alone, and what the pair sustains.",
+        "type": "object",
+        "properties": {"prefill": plan_ref, "decode": plan_ref, "pair": {"$ref": "#/components/schemas/PairSummary"}},
+        "required": ["prefill", "decode", "pair"],
+        "additionalProperties": False,
+    }
+    schemas["DisaggregatedPlanRequest"]["x-semantic-fields"] = list(PAIR_SEMANTIC_FIELDS)
+    for path in ("/v1/plan", "/plan"):
+        content = doc["paths"][path]["post"]["responses"]["200"]["content"]["application/json"]
+        content["schema"] = {"oneOf": [plan_ref, {"$ref": "#/components/schemas/DisaggregatedPlanResponse"}]}
+        # The body is one of two schemas: what either may refuse semantically, stated on the union.
+        body = doc["paths"][path]["post"]["requestBody"]["content"]["application/json"]["schema"]
+        body["x-semantic-fields"] = [*SEMANTIC_FIELDS, *PAIR_SEMANTIC_FIELDS]
 
 
 def install(app: FastAPI) -> None:
@@ -149,6 +179,7 @@ def install(app: FastAPI) -> None:
                 if name in schemas and schemas[name] != schema:
                     raise RuntimeError(f"OpenAPI schema name clash: {name}")
                 schemas[name] = schema
+            _disaggregated_plan_response(doc)
             app.openapi_schema = doc
         return app.openapi_schema
 

@@ -22,6 +22,7 @@ from fastapi.responses import Response
 
 from mambasizer.schemas import PlanRequest
 from mambasizer.schemas.request import HFConfigModel, PresetModel
+from mambasizer.service import disaggregated
 from mambasizer.service.api import trial_seam, trials, wire
 from mambasizer.service.api.examples import PLAN_EXAMPLES, request_body
 from mambasizer.service.api.jobs import Answer
@@ -48,7 +49,11 @@ log = logging.getLogger("mambasizer.api")
 router = APIRouter(tags=["plan"])
 
 _RESPONSES: dict[Any, Any] = {
-    200: {"model": wire.PlanResponse, "description": "The plan, feasible or not (`feasible: false` carries SGLang's error and remedies)."},
+    200: {
+        "model": wire.PlanResponse,
+        "description": "The plan, feasible or not (`feasible: false` carries SGLang's error and remedies); for a "
+        "`{\"prefill\": ..., \"decode\": ...}` body, both plans and what the pair sustains (DisaggregatedPlanResponse).",
+    },
     413: problem_doc("The body is larger than 1 MiB."),
     **heavy_docs(),
     422: problem_doc("The request cannot be sized: `field` names the failing field, `allowed` the accepted values when known."),
@@ -114,7 +119,12 @@ def _where(prepared: wire.Prepared | None) -> str:
 
 async def post_plan(request: Request) -> Response:
     raw = await read_body(request)
-    prepared = None if len(raw) > HEAVY_BODY_BYTES else wire.prepare(wire.decode_json(raw))
+    prepared = None
+    if len(raw) <= HEAVY_BODY_BYTES:
+        body = wire.decode_json(raw)
+        if disaggregated.is_pair(body):  # a prefill/decode pair: two plans, in the work pool
+            return await _plan_in_pool(request, raw, None)
+        prepared = wire.prepare(body)
     if _where(prepared) == "pool":
         return await _plan_in_pool(request, raw, prepared)
     assert prepared is not None
@@ -159,10 +169,19 @@ async def _respond(request: Request, result, prepared: wire.Prepared, body: byte
     return Response(body, media_type="application/json")
 
 
+def _plan_body() -> dict:
+    """One deployment (ApiPlanRequest) or a prefill/decode pair (DisaggregatedPlanRequest)."""
+    body = request_body("ApiPlanRequest", PLAN_EXAMPLES)
+    body["content"]["application/json"]["schema"] = {"oneOf": [
+        {"$ref": "#/components/schemas/ApiPlanRequest"}, {"$ref": "#/components/schemas/DisaggregatedPlanRequest"},
+    ]}
+    return body
+
+
 _COMMON: dict[str, Any] = dict(
     response_model=None,
     responses=_RESPONSES,
-    openapi_extra={"requestBody": request_body("ApiPlanRequest", PLAN_EXAMPLES)},
+    openapi_extra={"requestBody": _plan_body()},
 )
 
 router.add_api_route(

@@ -69,6 +69,16 @@ class PlanResponse(Plan):
     )
 
 
+class DisaggregatedPlanRequest(request_schema.Strict):
+    """A disaggregated deployment as one body of `POST /v1/plan`: each side is an ordinary
+    plan body; a side that gives no `--disaggregation-mode` gets its own role."""
+
+    prefill: ApiPlanRequest
+    decode: ApiPlanRequest
+    prefill_replicas: Annotated[int, Field(ge=1, le=4096)] = Field(1, description="How many prefill servers the deployment runs.")
+    decode_replicas: Annotated[int, Field(ge=1, le=4096)] = Field(1, description="How many decode servers the deployment runs.")
+
+
 # The most of a message an answer carries. Messages quote what the client sent (a model_type,
 # a flag, a value); a 1 MB string must not come back in a 422. Past the bound the middle is
 # cut, so the start (what is wrong) and the end (the fix) both stay.

@@ -332,10 +332,58 @@ def _request_from_args(args: argparse.Namespace) -> dict:
         )
     request = _read_request(args.inputs[0])
     if gpu_budget is not None:
-        request["budget"] = gpu_budget  # the file's model and arguments, planned from the GPU alone
+        if _is_pair(request):  # both sides from the GPU alone
+            for role in ("prefill", "decode"):
+                if isinstance(request.get(role), dict):
+                    request[role] = {**request[role], "budget": gpu_budget}
+        else:
+            request["budget"] = gpu_budget  # the file's model and arguments, planned from the GPU alone
     if args.sglang_version is not None and isinstance(request, dict):
-        request["sglang_version"] = args.sglang_version
+        for side in ([request[r] for r in ("prefill", "decode") if isinstance(request.get(r), dict)] if _is_pair(request) else [request]):
+            side["sglang_version"] = args.sglang_version
     return request
+
+
+def _is_pair(request: Any) -> bool:
+    """A disaggregated deployment: {"prefill": PlanRequest, "decode": PlanRequest}."""
+    from mambasizer.service.disaggregated import is_pair
+
+    return is_pair(request)
+
+
+def _plan_pair_in_process(request: dict) -> dict:
+    from pydantic import ValidationError
+
+    from mambasizer.service.disaggregated import plan_pair
+
+    try:
+        return plan_pair(request)
+    except _plan_input_error() as exc:
+        raise _invalid(_input_error_line(exc)) from None
+    except ValidationError as exc:
+        raise _invalid(_validation_line(exc)) from None
+
+
+def pair_verdict(answer: dict, args: argparse.Namespace) -> str:
+    """Both sides must start; the stated requirements are the decode side's (it serves the
+    running requests and holds their context); raise CheckFailure with the failing side."""
+    lines = {}
+    for role in ("prefill", "decode"):
+        plan = answer.get(role) or {}
+        try:
+            lines[role] = verdict(plan, args if role == "decode" else _no_requirements(args))
+        except CheckFailure as failure:
+            raise _fail(failure.code, failure.line.replace(f"{PROG}: FAIL: ", f"{PROG}: FAIL: {role} side: ", 1)) from None
+    pair = answer.get("pair") or {}
+    summary = ", ".join(f"{k}={_shown(pair.get(k))}" for k in (
+        "decode_concurrency", "prefill_in_flight_requests", "decode_kv_tokens", "prefill_kv_tokens", "binding_side"))
+    body = " | ".join(f"{role}: {lines[role].removeprefix(f'{PROG}: OK: ')}" for role in ("prefill", "decode"))
+    return _one_line(f"{PROG}: OK: disaggregated pair starts ({summary}); {body}")
+
+
+def _no_requirements(args: argparse.Namespace) -> argparse.Namespace:
+    return argparse.Namespace(**{**vars(args), "require_max_running_requests": None, "require_max_total_tokens": None,
+                                 "require_context_length": None})
 
 
 # --------------------------------------------------------------------------- plan
@@ -401,6 +449,8 @@ def _plan_over_http(url: str, request: dict, timeout: float) -> dict:
         body = response.json()
     except ValueError:
         raise _no_answer(f"{endpoint} answered 200 with a body that is not JSON") from None
+    if isinstance(body, dict) and _is_pair(request) and "pair" in body:
+        return body
     if not isinstance(body, dict) or "feasible" not in body:
         raise _no_answer(f"{endpoint} answered 200 without a Plan (no `feasible` field)")
     return body
@@ -487,12 +537,19 @@ def warning_lines(plan: dict) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     try:
         request = _request_from_args(args)
+        pair = _is_pair(request)
         if args.url:
             plan = _plan_over_http(args.url, request, args.timeout)
         else:
-            plan = _plan_in_process(request)
-        line = verdict(plan, args)
-        warnings = warning_lines(plan)
+            plan = _plan_pair_in_process(request) if pair else _plan_in_process(request)
+        if pair:
+            line = pair_verdict(plan, args)
+            warnings = [w.replace(f"{PROG}: warning: ", f"{PROG}: warning: {role} side: ", 1)
+                        for role in ("prefill", "decode") for w in warning_lines(plan.get(role) or {})]
+            warnings += [_one_line(f"{PROG}: note: {n}") for n in (plan.get("pair") or {}).get("notes") or []]
+        else:
+            line = verdict(plan, args)
+            warnings = warning_lines(plan)
     except CheckFailure as failure:
         print(failure.line, file=sys.stderr)
         write_termination_log(failure.line)

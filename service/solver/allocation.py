@@ -72,6 +72,21 @@ class StageAllocationInputs(NamedTuple):
     # The ping-pong track map exists only with the extra buffer; its width follows overlap.
     extra_buffer: bool = False
     overlap_schedule: bool = True
+    # DCP: KV heads shard over attn_tp // attn_dcp (service/solver/dcp.py).
+    attn_dcp: int = 1
+    # A decode node's HybridMambaDecodeReqToTokenPool: its in-transfer rows
+    # (disaggregation_decode_extra_slots); None for every other pool (disaggregation.py).
+    decode_pre_alloc: int | None = None
+
+
+def _rows(x: StageAllocationInputs) -> tuple[int, int, int]:
+    """(request rows, mamba slots, speculative rows) the stage's request pool is built
+    with, padding rows not included: (N, K, N), or the decode pool's widened ones."""
+    if x.decode_pre_alloc is None:
+        return x.max_running_requests, x.max_mamba_cache_size, x.max_running_requests
+    track = (2 if x.overlap_schedule else 1) if x.extra_buffer else 0  # get_mamba_tracking_slots, lazy=False
+    reqs = x.max_running_requests + x.decode_pre_alloc
+    return reqs, max(x.max_mamba_cache_size, reqs * (1 + track)), reqs
 
 
 def stage_tensors(x: StageAllocationInputs) -> list[TensorSpec]:
@@ -91,10 +106,11 @@ def stage_pool_bytes(x: StageAllocationInputs) -> dict[str, int]:
     scratch and ReplaySSM rings from the manifest's own helpers, one KV buffer times the
     layer count. tests/solver/test_pool_bytes.py checks it against the manifest."""
     s = x.state
-    Lr, N = x.local_mamba_layers, x.max_running_requests
+    Lr = x.local_mamba_layers
+    N, K, _ = _rows(x)
     totals = {"req_to_token": (N + 1) * (x.context_len + x.req_to_token_extra) * 4}  # int32
     if Lr > 0:
-        rows = Lr * (x.max_mamba_cache_size + 1)
+        rows = Lr * (K + 1)
         totals["conv_state"] = rows * sum(a * b for a, b in s.conv_shapes) * _ITEMSIZE[s.conv_dtype]
         totals["ssm_state"] = rows * prod(s.temporal) * _ITEMSIZE[s.ssm_dtype]
         if x.replayssm_spec:
@@ -110,7 +126,8 @@ def stage_pool_bytes(x: StageAllocationInputs) -> dict[str, int]:
 def _state_and_table_tensors(x: StageAllocationInputs) -> list[TensorSpec]:
     """The req-to-token table, the MambaPool and the side tables, in allocation order."""
     s = x.state
-    Lr, K, N = x.local_mamba_layers, x.max_mamba_cache_size, x.max_running_requests
+    Lr = x.local_mamba_layers
+    N, K, _ = _rows(x)
     # ReqToTokenPool.__init__ runs first: (N + 1) rows, row 0 is padding.
     tensors: list[TensorSpec] = [
         TensorSpec("req_to_token", "req_to_token", (N + 1, x.context_len + x.req_to_token_extra), "int32", False),
@@ -145,7 +162,8 @@ def _spec_scratch(x: StageAllocationInputs) -> list[TensorSpec]:
     """The speculative-decoding intermediates of a stage with mamba layers: the SSM scratch
     (not under ReplaySSM) and one conv window per conv shape, (N + 1) request rows each."""
     s = x.state
-    Lr, N, Dm = x.local_mamba_layers, x.max_running_requests, x.num_draft_tokens
+    Lr, Dm = x.local_mamba_layers, x.num_draft_tokens
+    N = _rows(x)[2]
     out = []
     if not x.replayssm_spec:
         out.append(TensorSpec("intermediate_state", "intermediate_ssm", (Lr, N + 1, Dm, *s.temporal), s.ssm_dtype, True))
@@ -179,7 +197,7 @@ def _kv_layer_tensor(x: StageAllocationInputs) -> TensorSpec | None:
         dim = x.kv.kv_lora_rank + x.kv.qk_rope_head_dim
         pad = (rows - T) * dim * _kv_itemsize(x.kv_dtype)
         return TensorSpec("kv_pool", "kv", (rows, 1, dim), x.kv_dtype, True, pad)
-    h = x.kv.heads_per_rank(x.attn_tp)
+    h = x.kv.heads_per_rank(x.attn_tp, x.attn_dcp)
     # The hybrid wrapper does not pass v_head_dim, so V uses head_dim and K/V have one
     # shape: MHATokenToKVPool stores them as the two halves of ONE page-aligned
     # allocation per layer, (2, ceil_align(rows, page), heads, head_dim).
@@ -215,7 +233,8 @@ def _replayssm_rings(x: StageAllocationInputs) -> list[TensorSpec]:
     L = x.replayssm_cache_len
     Lr = x.local_mamba_layers
     # GDN spec rings are request scratch (N + 1 rows); KDA rides on every mamba slot.
-    slots = (x.max_mamba_cache_size + 1) if s.is_kda else (x.max_running_requests + 1)
+    _, K, spec_rows = _rows(x)
+    slots = (K + 1) if s.is_kda else (spec_rows + 1)
     cd = s.conv_dtype
     rings = [
         TensorSpec("replayssm_ring", "ring_d", (Lr, slots, hv, L, v), cd, True),

@@ -241,7 +241,7 @@ def request_weights(req: PlanRequest, layout: ModelLayout, launch: Launch, stage
             "preset or its config.json (model.hf_config), or a measured budget (free_gib_before_load / "
             "free_gib_after_load, or rest_gib)",
         )
-    ep = req.server_args.ep_size
+    ep = launch.ep_size  # DeepEP resolves it to tp_size (wide_ep.ep_size)
     if launch.tp_size % ep != 0:
         raise PlanInputError("server_args.ep_size", f"must divide tp_size={launch.tp_size} (experts shard over ep_size, the rest over tp_size // ep_size)")
     draft = req.draft_model.num_layers if req.draft_model is not None else None

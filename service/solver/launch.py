@@ -20,6 +20,13 @@ in the order SGLang's pipeline runs its hooks:
  11. model construction: `make_layers` asserts num_hidden_layers >= pp_size (checked
      first, before any other rule: see `check_pp_layers`).
 
+The PD role, DCP and wide-EP rules these steps call live in their own modules:
+`disaggregation.py` (radix off and extra slots on a decode node, graph roles, a decode
+node's activation tokens, no VLM adjustment there, PP + MTP only on a prefill node),
+`dcp.py` (dcp_size dividing tp_size, heads per rank, the breakable prefill graph off,
+Kimi-K3's Hopper refusal) and `wide_ep.py` (DeepEP's ep_size, its 2 GiB and 1 GiB
+reserves and aligned prefill buckets, two-batch overlap, HiCache's checks).
+
 Flags SGLang refuses become `rejections` (the plan is then not startable), in the order
 SGLang would raise them, with SGLang's exception class and wording. Three input errors stay
 PlanInputErrors: attn_dp_size not dividing tp_size; pp_size > 1 for a model class that
@@ -42,7 +49,7 @@ from typing import NamedTuple
 
 from mambasizer.schemas.releases import DEFAULT_RELEASE
 from mambasizer.schemas.request import Env, ServerArgs
-from mambasizer.service.solver import platform
+from mambasizer.service.solver import dcp, disaggregation, platform, wide_ep
 from mambasizer.service.solver.checkpoint_quant import launch_quant_failure, resolve_kv_auto
 from mambasizer.service.solver.errors import PlanInputError
 from mambasizer.service.solver.layout import ModelLayout
@@ -155,6 +162,17 @@ class Launch(NamedTuple):
     env_mamba_ssm_dtype: str | None = None
     kv_cache_dtype_reason: str = ""  # why kv_cache_dtype (auto: what the checkpoint declares)
     draft_kv_layers_reason: str = ""  # where draft_kv_layers came from (or that it is zero unpriced)
+    # Disaggregation / DCP / wide EP (disaggregation.py, dcp.py, wide_ep.py).
+    disaggregation_mode: str = "null"
+    decode_extra_slots: int = 0  # disaggregation_decode_extra_slots (decode role)
+    decode_extra_slots_given: bool = False  # --disaggregation-decode-extra-slots was passed
+    reserves_spec_state: bool = True  # False on a prefill node (_pd_prefill_skips_mamba_spec_state)
+    dcp_size: int = 1
+    moe_a2a_backend: str = "none"
+    ep_size: int = 1
+    enable_two_batch_overlap: bool = False
+    enable_symm_mem: bool = False
+    enable_hierarchical_cache: bool = False
 
     @property
     def rejected(self) -> bool:
@@ -264,8 +282,13 @@ def _cuda_graphs(layout: ModelLayout, args: ServerArgs, gpu_mib: float | None, r
         args.pp_size > 1
         or uses_kda(layout)
         or (layout.is_multimodal and layout.architecture not in MULTIMODAL_BREAKABLE_GRAPH_ARCHS)
+        or args.dcp_size > 1
+        or args.enable_two_batch_overlap
     ):
         prefill_on = False
+    # DeepEP aligns the breakable graph's buckets before the memory settings fill max_bs in.
+    deepep_aligned = prefill_on and args.moe_a2a_backend == wide_ep.DEEPEP
+    decode_on, prefill_on = disaggregation.graph_roles(args.disaggregation_mode, decode_on, prefill_on)
     chunked, max_bs = _capacity_defaults(gpu_mib, args.tp_size, release)
     if args.chunked_prefill_size is not None:
         chunked = args.chunked_prefill_size
@@ -276,6 +299,8 @@ def _cuda_graphs(layout: ModelLayout, args: ServerArgs, gpu_mib: float | None, r
         max_bs = args.max_running_requests
     if args.cuda_graph_max_bs_prefill is not None:
         prefill_max = args.cuda_graph_max_bs_prefill
+    elif deepep_aligned:
+        prefill_max = wide_ep.DEEPEP_DEFAULT_PREFILL_MAX_BS
     else:
         prefill_max = chunked if layout.kv.kind != "mla" else min(8192, chunked)
         if args.pp_size > 1 and prefill_on and prefill_max > PP_PREFILL_GRAPH_MAX_TOKENS:
@@ -287,6 +312,8 @@ def _cuda_graphs(layout: ModelLayout, args: ServerArgs, gpu_mib: float | None, r
     sizes = prefill_graph_size_count(prefill_max)
     if not rules.prefill_list_has_576(release) and prefill_max >= 576:
         sizes -= 1
+    if deepep_aligned:
+        sizes = wide_ep.aligned_prefill_graph_count(prefill_max, sizes)
     return _Graphs(decode_on, prefill_on, chunked, max_bs, sizes)
 
 
@@ -297,7 +324,10 @@ def auto_mem_fraction_static(
     with `release`'s constants (releases/launch_rules.py)."""
     g = graphs or _cuda_graphs(layout, args, gpu_mib, release)
     tp, pp, dp = args.tp_size, args.pp_size, args.attn_dp_size
-    if g.chunked > 0:
+    mode = args.disaggregation_mode
+    if mode == disaggregation.DECODE:
+        activation_tokens = disaggregation.decode_activation_tokens(args.max_running_requests, g.decode_max_bs, args.speculative_num_draft_tokens)
+    elif g.chunked > 0:
         activation_tokens = max(g.chunked, 2048)
     else:
         activation_tokens = max(args.max_prefill_tokens, 2048)
@@ -307,18 +337,20 @@ def auto_mem_fraction_static(
     graph = 0.0
     if g.decode_on or not rules.decode_term_needs_graph(release):
         graph += g.decode_max_bs * 2
-    if dp > 1:
+    if dp > 1 and mode != disaggregation.PREFILL:
         graph += g.decode_max_bs * dp * 3
         if g.decode_max_bs > 300:
             graph += g.decode_max_bs * dp * 1.5
     if g.prefill_on:
         graph += g.prefill_sizes * 8 if layout.kv.kind != "mla" else 1.5 * 1024
+        graph += wide_ep.bcg_deepep_reserve_mb(args.moe_a2a_backend, True)
     reserved += graph
     if gpu_mib is not None and gpu_mib > 60 * 1024:
         reserved = max(reserved, 10 * 1024)
     reserved += rules.spec_reserve_mb(release, args.speculative_algorithm)
+    reserved += wide_ep.deepep_a2a_reserve_mb(args.moe_a2a_backend, g.decode_on)  # on top of the floor
     mfs = round((gpu_mib - reserved) / gpu_mib, 3) if gpu_mib is not None else rules.fallback_mem_fraction(release)
-    if layout.is_multimodal:
+    if layout.is_multimodal and mode != disaggregation.DECODE:
         mfs = adjust_mem_fraction_for_vlm(mfs, layout)
     return mfs
 
@@ -382,6 +414,11 @@ def resolve(
         # SGLang asserts tp_size % attn_dp_size == 0 while resolving data parallelism.
         raise PlanInputError("server_args.attn_dp_size", f"must divide tp_size={tp} (attention TP = tp_size // attn_dp_size)")
     attn_tp = tp // dp
+    dcp.check(tp, attn_tp, args.dcp_size)
+    mode = args.disaggregation_mode
+    # handle_pd_disaggregation runs before every hook below.
+    disable_radix = disaggregation.radix_disabled(mode, args.disable_radix_cache, args.disaggregation_decode_enable_radix_cache)
+    extra_slots = disaggregation.decode_extra_slots(mode, args.disaggregation_decode_extra_slots, args.max_running_requests, dp)
     if pp > 1 and not layout.pp_supported:
         raise PlanInputError(
             "server_args.pp_size",
@@ -411,6 +448,11 @@ def resolve(
                 warnings.append(f"context_length {args.context_length} is above the derived {context_len} (allowed by SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN)")
             context_len = args.context_length
 
+    # Kimi-K3's DCP override (model-specific adjustments), in SGLang's words.
+    refused = dcp.kimi_k3_rejection(layout.architecture, args.dcp_size, args.attention_backend)
+    if refused is not None:
+        reject(*refused)
+
     # 2-3. CUDA graphs and the GPU memory settings.
     graphs = _cuda_graphs(layout, args, gpu_memory_mib, release, plat)
     mfs = args.mem_fraction_static
@@ -439,7 +481,7 @@ def resolve(
     disable_overlap = args.disable_overlap_schedule
     strategy = choice.strategy or args.mamba_radix_cache_strategy
     # <=0.5.13 switches Kimi-Linear's radix cache off (releases/launch_rules.py).
-    disable_radix = args.disable_radix_cache or rules.radix_forced_off(release, layout.architecture)
+    disable_radix = disable_radix or rules.radix_forced_off(release, layout.architecture)
     if not rules.auto_strategy_resolves(release) and strategy == "auto":
         strategy = "no_buffer"  # <=0.5.13: auto is no_buffer for every model
     if _in_radix_branch(layout, release) and not disable_radix:
@@ -508,6 +550,10 @@ def resolve(
         elif mamba_ssm_dtype is None:
             mamba_ssm_dtype = "float32"
 
+    refused = wide_ep.hicache_dcp_rejection(args.enable_hierarchical_cache, args.dcp_size, args.speculative_algorithm, layout.kv.kind == "mla")
+    if refused is not None:
+        reject(*refused)
+
     # 6. Page size default; attention DP divides the chunked prefill size.
     page = raw_page if raw_page is not None else platform.default_page(plat, env)
     page = platform.constrained_page(backend, page) or page
@@ -524,6 +570,9 @@ def resolve(
     mrr = args.max_running_requests
     steps, topk, num_draft = args.speculative_num_steps, args.speculative_eagle_topk, args.speculative_num_draft_tokens
     resolved_spec = "EAGLE" if spec == "NEXTN" else spec
+    refused = disaggregation.decode_radix_spec_rejection(mode, args.disaggregation_decode_enable_radix_cache, spec)
+    if refused is not None:
+        reject(*refused)
     if spec in EAGLE_FAMILY or spec == "STANDALONE":
         if spec == "STANDALONE" and dp > 1:
             reject("ValueError", "Currently standalone speculative decoding does not support dp attention.")
@@ -573,6 +622,11 @@ def resolve(
                 "(the draft checkpoint's num_hidden_layers) to price it as SGLang does"
             )
 
+    # handle_cache_compatibility (after the speculative hook): HiCache needs the radix cache.
+    refused = wide_ep.hicache_rejections(args.enable_hierarchical_cache, disable_radix)
+    if refused is not None:
+        reject(*refused)
+
     # 9. --mamba-ssm-dtype is exported as SGLANG_MAMBA_SSM_DTYPE (beats the config's value).
     env_ssm = mamba_ssm_dtype or rules.ssm_dtype_flag_default(release) or env.SGLANG_MAMBA_SSM_DTYPE
     # 0.5.8 reads the SSM dtype from the flag only (its default is exported), never the config.
@@ -585,10 +639,13 @@ def resolve(
             reject("AssertionError", rules.PP_SPECULATIVE_REFUSAL)
         elif resolved_spec != "EAGLE":
             reject("AssertionError", "Pipeline parallelism currently only supports EAGLE (non-multi-layer) speculative decoding")
-        else:  # SGLANG_ENABLE_PP_SPEC (not modelled) is off
+        elif not disaggregation.allows_pp_with_spec(mode):  # SGLANG_ENABLE_PP_SPEC (not modelled) is off
             reject("AssertionError", "PP + speculative decoding (MTP) is only supported on prefill nodes (disaggregation-mode=prefill)")
     if chunked > 0 and chunked % page != 0:
         reject("AssertionError", "chunked_prefill_size must be divisible by page_size")
+    refused = wide_ep.tbo_rejection(args.enable_two_batch_overlap, args.moe_a2a_backend, dp)
+    if refused is not None:
+        reject(*refused)
 
     return Launch(
         tp_size=tp, pp_size=pp, attn_dp_size=dp, attn_tp_size=attn_tp, page_size=page,
@@ -609,4 +666,10 @@ def resolve(
         speculative_num_steps=steps, speculative_eagle_topk=topk, chunked_prefill_size=chunked,
         decode_cuda_graph_max_bs=graphs.decode_max_bs, prefill_cuda_graph=graphs.prefill_on,
         env_mamba_ssm_dtype=env_ssm, attention_backend=backend, platform=plat.name,
+        disaggregation_mode=mode, decode_extra_slots=extra_slots,
+        decode_extra_slots_given=args.disaggregation_decode_extra_slots is not None,
+        reserves_spec_state=not disaggregation.skips_spec_state(mode), dcp_size=args.dcp_size,
+        moe_a2a_backend=args.moe_a2a_backend, ep_size=wide_ep.ep_size(args.moe_a2a_backend, tp, args.ep_size),
+        enable_two_batch_overlap=args.enable_two_batch_overlap, enable_symm_mem=args.enable_symm_mem,
+        enable_hierarchical_cache=args.enable_hierarchical_cache,
     )

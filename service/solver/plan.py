@@ -21,9 +21,27 @@ from typing import Any, Literal, NamedTuple
 
 from pydantic import ValidationError
 
-from mambasizer.schemas.plan import Plan, PlanError, ResolvedArgs, Stage
+from mambasizer.schemas.plan import (
+    DecodePool,
+    Plan,
+    PlanError,
+    ResolvedArgs,
+    SlackConsumer,
+    Stage,
+)
 from mambasizer.schemas.request import HFConfigModel, LayoutModel, PlanRequest
-from mambasizer.service.solver import allocation, budget, gpu_budget, kv, mamba, requests, stages
+from mambasizer.service.solver import (
+    allocation,
+    budget,
+    dcp,
+    disaggregation,
+    gpu_budget,
+    kv,
+    mamba,
+    requests,
+    stages,
+    wide_ep,
+)
 from mambasizer.service.solver.errors import PlanInputError, SGLangStartupError
 from mambasizer.service.solver.families import layout_from_explicit, layout_from_hf_config
 from mambasizer.service.solver.launch import Launch, resolve
@@ -336,7 +354,7 @@ def _pipeline(req, layout, launch: Launch, stage_ranges, state: StateSpec, whole
             attn_dp=launch.attn_dp_size, max_mamba_cache_size=launch.max_mamba_cache_size,
             max_running_requests=launch.max_running_requests, disable_radix_cache=launch.disable_radix_cache,
             has_spec=has_spec, num_draft_tokens=launch.num_draft_tokens,
-            reserves_spec_state=has_spec and not replay, ring_per_slot=per_slot, replay_fixed_bytes=fixed,
+            reserves_spec_state=has_spec and not replay and launch.reserves_spec_state, ring_per_slot=per_slot, replay_fixed_bytes=fixed,
             branches=prof.mamba_branches, spec_intermediate=prof.spec_intermediate, padding_slot=prof.padding_slot,
             guards_min_one=prof.guards_min_one, checks_empty=prof.checks_empty_state_cache,
         ),
@@ -369,6 +387,7 @@ def _pipeline(req, layout, launch: Launch, stage_ranges, state: StateSpec, whole
             cell = kv.stage_cell_bytes(
                 layout.kv, local_full_layers=n_full, itemsize=launch.kv_itemsize, attn_tp=launch.attn_tp_size,
                 draft_layers=launch.draft_kv_layers, prices_draft_kv=prices_draft, eagle_cell=prof.eagle_cell,
+                attn_dcp=launch.dcp_size,
             )
             on_other = cell == 0 and has_full and launch.pp_size > 1
             by_full[n_full] = cell, kv.stage_tokens(
@@ -431,11 +450,14 @@ def _stage_inputs(req, layout: ModelLayout, launch: Launch, stage_ranges, state:
                 local_full_layers=counts[1], kv=layout.kv,
                 kv_dtype=launch.kv_cache_dtype, attn_tp=launch.attn_tp_size, max_mamba_cache_size=K,
                 max_running_requests=N, max_total_num_tokens=T, page_size=launch.page_size,
-                context_len=launch.context_len, speculative=has_spec, num_draft_tokens=Dm,
+                context_len=launch.context_len, num_draft_tokens=Dm,
+                # A prefill node allocates no speculative intermediate state (disaggregation.py).
+                speculative=has_spec and launch.reserves_spec_state,
                 eagle_topk=launch.speculative_eagle_topk, replayssm_spec=replay,
                 replayssm_cache_len=launch.replayssm_cache_len, req_to_token_extra=r2t_extra,
                 device_kind=device_kind, extra_buffer=launch.extra_buffer,
-                overlap_schedule=not launch.disable_overlap_schedule,
+                overlap_schedule=not launch.disable_overlap_schedule, attn_dcp=launch.dcp_size,
+                decode_pre_alloc=launch.decode_extra_slots if launch.disaggregation_mode == "decode" else None,
             )
         out.append(built[counts])
     return out
@@ -518,7 +540,11 @@ def _assemble(req, layout: ModelLayout, launch: Launch, stage_ranges, state: Sta
         "draft_kv_layers_reason": launch.draft_kv_layers_reason,
         "speculative_num_steps": launch.speculative_num_steps, "speculative_eagle_topk": launch.speculative_eagle_topk,
         "attention_backend": launch.attention_backend, "gpu": launch.platform,
+        "disaggregation_mode": launch.disaggregation_mode, "disaggregation_decode_extra_slots": launch.decode_extra_slots,
+        "dcp_size": launch.dcp_size, "moe_a2a_backend": launch.moe_a2a_backend, "ep_size": launch.ep_size,
+        "enable_two_batch_overlap": launch.enable_two_batch_overlap,
     })
+    decode_report = _decode_pool_report(launch, inputs, K, warnings)
     feasible = error is None
     return Plan.trusted({
         "reference": reference_of(req.sglang_version),
@@ -544,5 +570,37 @@ def _assemble(req, layout: ModelLayout, launch: Launch, stage_ranges, state: Sta
         "free_gib_before_load": est.free_before_gib if est is not None else req.budget.free_gib_before_load,
         "free_gib_after_load": est.free_after_gib if est is not None else req.budget.free_gib_after_load,
         "min_free_stage": None if est is None else est.min_stage,
+        "logical_max_total_num_tokens": None if T is None else dcp.logical_tokens(T, launch.dcp_size),
+        "decode_pool": decode_report,
+        "slack_consumers": [SlackConsumer.trusted(c) for c in wide_ep.slack_consumers(
+            launch.moe_a2a_backend, launch.enable_symm_mem, launch.enable_hierarchical_cache, None)],
         "stages": out_stages,
+    })
+
+
+def _decode_pool_report(launch: Launch, inputs: list[allocation.StageAllocationInputs] | None, K: int | None, warnings: list[str]) -> DecodePool | None:
+    """A decode node's request pool against the aggregated one SGLang's budget prices
+    (disaggregation.py), with a warning when it allocates more than was charged."""
+    if launch.disaggregation_mode != disaggregation.DECODE or not inputs or K is None:
+        return None
+    worst = None
+    for x in inputs:
+        own = allocation.stage_pool_bytes(x)
+        priced = allocation.stage_pool_bytes(x._replace(decode_pre_alloc=None))
+        mamba = sum(own.get(k, 0) - priced.get(k, 0) for k in ("conv_state", "ssm_state", "intermediate_state", "replayssm_ring"))
+        rows = own["req_to_token"] - priced["req_to_token"]
+        if worst is None or (mamba, rows) > worst[1:]:
+            worst = (x, mamba, rows)
+    assert worst is not None
+    x, mamba, rows = worst
+    pool = disaggregation.decode_pool(x.max_running_requests, K, launch.decode_extra_slots, launch.extra_buffer, not launch.disable_overlap_schedule)
+    user_set = launch.decode_extra_slots_given
+    note = disaggregation.over_allocation_warning(pool, K + 1, mamba, rows, user_set)
+    if note:
+        warnings.append(note)
+    return DecodePool.trusted({
+        "extra_slots": pool.pre_alloc, "request_rows": pool.request_rows,
+        "mamba_rows_allocated": pool.mamba_slots + 1, "mamba_rows_charged": K + 1,
+        "uncharged_mamba_bytes": mamba, "uncharged_req_to_token_bytes": rows,
+        "avoid": disaggregation.avoid_flag(user_set) if (mamba > 0 or rows > 0) else "",
     })

@@ -131,10 +131,10 @@ def test_sglang_args_aliases_and_inline_values(client):
 def test_unmodelled_sizing_flag_is_refused_by_name(client):
     resp = client.post(
         "/v1/plan",
-        json={"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "sglang_args": ["--tp-size", "4", "--enable-hierarchical-cache"], "budget": {"rest_gib": 30.0}},
+        json={"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "sglang_args": ["--tp-size", "4", "--enable-unified-memory"], "budget": {"rest_gib": 30.0}},
     )
     body = assert_problem(resp, 422, field="sglang_args")
-    assert "--enable-hierarchical-cache" in body["detail"]
+    assert "--enable-unified-memory" in body["detail"]
 
 
 def test_sglang_args_and_server_args_together_are_refused(client):

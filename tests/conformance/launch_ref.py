@@ -418,4 +418,8 @@ def _read(sg, record) -> dict:
         "conv_dtype": _dtype_name(dtypes.conv),
         "context_len": mc.context_len,
         "draft_kv_layers": int(nextn or 0) if spec in ("EAGLE", "EAGLE3", "STANDALONE") else 0,
+        # Disaggregation / wide EP (issue 19): radix off on a decode node, its extra rows, DeepEP's ep_size.
+        "disable_radix_cache": bool(r("disable_radix_cache")),
+        "decode_extra_slots": int(r("disaggregation_decode_extra_slots") or 0),
+        "ep_size": r("ep_size"),
     }

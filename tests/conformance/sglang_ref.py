@@ -509,7 +509,8 @@ def _make_context(sg, sa: dict, *, mfs: float, pp_rank: int):
             speculative_draft_kv_cache_dtype=None,
             enable_multi_layer_eagle=False,
         ),
-        "disagg": Bag("disagg", disaggregation_mode="null", enable_pd_role_switch=False),
+        # The PD role (issue 19): a prefill node skips the speculative intermediate state.
+        "disagg": Bag("disagg", disaggregation_mode=sa.get("disaggregation_mode", "null"), enable_pd_role_switch=False),
         "mm": Bag("mm", mm_feature_transport=None),
         "model": Bag(
             "model",
@@ -524,8 +525,9 @@ def _make_context(sg, sa: dict, *, mfs: float, pp_rank: int):
         attn_dp_size=dp,
         attn_tp_size=tp // dp,
         attn_cp_size=1,
-        attn_dcp_size=1,
-        dcp_size=1,
+        attn_dcp_size=int(sa.get("dcp_size", 1)),
+        dcp_size=int(sa.get("dcp_size", 1)),
+        dcp_enabled=int(sa.get("dcp_size", 1)) > 1,
         enable_cp_tp_group_sharing=False,
         launch_world_size=tp * pp,
         world_group=Bag("parallel.world_group", cpu_group=None),

@@ -230,6 +230,9 @@ def launch_fields(launch) -> dict:
         "conv_dtype": launch.conv_dtype,
         "context_len": launch.context_len,
         "draft_kv_layers": launch.draft_kv_layers,
+        "disable_radix_cache": launch.disable_radix_cache,
+        "decode_extra_slots": launch.decode_extra_slots,
+        "ep_size": launch.ep_size,
     }
 
 

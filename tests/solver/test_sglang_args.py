@@ -84,14 +84,13 @@ def test_ignored_flags_are_listed_not_sized():
     "argv",
     [
         ["--enable-unified-memory"],
-        ["--enable-hierarchical-cache"],
-        ["--disaggregation-mode", "decode"],
         ["--kv-cache-dtype", "nvfp4"],
         ["--kv-cache-dtype", "mxfp8"],
         ["--attention-backend", "trtllm_mha"],
         ["--enable-lora"],
-        ["--dcp-size", "2"],
-        ["--moe-a2a-backend", "deepep"],
+        ["--moe-a2a-backend", "mooncake"],
+        ["--deepep-mode", "normal"],
+        ["--disaggregation-mode", "encode"],
         ["--cuda-graph-bs-decode", "1", "2", "4"],
         ["--dtype", "float16"],
         ["--device", "cpu"],
@@ -105,9 +104,9 @@ def test_sizing_flags_that_are_not_modelled_are_refused(argv):
 
 
 def test_unmodelled_flags_at_sglangs_default_are_no_ops():
-    p = parse_sglang_args(["--dcp-size", "1", "--disaggregation-mode", "null", "--dtype", "auto", "--linear-attn-backend", "triton", "--device", "cuda"])
+    p = parse_sglang_args(["--dtype", "auto", "--linear-attn-backend", "triton", "--device", "cuda", "--deepep-mode", "auto"])
     assert p.server_args == {}
-    assert {"--dcp-size", "--disaggregation-mode", "--dtype", "--linear-attn-backend", "--device"} <= set(p.ignored)
+    assert {"--dtype", "--linear-attn-backend", "--device", "--deepep-mode"} <= set(p.ignored)
 
 
 def test_unknown_flags_name_close_matches():
