@@ -80,6 +80,8 @@ SEMANTIC_FIELDS: tuple[str, ...] = (
     "budget.gpu_memory_mib",
     # DCP must divide tp_size and fit the attention TP (service/solver/dcp.py)
     "server_args.dcp_size",
+    # a release that cannot load the model (service/solver/releases/sizing.py)
+    "sglang_version",
 )
 # A prefill/decode pair (service/disaggregated.py): either side's own rules, its role and model.
 PAIR_SEMANTIC_FIELDS: tuple[str, ...] = ("prefill", "decode")
