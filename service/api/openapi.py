@@ -112,6 +112,8 @@ def _state_what_validators_enforce(schemas: dict) -> None:
             {"required": ["sglang_args"], "properties": {"sglang_args": {"type": "array"}}},
         ]
         schemas[name]["x-semantic-fields"] = list(SEMANTIC_FIELDS)
+    # The baseline release of a release diff may be one that cannot load the model.
+    schemas["CompareRequest"]["x-semantic-fields"].append("baseline_sglang_version")
     # A recommendation: the GPU or a budget, not both (service/recommend/search.py).
     schemas["RecommendRequest"]["oneOf"] = [
         {"required": ["gpu"], "properties": {"gpu": {"type": "string"}, "budget": {"type": "null"}}},
@@ -121,6 +123,7 @@ def _state_what_validators_enforce(schemas: dict) -> None:
     # searched, a model or launch line that cannot be sized, a search past its limits.
     schemas["RecommendRequest"]["x-semantic-fields"] = [
         "model", "gpu", "budget", "search", "sglang_args", "server_args", "env", "draft_model", "target", "gpus",
+        "sglang_version",
     ]
 
 
