@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from mambasizer.schemas.recommend import RecommendRequest
+from mambasizer.schemas.recommend import MAX_GPU_KINDS, RecommendRequest
 from mambasizer.service.solver import gpus
 from mambasizer.service.solver.errors import PlanInputError
 
@@ -24,6 +24,25 @@ class Kind(NamedTuple):
     name: str | None  # the catalog name a candidate reports; None: a budget that names no GPU
     spelling: str | None  # as the request wrote it: the `budget.gpu` its plans are given
     price: float | None  # per GPU-hour, when gpu_prices gives one
+
+
+def check_shape(value: object) -> None:
+    """`gpu` as the request sent it (before validation): one name or a bounded list of names.
+    pydantic reports a wrong member of a union under the union's first branch (a list as
+    `gpu.constrained-str: should be a valid string`), so the shape is judged here."""
+    if value is None:
+        return
+    if isinstance(value, str):
+        if not 1 <= len(value) <= 64:
+            raise PlanInputError("gpu", "must be a catalog GPU name (GET /v1/gpus), 1 to 64 characters", sorted(gpus.CATALOG))
+        return
+    if not isinstance(value, list):
+        raise PlanInputError("gpu", f'must be a catalog GPU name (e.g. "h200") or a list of at most {MAX_GPU_KINDS} of them')
+    if not 1 <= len(value) <= MAX_GPU_KINDS:
+        raise PlanInputError("gpu", f"lists {len(value)} GPUs; compare 1 to {MAX_GPU_KINDS} GPU kinds in one request")
+    for i, item in enumerate(value):
+        if not isinstance(item, str) or not 1 <= len(item) <= 64:
+            raise PlanInputError(f"gpu.{i}", "must be a catalog GPU name (GET /v1/gpus), 1 to 64 characters", sorted(gpus.CATALOG))
 
 
 def _confirmed(spelling: str) -> gpus.Gpu:

@@ -59,7 +59,7 @@ from mambasizer.schemas.request import (
 from mambasizer.service.planner import model_layout
 from mambasizer.service.recommend import layers, partition
 from mambasizer.service.recommend.flags import launch_flags
-from mambasizer.service.recommend.kinds import Kind, compares_kinds, cost_per_hour, kinds_of
+from mambasizer.service.recommend.kinds import Kind, check_shape, compares_kinds, cost_per_hour, kinds_of
 from mambasizer.service.solver.errors import PlanInputError
 from mambasizer.service.solver.launch import _capacity_defaults
 from mambasizer.service.solver.monotone import smallest_int
@@ -122,6 +122,7 @@ def parse(raw: RecommendRequest | dict | Any) -> RecommendRequest:
     raw = dict(raw)
     if ("gpu" in raw and raw["gpu"] is not None) == ("budget" in raw and raw["budget"] is not None):
         raise PlanInputError("gpu", 'give exactly one of gpu (a GET /v1/gpus name, e.g. "h200": planned from the GPU alone) or budget (a PlanRequest budget)')
+    check_shape(raw.get("gpu"))
     if raw.get("sglang_args") is not None:
         raw = _with_sglang_args(raw)
     try:
