@@ -59,7 +59,13 @@ from mambasizer.schemas.request import (
 from mambasizer.service.planner import model_layout
 from mambasizer.service.recommend import layers, partition
 from mambasizer.service.recommend.flags import launch_flags
-from mambasizer.service.recommend.kinds import Kind, check_shape, compares_kinds, cost_per_hour, kinds_of
+from mambasizer.service.recommend.kinds import (
+    Kind,
+    check_shape,
+    compares_kinds,
+    cost_per_hour,
+    kinds_of,
+)
 from mambasizer.service.solver.errors import PlanInputError
 from mambasizer.service.solver.launch import _capacity_defaults
 from mambasizer.service.solver.monotone import smallest_int
