@@ -12,7 +12,9 @@ from mambasizer.service.planner import plan
 
 # Nemotron-H-56B PP 4 at a fixed --mem-fraction-static: 0.5.17 charges each stage only its own
 # share of the mamba state (0.5.16 charged the whole model's), so the freed memory moves.
-NEMOTRON = COMPARE_EXAMPLES["release_upgrade"]["value"]
+# The older spelling of the example's from_version / to_version (the same contract).
+NEMOTRON = {**{k: v for k, v in COMPARE_EXAMPLES["release_upgrade"]["value"].items() if k not in ("from_version", "to_version")},
+            "sglang_version": "0.5.23", "baseline_sglang_version": "0.5.16"}
 QWEN = {"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "server_args": {"tp_size": 4}, "budget": {"rest_gib": 30.0}}
 
 

@@ -10,12 +10,12 @@ from mambasizer.service.api.examples import COMPARE_EXAMPLES
 from mambasizer.service.planner import plan
 
 GIB = 1 << 30
-NEMOTRON = {k: v for k, v in COMPARE_EXAMPLES["release_upgrade"]["value"].items()
-            if k not in ("baseline_sglang_version", "sglang_version")}
+NEMOTRON = {k: v for k, v in COMPARE_EXAMPLES["release_upgrade"]["value"].items() if k not in ("from_version", "to_version")}
 QWEN_GPU = {"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "server_args": {"tp_size": 4}, "budget": {"gpu": "h200"}}
 
 
 def test_from_to_is_the_baseline_sglang_version_contract(client):
+    assert COMPARE_EXAMPLES["release_upgrade"]["value"] == {**NEMOTRON, "from_version": "0.5.16", "to_version": "0.5.23"}
     new = client.post("/v1/plan/compare", json={**NEMOTRON, "from_version": "0.5.16", "to_version": "0.5.23"}).json()
     old = client.post("/v1/plan/compare", json={**NEMOTRON, "baseline_sglang_version": "0.5.16", "sglang_version": "0.5.23"}).json()
     assert new == old
