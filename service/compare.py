@@ -368,7 +368,7 @@ def compare(request: PlanRequest, baseline_sglang_version: str | None = None, re
         "warnings": warnings,
         "pin": pin,
         "upgrade": upgrade.summary(base_json, cand_json, baseline_sglang_version, request.sglang_version)
-        if sides.release_mode else None,
+        if baseline_sglang_version is not None else None,
     }
 
 

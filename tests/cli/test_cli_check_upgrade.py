@@ -48,7 +48,7 @@ def test_nemotron_upgrade_loses_more_than_half_the_slack(tmp_path, capsys, termi
 
 
 def test_one_line_per_failure(tmp_path, capsys):
-    code, out, err = check(tmp_path, capsys, NEMOTRON, "--upgrade-to", "0.5.23", "--max-capacity-loss", "0.005")
+    code, _, err = check(tmp_path, capsys, NEMOTRON, "--upgrade-to", "0.5.23", "--max-capacity-loss", "0.005")
     assert code == 1 and err.splitlines() == [TOKENS_LINE, SLACK_LINE]
 
 
@@ -154,6 +154,6 @@ class _Planner:
 
 def test_over_url_the_service_plans_both_releases(tmp_path, capsys):
     with _Planner() as svc:
-        code, out, err = check(tmp_path, capsys, NEMOTRON, "--upgrade-to", "0.5.23", "--url", svc.url)
+        code, _, err = check(tmp_path, capsys, NEMOTRON, "--upgrade-to", "0.5.23", "--url", svc.url)
     assert svc.versions == ["0.5.16", "0.5.23"]
     assert code == 1 and err == SLACK_LINE + "\n"
