@@ -107,7 +107,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             "  mambasizer check --preset NAME --gpu h200 -- --tp-size 8 --max-running-requests 64 ...\n"
             "  mambasizer check --preset NAME --budget-gib X -- --tp-size 8 --max-running-requests 64 ...\n"
             "  mambasizer check REQUEST.json --gpu h100     (replaces the file's budget)\n"
-            "exit codes: 0 pass, 1 would not start or a requirement is missed, 2 invalid input"
+            "  mambasizer check REQUEST.json --sglang-version 0.5.16 --upgrade-to 0.5.23 [--max-capacity-loss 0.1] [--max-slack-loss 0.5]\n"
+            "exit codes: 0 pass, 1 would not start, a requirement is missed or the --upgrade-to release regresses, 2 invalid input"
         ),
     )
     p.add_argument(
