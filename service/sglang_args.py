@@ -143,6 +143,17 @@ def _flags(release: str = DEFAULT_RELEASE) -> tuple[dict[str, _Flag], dict[str, 
     return by_option, by_dest
 
 
+def option_for(dest: str, version: str = DEFAULT_RELEASE) -> str:
+    """The option `version`'s parser spells our ServerArgs field `dest` with
+    (mamba_radix_cache_strategy is --mamba-scheduler-strategy before 0.5.14)."""
+    _, by_dest = _flags(_release(version))
+    for theirs, ours in RELEASE_DEST_ALIASES.items():
+        if ours == dest and theirs in by_dest and dest not in by_dest:
+            dest = theirs
+    flag = by_dest.get(dest)
+    return flag.options[0] if flag is not None else "--" + dest.replace("_", "-")
+
+
 # --------------------------------------------------------------------------- value parsers
 
 

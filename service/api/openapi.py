@@ -113,7 +113,7 @@ def _state_what_validators_enforce(schemas: dict) -> None:
         ]
         schemas[name]["x-semantic-fields"] = list(SEMANTIC_FIELDS)
     # The baseline release of a release diff may be one that cannot load the model.
-    schemas["CompareRequest"]["x-semantic-fields"].append("baseline_sglang_version")
+    schemas["CompareRequest"]["x-semantic-fields"] += ["baseline_sglang_version", "from_version", "to_version"]
     # A recommendation: the GPU (one catalog name, or a list of them to compare) or a budget,
     # not both (service/recommend/search.py, kinds.py).
     schemas["RecommendRequest"]["oneOf"] = [
