@@ -54,11 +54,23 @@ FIELD = "sglang_args"
 # Flag dests an older release spells differently from ours (and from 0.5.23): the release's
 # dest -> our ServerArgs field. 0.5.14 renamed them and kept the old options as aliases of
 # the new dest until 0.5.20 removed the aliases.
+# Up to 0.5.13 the parallel sizes are parsed under their long names and renamed to the
+# ServerArgs fields by `ServerArgs.from_cli_args` (`args.tp_size = args.tensor_parallel_size`);
+# 0.5.14 gives the options `dest=` the field names. The server_args record prints the fields.
+FROM_CLI_ARGS_RENAMES = {
+    "tensor_parallel_size": "tp_size",
+    "pipeline_parallel_size": "pp_size",
+    "data_parallel_size": "dp_size",
+    "expert_parallel_size": "ep_size",
+    "attention_context_parallel_size": "attn_cp_size",
+    "moe_data_parallel_size": "moe_dp_size",
+}
 RELEASE_DEST_ALIASES = {
     "mamba_scheduler_strategy": "mamba_radix_cache_strategy",
     "cuda_graph_max_bs": "cuda_graph_max_bs_decode",
     "piecewise_cuda_graph_max_tokens": "cuda_graph_max_bs_prefill",
     "disable_piecewise_cuda_graph": "disable_prefill_cuda_graph",
+    **FROM_CLI_ARGS_RENAMES,
 }
 
 

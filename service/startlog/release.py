@@ -58,9 +58,10 @@ def _bases() -> list[str]:
 @lru_cache(maxsize=1)
 def _dests() -> dict[str, frozenset[str]]:
     """Base release -> the server_args fields its launch parser defines."""
-    from mambasizer.service.sglang_args import _flags
+    from mambasizer.service.sglang_args import FROM_CLI_ARGS_RENAMES, _flags
 
-    return {b: frozenset(_flags(b)[1]) for b in _bases()}
+    # The record prints ServerArgs fields: an old release's long parallel dests under their field names.
+    return {b: frozenset(FROM_CLI_ARGS_RENAMES.get(d, d) for d in _flags(b)[1]) for b in _bases()}
 
 
 def _span(bases: set[str]) -> str:
@@ -104,8 +105,8 @@ def _from_record(record: dict[str, Any]) -> tuple[set[str] | None, list[str]]:
     # The fields that set the bounds: the latest first release and the earliest last one.
     lower = max(deciding.items(), key=lambda kv: min(release_key(b) for b in kv[1]), default=None)
     upper = min(deciding.items(), key=lambda kv: max(release_key(b) for b in kv[1]), default=None)
-    for item in {lower, upper} - {None}:
-        if item is not None:
+    for item in (lower, upper):
+        if item is not None and f"`{item[0]}` ({_span(item[1])})" not in words:
             words.append(f"`{item[0]}` ({_span(item[1])})")
     if lacking:
         words.append(f"no field a later release adds ({', '.join(sorted(min(lacking.values(), key=len))[:2])})")
@@ -180,8 +181,7 @@ def detect_release(log: BootLog, override: str | None = None) -> ReleaseFinding:
 
     def disagreement(release: str) -> str | None:
         if allowed and base_release(release) not in allowed:
-            first, last = _range(allowed)
-            return f"the log's own text allows {first}-{last} ({evidence}), not {release}"
+            return f"the log's own text allows {_span(allowed)} ({evidence}), not {release}"
         return None
 
     if override is not None:
