@@ -363,6 +363,11 @@ def _predict(name: str, stage_index: int, ctx: _Context) -> tuple[Any, str | Non
         return None, f"rank is on pipeline stage {stage_index}; the plan has {len(plan.stages)}"
     stage = plan.stages[stage_index]
     if name == "max_mamba_cache_size":
+        pool = getattr(plan, "decode_pool", None)
+        if pool is not None:
+            # A decode node's HybridMambaDecodeReqToTokenPool builds its MambaPool with
+            # max(K, (N + extra slots) x slots per request), and the pool prints that size.
+            return pool.mamba_rows_allocated - 1, None
         return plan.max_mamba_cache_size, None
     if name == "conv_state_gb":
         return _gb(stage.conv_state_bytes), None
