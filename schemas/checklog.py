@@ -28,6 +28,9 @@ MAX_LOG_BODY_BYTES = 64 << 20
 # half the body limit, so the largest body the schema allows still fits (a longer log: send
 # it as text/plain).
 MAX_JSON_LOG_CHARS = 1 << 19
+# A disaggregated pair's JSON carries two logs, each with its launch arguments: each log is at
+# most a quarter of the body limit, less 4 KiB so the largest valid pair still fits.
+MAX_PAIR_LOG_CHARS = (1 << 18) - (1 << 12)
 
 FigureName = Literal[
     "avail_mem_before_load_gb",
@@ -81,12 +84,12 @@ class CheckLogRequest(BaseModel):
 
 
 class CheckLogSide(CheckLogRequest):
-    """One side of a disaggregated pair: as the single form, its log at most half as long (both fit the body limit)."""
+    """One side of a disaggregated pair: as the single form, its log at most MAX_PAIR_LOG_CHARS (both fit the body limit)."""
 
     log: str = Field(
         min_length=1,
-        max_length=MAX_JSON_LOG_CHARS // 2,
-        description=f"This side's SGLang start-up log (at most {MAX_JSON_LOG_CHARS // 2} characters). A log whose "
+        max_length=MAX_PAIR_LOG_CHARS,
+        description=f"This side's SGLang start-up log (at most {MAX_PAIR_LOG_CHARS} characters). A log whose "
         "server_args name the other role (or aggregated serving) is a 422 naming `<side>.log`.",
     )
 

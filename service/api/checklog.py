@@ -137,7 +137,7 @@ async def post_check_log(request: Request) -> Response:
     if _is_json(request):
         body = await read_body(request)
         raw = wire.decode_json(body)
-        if isinstance(raw, dict) and "log" not in raw and ("prefill" in raw or "decode" in raw):
+        if "log" not in raw and ("prefill" in raw or "decode" in raw):
             return await _post_pair(request, raw)
         try:
             parsed = CheckLogRequest.model_validate(raw)

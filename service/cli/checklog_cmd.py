@@ -80,7 +80,7 @@ def render_table(data: dict) -> str:
     lines = ["  ".join(c.ljust(w) for c, w in zip(r[:5], widths, strict=True)) + "  " + r[5] for r in rows]
     release = data["release"]
     told = release["how"]
-    if release["candidates"] is not None and release["source"] != "assumed default":
+    if release["candidates"] is not None and release["source"] != "assumed default" and release["candidates"]["first"] != release["candidates"]["last"]:
         told += f"; the log allows {release['candidates']['first']}-{release['candidates']['last']}"
     role = data["role"]
     role_text = "aggregated" if role["disaggregation_mode"] == "null" else f"{role['disaggregation_mode']} node"

@@ -109,7 +109,8 @@ def _from_record(record: dict[str, Any]) -> tuple[set[str] | None, list[str]]:
         if item is not None and f"`{item[0]}` ({_span(item[1])})" not in words:
             words.append(f"`{item[0]}` ({_span(item[1])})")
     if lacking:
-        words.append(f"no field a later release adds ({', '.join(sorted(min(lacking.values(), key=len))[:2])})")
+        fewest: list[str] = min((sorted(names) for names in lacking.values()), key=len)
+        words.append(f"no field a later release adds ({', '.join(fewest[:2])})")
     return allowed, sorted(words)
 
 

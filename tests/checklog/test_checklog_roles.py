@@ -14,19 +14,20 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
-from synth_log import estimated_budget, synth_log
 
 from mambasizer.service.api.app import create_app
 from mambasizer.service.planner import plan
 from mambasizer.service.startlog.compare import RoleMismatch, check_log
 from mambasizer.service.startlog.pair import SideError, check_pair
+from synth_log import estimated_budget, synth_log
 
 ROOT = Path(__file__).resolve().parents[2]
 MODEL_PATH = "Qwen/Qwen3.5-35B-A3B"
-BASE = {"model": {"preset": "qwen3.5-35b-a3b"}, "server_args": {"tp_size": 2, "mem_fraction_static": 0.85, "max_running_requests": 32}}
+BASE: dict[str, Any] = {"model": {"preset": "qwen3.5-35b-a3b"}, "server_args": {"tp_size": 2, "mem_fraction_static": 0.85, "max_running_requests": 32}}
 BASE["budget"] = estimated_budget(BASE)
 
 
@@ -40,6 +41,7 @@ def _decode_log(**extra) -> tuple[str, object]:
     HybridMambaDecodeReqToTokenPool), not K."""
     request = _request(disaggregation_mode="decode", **extra)
     planned = plan(request)
+    assert planned.decode_pool is not None
     return synth_log(request, MODEL_PATH, perturb={"max_mamba_cache_size": planned.decode_pool.mamba_rows_allocated - 1})[0], planned
 
 
