@@ -28,7 +28,7 @@ from pydantic import ValidationError
 from mambasizer.schemas.releases import DEFAULT_RELEASE, SUPPORTED_RELEASES
 from mambasizer.schemas.request import PlanRequest
 from mambasizer.service.presets import PRESETS
-from mambasizer.service.sglang_args import IGNORED, MODELLED, RELEASE_DEST_ALIASES, SPECIAL, _flags
+from mambasizer.service.sglang_args import FROM_CLI_ARGS_RENAMES, IGNORED, MODELLED, RELEASE_DEST_ALIASES, SPECIAL, _flags
 from mambasizer.service.solver.releases.registry import base_release
 from mambasizer.service.startlog.parse import FIGURES, BootLog, BootLogError, parse_boot_log
 from mambasizer.service.startlog.release import ReleaseFinding, detect_release
@@ -36,6 +36,8 @@ from mambasizer.service.startlog.release import ReleaseFinding, detect_release
 GB = 1 << 30  # SGLang prints GB as bytes / 2**30 with two decimals
 REFERENCE_VERSION = DEFAULT_RELEASE
 ROLES = ("prefill", "decode")
+# A ServerArgs field -> the dest an old release's parser gives it (`tp_size` <- `tensor_parallel_size`).
+_PARSER_DEST = {field_name: dest for dest, field_name in FROM_CLI_ARGS_RENAMES.items()}
 GB_FIGURES = frozenset(n for n in FIGURES if n.endswith("_gb"))
 
 # Figures the plan takes as input or cannot know before a boot.
@@ -165,7 +167,7 @@ def _server_args(record: dict, ctx: _Context) -> dict:
             if value is not None:
                 out[key] = value
             continue
-        flag = by_dest.get(own_key)
+        flag = by_dest.get(own_key) or by_dest.get(_PARSER_DEST.get(own_key, own_key))
         if flag is None or value is None or value == flag.default or key in ("model_path", "served_model_name"):
             continue
         if key == "device":

@@ -103,6 +103,9 @@ def test_a_partial_record_bounds_by_the_fields_it_has():
     # The parallel sizes print as ServerArgs fields in every release (tp_size, not tensor_parallel_size).
     found = detect_release(parse_boot_log(text.replace("'mem_fraction_static'", "'tp_size': 2, 'mem_fraction_static'")))
     assert found.candidates == ("0.5.13", "0.5.13.post1")
+    # A field 0.5.13 parses as attention_context_parallel_size, away from its default, is named as a cause.
+    result = check_log(text.replace("'mem_fraction_static'", "'attn_cp_size': 2, 'mem_fraction_static'"))
+    assert result.data["ranks"][0]["figures"]["kv_tokens"]["cause"].startswith("features not modelled: attn_cp_size=2;")
 
 
 def test_record_and_wordings_that_disagree_trust_the_record():
