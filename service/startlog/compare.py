@@ -28,7 +28,14 @@ from pydantic import ValidationError
 from mambasizer.schemas.releases import DEFAULT_RELEASE, SUPPORTED_RELEASES
 from mambasizer.schemas.request import PlanRequest
 from mambasizer.service.presets import PRESETS
-from mambasizer.service.sglang_args import FROM_CLI_ARGS_RENAMES, IGNORED, MODELLED, RELEASE_DEST_ALIASES, SPECIAL, _flags
+from mambasizer.service.sglang_args import (
+    FROM_CLI_ARGS_RENAMES,
+    IGNORED,
+    MODELLED,
+    RELEASE_DEST_ALIASES,
+    SPECIAL,
+    _flags,
+)
 from mambasizer.service.solver.releases.registry import base_release
 from mambasizer.service.startlog.parse import FIGURES, BootLog, BootLogError, parse_boot_log
 from mambasizer.service.startlog.release import ReleaseFinding, detect_release
@@ -444,6 +451,11 @@ def check_log(
         from mambasizer.service.planner import plan, plan_stage_tensors
         from mambasizer.service.solver import PlanInputError
 
+        narrowed = _narrow_by_figures(log, ctx, found)
+        if narrowed is not None:
+            found = narrowed
+            ctx.release, ctx.version_cause = found.release, _version_cause(found)
+            ctx.request = {**ctx.request, "sglang_version": found.release}
         try:
             ctx.plan = plan(ctx.request)
         except PlanInputError as exc:
@@ -507,6 +519,59 @@ def check_log(
     if found.note:
         notes.insert(0, f"release: {found.note}")
     return CheckResult(data=data, all_match=all_match and predicted_any, notes=notes, plan=ctx.plan)
+
+
+def _narrow_by_figures(log: BootLog, ctx: _Context, found: ReleaseFinding) -> ReleaseFinding | None:
+    """A guessed release narrowed by the numbers: each accounting epoch in the range the log's
+    text allows is planned (its newest release there), and when only some epochs print every
+    predicted figure the log shows, the range shrinks to them. None when it does not narrow."""
+    import dataclasses
+
+    from mambasizer.service.planner import plan
+    from mambasizer.service.solver import PlanInputError
+    from mambasizer.service.solver.releases.registry import epoch_of
+
+    if found.source not in ("inferred", "assumed default") or found.same_accounting or found.candidates is None:
+        return None
+    first, last = found.candidates
+    span = list(SUPPORTED_RELEASES[SUPPORTED_RELEASES.index(first) : SUPPORTED_RELEASES.index(last) + 1])
+    newest: dict[str, str] = {}
+    for release in span:
+        newest[epoch_of(release)] = release  # in release order: the last one wins
+    matching: list[str] = []
+    for epoch, release in newest.items():
+        try:
+            planned = plan({**(ctx.request or {}), "sglang_version": release})
+        except PlanInputError:
+            continue  # this release cannot load the model
+        trial = dataclasses.replace(ctx, plan=planned, stage_tensors=None, release=release)
+        compared = 0
+        agrees = True
+        for rank, figures in log.ranks.items():
+            for name in FIGURES:
+                if name not in figures or name == "intermediate_ssm_state_gb":
+                    continue
+                predicted, _ = _predict(name, _stage_index(rank), trial)
+                if predicted is None:
+                    continue
+                compared += 1
+                agrees = agrees and _same(name, figures[name], predicted)
+        if compared and agrees:
+            matching.append(epoch)
+    if not matching or len(matching) == len(newest):
+        return None  # nothing tells the epochs apart (or none prints these figures)
+    kept = [r for r in span if epoch_of(r) in matching]
+    chosen = DEFAULT_RELEASE if DEFAULT_RELEASE in kept else kept[-1]
+    alike = "every one of them sizes alike" if len(matching) == 1 else "they do not all size alike"
+    which = kept[0] if base_release(kept[0]) == base_release(kept[-1]) else f"{kept[0]}-{kept[-1]}"
+    note = (
+        f"the release is guessed: the log's text allows {first}-{last}, and only {which} print every "
+        f"figure it shows ({alike}); compared with {chosen}"
+    )
+    return dataclasses.replace(
+        found, release=chosen, how=f"{found.how}; the figures only {which} print", candidates=(kept[0], kept[-1]),
+        same_accounting=len(matching) == 1, note=note, source="inferred",
+    )
 
 
 def _release_data(found: ReleaseFinding) -> dict:

@@ -22,6 +22,7 @@ from mambasizer.service.solver import PlanInputError
 from mambasizer.service.startlog.compare import check_log
 from mambasizer.service.startlog.parse import parse_boot_log
 from mambasizer.service.startlog.release import _bases, detect_release
+from synth_log import estimated_budget, synth_log
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "bootlogs"
 
@@ -149,3 +150,29 @@ def test_the_request_wins_and_is_checked():
     with pytest.raises(PlanInputError) as err:
         check_log(log, sglang_version="0.6.1")
     assert err.value.field == "sglang_version" and "0.5.23" in err.value.allowed
+
+
+# --------------------------------------------------------------------------- narrowed by the figures
+
+def test_a_guessed_range_is_narrowed_by_the_figures():
+    """A BUILT log (synth_log.py: 0.5.23's wordings, no version line, a partial record) filled with
+    0.5.13's plan of Qwen3.5-35B-A3B TP 2: the wordings allow 0.5.13 on; planning each accounting
+    epoch in that range, only 0.5.13's prints every figure, so the comparison uses 0.5.13's rules."""
+    base: dict = {"model": {"preset": "qwen3.5-35b-a3b"}, "server_args": {"tp_size": 2, "mem_fraction_static": 0.85}}
+    base["budget"] = estimated_budget(base)
+    text, planned = synth_log({**base, "sglang_version": "0.5.13"}, "Qwen/Qwen3.5-35B-A3B", version_line=False)
+    result = check_log(text)
+    release = result.data["release"]
+    assert (release["sglang_version"], release["source"]) == ("0.5.13.post1", "inferred")
+    assert release["candidates"] == {"first": "0.5.13", "last": "0.5.13.post1", "same_accounting": True}
+    assert release["how"].endswith("; the figures only 0.5.13 print")
+    assert result.all_match and _kv(result) == planned.max_total_num_tokens == 4668837
+    # 0.5.23's plan of the same log: its figures print only from 0.5.18 on (KV 4661741, 1333 slots).
+    text, planned = synth_log({**base, "sglang_version": "0.5.23"}, "Qwen/Qwen3.5-35B-A3B", version_line=False)
+    release = check_log(text).data["release"]
+    assert (release["sglang_version"], release["candidates"]["first"], release["candidates"]["last"]) == ("0.5.23", "0.5.18", "0.5.23")
+    assert planned.max_mamba_cache_size == 1333
+
+
+def _kv(result) -> int:
+    return result.data["ranks"][0]["figures"]["kv_tokens"]["predicted"]
