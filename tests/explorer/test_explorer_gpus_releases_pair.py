@@ -10,6 +10,8 @@ import httpx
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support.ui import Select
+
+from mambasizer.schemas.releases import DEFAULT_RELEASE, SUPPORTED_RELEASES
 from test_explorer_browser import (  # noqa: F401  (no_console_errors: the same autouse check here)
     NO_FIGURE,
     assert_figures_are_the_plans,
@@ -24,9 +26,6 @@ from test_explorer_browser import (  # noqa: F401  (no_console_errors: the same 
     wait_idle,
 )
 
-from mambasizer.schemas.releases import DEFAULT_RELEASE, SUPPORTED_RELEASES
-
-MIB = 1 << 20
 QWEN = "qwen3-next-80b-a3b-instruct"
 
 
@@ -37,7 +36,7 @@ def typed(driver, control: str, text: str) -> None:
     wait_idle(driver)
 
 
-def options(driver, control: str) -> list[str]:
+def options(driver, control: str) -> list[str | None]:
     return [o.get_attribute("value") for o in Select(driver.find_element(By.ID, control)).options]
 
 
