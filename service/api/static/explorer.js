@@ -1,7 +1,8 @@
 /* mambasizer capacity explorer.
  *
  * Every figure shown comes from this service's /v1 endpoints (POST /v1/plan, POST /v1/sweep,
- * POST /v1/recommend, GET /v1/presets, GET /v1/gpus); the page holds no rule of SGLang. It only
+ * POST /v1/recommend, GET /v1/presets, GET /v1/gpus); the choices it offers (releases, flag
+ * values) are the OpenAPI document's. The page holds no rule of SGLang. It only
  * lays the figures out: the one sum it makes is the part of a GPU no figure names ("reserved":
  * the GPU's capacity minus every byte the plan accounts for). No request leaves the service
  * (the server's Content-Security-Policy says so too), and the charts are SVG drawn here.
@@ -37,7 +38,24 @@ const SEGMENTS = [
   ["idle", "unallocated (budgeted, not allocated)", "seg-idle"],
 ];
 
-const state = { presets: [], gpus: [], envFields: new Set(), hasRecommend: false, planSeq: 0, sweepSeq: 0, lastPlan: null, valuesEdited: false, tpKey: "", tpSizes: null };
+// The two sides of a disaggregated pair: role, control-id prefix.
+const SIDES = [["prefill", "p"], ["decode", "d"]];
+// Per-side control suffix -> [server_args field, kind]; URL parameter p_<suffix> / d_<suffix>.
+const SIDE_FIELDS = [
+  ["tp", "tp_size", "int"],
+  ["pp", "pp_size", "int"],
+  ["dp", "attn_dp_size", "int"],
+  ["dcp", "dcp_size", "int"],
+  ["ep", "ep_size", "int"],
+  ["mrr", "max_running_requests", "int"],
+  ["a2a", "moe_a2a_backend", "str"],
+  ["tbo", "enable_two_batch_overlap", "bool"],
+  ["radix", "disaggregation_decode_enable_radix_cache", "bool"],
+  ["n", null, "int"], // the side's replicas: <role>_replicas beside the two bodies
+];
+const PAIR_FIGURES = ["decode_concurrency", "prefill_in_flight_requests", "binding_side", "decode_kv_tokens", "prefill_kv_tokens", "decode_kv_tokens_per_request", "prefill_replicas", "decode_replicas"];
+
+const state = { releases: [], defaultRelease: null, pairSeq: 0, presets: [], gpus: [], envFields: new Set(), hasRecommend: false, planSeq: 0, sweepSeq: 0, lastPlan: null, valuesEdited: false, tpKey: "", tpSizes: null };
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -156,11 +174,29 @@ function serverArgsFromForm() {
   return sa;
 }
 
+const selectedGpu = () => state.gpus.find((g) => g.name === $("gpu").value);
+const isPair = () => $("deploy-mode").value === "pair";
+
+/* budget: the GPU by name; a part without a confirmed capacity also needs its MiB. */
+function currentBudget() {
+  const gpu = selectedGpu();
+  const budget = { gpu: $("gpu").value };
+  if (gpu && !gpu.confirmed) {
+    const mib = intOrNull($("gpu-mib").value);
+    if (!mib) return { error: { field: "budget.gpu_memory_mib", detail: `no public source confirms the capacity of the ${gpu.product}: give its GPU memory in MiB (what nvidia-smi or rocminfo reports)` } };
+    budget.gpu_memory_mib = mib;
+  }
+  return { budget };
+}
+
 /* The POST /v1/plan body of the view, or {error} for input the page cannot send. */
 function planRequest() {
   const m = currentModel();
   if (m.error) return m;
-  const req = { model: m.model, budget: { gpu: $("gpu").value } };
+  const b = currentBudget();
+  if (b.error) return b;
+  const req = { model: m.model, budget: b.budget };
+  if ($("release").value) req.sglang_version = $("release").value;
   if ($("args-mode").value === "cmdline") {
     const parsed = parseCommandLine($("cmdline").value);
     req.sglang_args = parsed.args;
@@ -180,6 +216,16 @@ function readUrl() {
   };
   if (q.has("preset") && state.presets.some((p) => p.name === q.get("preset"))) $("preset").value = q.get("preset");
   if (q.has("gpu") && state.gpus.some((g) => g.name === q.get("gpu"))) $("gpu").value = q.get("gpu");
+  if (q.has("release") && state.releases.includes(q.get("release"))) $("release").value = q.get("release");
+  set("gpu-mib", "mib");
+  if (q.get("mode") === "pair") $("deploy-mode").value = "pair";
+  for (const [, pre] of SIDES)
+    for (const [suffix, , kind] of SIDE_FIELDS) {
+      const key = `${pre}_${suffix}`;
+      if (!q.has(key) || !$(`${pre}-${suffix}`)) continue;
+      if (kind === "bool") $(`${pre}-${suffix}`).checked = q.get(key) === "1";
+      else $(`${pre}-${suffix}`).value = q.get(key);
+    }
   set("tp", "tp");
   set("pp", "pp");
   set("dp", "dp");
@@ -208,6 +254,20 @@ function writeUrl() {
   const q = new URLSearchParams();
   if ($("model-source").value === "preset") q.set("preset", $("preset").value);
   q.set("gpu", $("gpu").value);
+  const gpu = selectedGpu();
+  if (gpu && !gpu.confirmed && $("gpu-mib").value) q.set("mib", $("gpu-mib").value);
+  if ($("release").value && $("release").value !== state.defaultRelease) q.set("release", $("release").value);
+  if (isPair()) {
+    q.set("mode", "pair");
+    for (const [, pre] of SIDES)
+      for (const [suffix, , kind] of SIDE_FIELDS) {
+        const c = $(`${pre}-${suffix}`);
+        if (!c) continue;
+        if (kind === "bool") {
+          if (c.checked) q.set(`${pre}_${suffix}`, "1");
+        } else if (c.value !== "" && c.value !== (c.tagName === "SELECT" ? c.options[0]?.value : c.defaultValue)) q.set(`${pre}_${suffix}`, c.value);
+      }
+  }
   if ($("args-mode").value === "cmdline") q.set("args", $("cmdline").value);
   else {
     q.set("tp", $("tp").value || "1");
@@ -232,6 +292,20 @@ function selectPresetOfCommandLine() {
 }
 
 function syncVisibility() {
+  const pair = isPair();
+  if (pair && $("args-mode").value === "cmdline") $("args-mode").value = "form"; // each side's layout is set here
+  $("args-mode").disabled = pair;
+  $("pair-setup").hidden = !pair;
+  $("deploy-note").hidden = !pair;
+  $("layout-row").hidden = pair;
+  $("pair").hidden = !pair;
+  $("single").hidden = pair;
+  const gpu = selectedGpu();
+  const unconfirmed = Boolean(gpu && !gpu.confirmed);
+  $("gpu-mib-row").hidden = !unconfirmed;
+  $("gpu-mib").required = unconfirmed;
+  $("gpu-note").hidden = !gpu;
+  if (gpu) $("gpu-note").textContent = `${gpu.architecture}, ${gpu.runtime.toUpperCase()}, compute capability ${gpu.compute_capability}; ${gpu.memory_mib === null ? "capacity unconfirmed" : fmtInt(gpu.memory_mib) + " MiB"} (${gpu.source})`;
   const cfg = $("model-source").value === "config";
   $("preset-row").hidden = cfg;
   $("config-row").hidden = !cfg;
@@ -261,12 +335,20 @@ function showProblem(where, problem) {
   if (problem.allowed && problem.allowed.length) box.append(el("div", { class: "allowed", text: "allowed: " + problem.allowed.join(", ") }));
 }
 
-const FIELD_CONTROL = { "server_args.tp_size": "tp", "server_args.pp_size": "pp", "server_args.attn_dp_size": "dp", "budget.gpu": "gpu", "model.preset": "preset", config: "config" };
+const FIELD_CONTROL = { "server_args.tp_size": "tp", "server_args.pp_size": "pp", "server_args.attn_dp_size": "dp", "budget.gpu": "gpu", "budget.gpu_memory_mib": "gpu-mib", sglang_version: "release", "model.preset": "preset", config: "config" };
 for (const [id, field] of FLAGS) FIELD_CONTROL["server_args." + field] = id;
+// A pair's problem names the side: prefill.server_args.dcp_size -> p-dcp; its shared fields the shared control.
+for (const [role, pre] of SIDES) {
+  FIELD_CONTROL[`${role}_replicas`] = `${pre}-n`;
+  for (const [suffix, field] of SIDE_FIELDS) if (field) FIELD_CONTROL[`${role}.server_args.${field}`] = `${pre}-${suffix}`;
+}
 
 function markInvalid(field) {
   document.querySelectorAll("[aria-invalid]").forEach((n) => n.removeAttribute("aria-invalid"));
   if (!field) return;
+  const side = SIDES.find(([role]) => field.startsWith(role + "."));
+  const shared = side && !FIELD_CONTROL[field] ? field.slice(side[0].length + 1) : field;
+  field = FIELD_CONTROL[field] ? field : shared;
   const id = FIELD_CONTROL[field] || (field.startsWith("model.hf_config") ? "config" : field.startsWith("sglang_args") ? "cmdline" : null);
   if (id) $(id).setAttribute("aria-invalid", "true");
 }
@@ -301,13 +383,8 @@ function renderPlan(plan, extra) {
   status.hidden = false;
   status.className = "status " + (plan.feasible ? "ok" : "refused");
   const r = plan.resolved;
-  const gpu = state.gpus.find((g) => g.name === $("gpu").value);
-  let text = `${plan.feasible ? "SGLang 0.5.23 would start" : "SGLang 0.5.23 would NOT start"}: ${plan.model_name} (${plan.family}), TP ${r.tp_size} × PP ${r.pp_size}`;
-  if (r.attn_dp_size > 1) text += `, attention DP ${r.attn_dp_size}`;
-  if (plan.gpu_memory_mib) text += ` on ${gpu ? gpu.product : "GPUs"} of ${fmtInt(plan.gpu_memory_mib)} MiB`;
-  if (plan.free_gib_before_load !== null && plan.free_gib_before_load !== undefined)
-    text += `; budget ${plan.budget_source}: free ${plan.free_gib_before_load.toFixed(2)} GiB before load, ${plan.free_gib_after_load.toFixed(2)} GiB after`;
-  status.textContent = text + ".";
+  const gpu = selectedGpu();
+  status.textContent = statusText(plan, gpu);
 
   const refusal = $("refusal");
   refusal.hidden = plan.feasible || !plan.error;
@@ -321,6 +398,19 @@ function renderPlan(plan, extra) {
   $("notes").hidden = !notes.length;
   $("warnings").replaceChildren(...notes.map((t) => el("li", { text: t })));
   renderBars(plan);
+}
+
+/* "SGLang 0.5.13 would start: ..." (the release is the plan's reference: the rules applied). */
+function statusText(plan, gpu) {
+  const r = plan.resolved;
+  const release = String(plan.reference || "").replace(/^sglang==/, "SGLang ");
+  let text = `${release} ${plan.feasible ? "would start" : "would NOT start"}: ${plan.model_name} (${plan.family}), TP ${r.tp_size} × PP ${r.pp_size}`;
+  if (r.attn_dp_size > 1) text += `, attention DP ${r.attn_dp_size}`;
+  if (r.dcp_size > 1) text += `, DCP ${r.dcp_size}`;
+  if (plan.gpu_memory_mib) text += ` on ${gpu ? gpu.product : "GPUs"} of ${fmtInt(plan.gpu_memory_mib)} MiB`;
+  if (plan.free_gib_before_load !== null && plan.free_gib_before_load !== undefined)
+    text += `; budget ${plan.budget_source}: free ${plan.free_gib_before_load.toFixed(2)} GiB before load, ${plan.free_gib_after_load.toFixed(2)} GiB after`;
+  return text + ".";
 }
 
 function stageSegments(plan, st) {
@@ -337,14 +427,13 @@ function stageSegments(plan, st) {
   return { seg, total: total === null ? named : Math.max(total, named) };
 }
 
-function renderBars(plan) {
-  const box = $("bars");
+function renderBars(plan, box = $("bars"), titleId = "bars-title") {
   box.replaceChildren();
   if (!plan.stages.length) return;
   const rowH = 34, labelW = 150, width = 760, barW = width - labelW - 10;
   const height = plan.stages.length * rowH + 6;
-  const svg = el("svg:svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-labelledby": "bars-title", class: "bars" });
-  svg.append(el("svg:title", { id: "bars-title", text: "Memory of one GPU per pipeline stage: weights, mamba pool, KV pool, req_to_token, reserved, unallocated" }));
+  const svg = el("svg:svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-labelledby": titleId, class: "bars" });
+  svg.append(el("svg:title", { id: titleId, text: "Memory of one GPU per pipeline stage: weights, mamba pool, KV pool, req_to_token, reserved, unallocated" }));
   plan.stages.forEach((st, i) => {
     const { seg, total } = stageSegments(plan, st);
     const y = 8 + i * rowH;
@@ -442,14 +531,17 @@ function defaultValues(axis) {
     case "server_args.max_mamba_cache_size":
       return "64, 128, 256, 512, 1024";
     case "budget.gpu":
-      return state.gpus.map((g) => g.name).join(", ");
+      // a sweep point names the part alone: the parts with a confirmed capacity
+      return state.gpus.filter((g) => g.confirmed).map((g) => g.name).join(", ");
+    case "sglang_version":
+      return state.releases.join(", ");
   }
   return "";
 }
 
 function axisValues(axis) {
   if (!state.valuesEdited) $("sweep-values").value = defaultValues(axis);
-  return $("sweep-values").value.split(",").map((s) => s.trim()).filter((s) => s !== "").map((s) => (axis === "budget.gpu" || Number.isNaN(Number(s)) ? s : Number(s)));
+  return $("sweep-values").value.split(",").map((s) => s.trim()).filter((s) => s !== "").map((s) => (axis === "budget.gpu" || axis === "sglang_version" || Number.isNaN(Number(s)) ? s : Number(s)));
 }
 
 function niceMax(v) {
@@ -554,7 +646,11 @@ async function runRecommend() {
   const out = $("recommend-out");
   const m = currentModel();
   if (m.error) return showProblem("problem", m.error);
-  const body = { model: m.model, gpu: $("gpu").value, limit: 5, search: { tp_size: [1, 2, 4, 8], pp_size: [1, 2, 4, 8] } };
+  const b = currentBudget();
+  if (b.error) return showProblem("problem", b.error);
+  // A part without a confirmed capacity is planned from the budget form naming its MiB.
+  const body = { model: m.model, ...(b.budget.gpu_memory_mib ? { budget: b.budget } : { gpu: b.budget.gpu }), limit: 5, search: { tp_size: [1, 2, 4, 8], pp_size: [1, 2, 4, 8] } };
+  if ($("release").value) body.sglang_version = $("release").value;
   if ($("args-mode").value === "form") {
     const sa = serverArgsFromForm();
     delete sa.tp_size;
@@ -597,6 +693,123 @@ async function runRecommend() {
   }
 }
 
+/* ------------------------------------------------------------------ a disaggregated pair */
+
+/* One side's server_args: the shared flags of the form, then the side's own layout and flags. */
+function sideServerArgs(role, pre) {
+  const sa = serverArgsFromForm();
+  for (const [suffix, field, kind] of SIDE_FIELDS) {
+    const c = $(`${pre}-${suffix}`);
+    if (!c || !field) continue;
+    if (kind === "bool") {
+      if (c.checked) sa[field] = true;
+    } else if (c.value !== "") sa[field] = kind === "int" ? Number(c.value) : c.value;
+  }
+  sa.disaggregation_mode = role;
+  return sa;
+}
+
+/* The POST /v1/plan body of a pair: {prefill, decode, prefill_replicas, decode_replicas}. */
+function pairRequest() {
+  const built = planRequest();
+  if (built.error) return built;
+  const body = {};
+  for (const [role, pre] of SIDES) {
+    body[role] = { ...built.request, server_args: sideServerArgs(role, pre) };
+    body[`${role}_replicas`] = intOrNull($(`${pre}-n`).value) ?? 1;
+  }
+  return { request: body };
+}
+
+function figureCard(field, label, value) {
+  const dd = el("dd", { "data-field": field, "data-value": value === null || value === undefined ? "" : String(value), text: typeof value === "number" && Number.isInteger(value) ? fmtInt(value) : value ?? "–" });
+  return el("div", {}, el("dt", { text: label }), dd);
+}
+
+/* One side's plan, drawn into its column: status, SGLang's error, notes, figures, decode pool, bars. */
+function renderSidePlan(root, role, plan, extra) {
+  const title = root.querySelector("h2");
+  root.replaceChildren(title);
+  root.dataset.feasible = String(plan.feasible);
+  root.append(el("div", { class: "status " + (plan.feasible ? "ok" : "refused"), text: statusText(plan, selectedGpu()) }));
+  if (plan.error) {
+    root.append(el("div", { class: "refusal" },
+      el("h3", { text: "SGLang would not start" }),
+      el("p", {}, el("code", { class: "error-exception", text: plan.error.exception }), ": ", el("span", { class: "error-message", text: plan.error.message })),
+      el("ul", { class: "remedies" }, ...(plan.error.remedies.length ? plan.error.remedies : ["(none computed)"]).map((t) => el("li", { text: t })))));
+  }
+  const figures = el("dl", { class: "figures" });
+  for (const f of FIGURES) figures.append(figureCard(f, f, plan[f]));
+  figures.append(figureCard("mem_fraction_static", "mem_fraction_static", plan.resolved.mem_fraction_static));
+  figures.append(figureCard("context_length", "context length", plan.resolved.context_length));
+  if (plan.logical_max_total_num_tokens !== plan.max_total_num_tokens) figures.append(figureCard("logical_max_total_num_tokens", "logical KV tokens (× DCP)", plan.logical_max_total_num_tokens));
+  root.append(figures);
+  const notes = [...plan.warnings, ...(plan.advice || []), ...((extra && extra.sglang_args_warnings) || [])];
+  if (notes.length) root.append(el("ul", { class: "notes" }, ...notes.map((t) => el("li", { text: t }))));
+  if (plan.decode_pool) {
+    // SGLang's decode request pool against what the budget charged (the plan's own figures).
+    const dp = plan.decode_pool;
+    const rows = [["extra slots (in-transfer requests)", fmtInt(dp.extra_slots)], ["req_to_token rows", fmtInt(dp.request_rows)], ["mamba rows allocated", fmtInt(dp.mamba_rows_allocated)], ["mamba rows charged", fmtInt(dp.mamba_rows_charged)], ["uncharged mamba state", fmtGiB(dp.uncharged_mamba_bytes)], ["uncharged req_to_token", fmtGiB(dp.uncharged_req_to_token_bytes)], ["avoided by", dp.avoid]];
+    root.append(el("h3", { text: "Decode request pool" }), el("table", { class: "decode-pool" }, el("tbody", {}, ...rows.map(([k, v]) => el("tr", {}, el("th", { scope: "row", text: k }), el("td", { text: v }))))));
+  }
+  if (plan.slack_consumers && plan.slack_consumers.length) {
+    root.append(el("h3", { text: "Allocated later, out of the slack" }), el("ul", { class: "notes slack" }, ...plan.slack_consumers.map((c) => el("li", { text: `${c.name}${c.bytes === null ? "" : " (" + fmtGiB(c.bytes) + ")"}: ${c.note}` }))));
+  }
+  root.append(el("h3", { text: "Where each GPU's memory goes" }));
+  const bars = el("div", { class: "chart" });
+  root.append(bars);
+  renderBars(plan, bars, `bars-${role}-title`);
+}
+
+function clearPair() {
+  for (const f of PAIR_FIGURES) {
+    $("pair-" + f).textContent = "–";
+    $("pair-" + f).dataset.value = "";
+  }
+  $("pair-status").hidden = true;
+  $("pair-notes").replaceChildren();
+  for (const [role] of SIDES) {
+    const root = $(`plan-${role}`);
+    root.replaceChildren(root.querySelector("h2"));
+    delete root.dataset.feasible;
+  }
+}
+
+function renderPair(data) {
+  const pair = data.pair;
+  for (const f of PAIR_FIGURES) {
+    const v = pair[f];
+    $("pair-" + f).dataset.value = v === null || v === undefined ? "" : String(v);
+    $("pair-" + f).textContent = typeof v === "number" ? fmtInt(v) : v ?? "–";
+  }
+  const status = $("pair-status");
+  status.hidden = false;
+  status.className = "status " + (pair.feasible ? "ok" : "refused");
+  status.textContent = pair.feasible ? `Both sides start; ${pair.binding_side} binds what the pair sustains.` : "At least one side would not start.";
+  $("pair-notes").replaceChildren(...pair.notes.map((t) => el("li", { text: t })));
+  for (const [role] of SIDES) renderSidePlan($(`plan-${role}`), role, data[role], data[role]);
+}
+
+async function updatePair() {
+  const seq = ++state.pairSeq;
+  const built = pairRequest();
+  if (built.error) {
+    clearPair();
+    markInvalid(built.error.field);
+    return showProblem("problem", built.error);
+  }
+  const resp = await api("POST", "/v1/plan", built.request);
+  if (seq !== state.pairSeq) return;
+  if (!resp.ok) {
+    clearPair();
+    markInvalid(resp.data.field);
+    return showProblem("problem", resp.data);
+  }
+  showProblem("problem", null);
+  markInvalid(null);
+  renderPair(resp.data);
+}
+
 /* ------------------------------------------------------------------ the update loop */
 
 async function updatePlan() {
@@ -628,7 +841,10 @@ async function updateSweep() {
   const axis = $("sweep-axis").value;
   const values = axisValues(axis);
   if (!values.length) return void $("sweep").replaceChildren(el("p", { class: "hint", text: "give at least one value" }));
-  const resp = await api("POST", "/v1/sweep", { base: built.request, axes: [{ field: axis, values }] });
+  const base = built.request;
+  if (axis === "budget.gpu") delete base.budget.gpu_memory_mib; // each point is a part at its own capacity
+  if (axis === "sglang_version") delete base.sglang_version;
+  const resp = await api("POST", "/v1/sweep", { base, axes: [{ field: axis, values }] });
   if (seq !== state.sweepSeq) return;
   if (!resp.ok) {
     $("sweep").replaceChildren(el("p", { class: "problem", role: "alert", text: `${resp.data.field || ""}: ${resp.data.detail}` }));
@@ -640,6 +856,7 @@ async function update() {
   state.pending = false;
   writeUrl();
   try {
+    if (isPair()) return await updatePair();
     const tp = refreshTpSizes();
     await updatePlan();
     await updateSweep();
@@ -666,10 +883,18 @@ async function init() {
   state.presets = presets.data.presets.filter((p) => p.sizable);
   state.gpus = gpus.data.gpus;
   populate($("preset"), state.presets.map((p) => [p.name, `${p.name} (${p.model_id})`]));
-  // Every catalog part with a confirmed capacity (the others need budget.gpu_memory_mib).
-  populate($("gpu"), state.gpus.filter((g) => g.memory_mib !== null).map((g) => [g.name, `${g.product} · ${fmtInt(g.memory_mib)} MiB`]));
+  // Every catalog part; one without a confirmed capacity asks for its MiB (budget.gpu_memory_mib).
+  populate($("gpu"), state.gpus.map((g) => [g.name, `${g.product} · ${g.memory_mib === null ? "capacity unconfirmed: give MiB" : fmtInt(g.memory_mib) + " MiB"}`]));
   const schemas = (doc.data.components || {}).schemas || {};
   const sa = (schemas.ServerArgs || {}).properties || {};
+  // The releases a plan may name, and the default, are the wire contract's (sglang_version).
+  const version = ((schemas.ApiPlanRequest || schemas.PlanRequest || {}).properties || {}).sglang_version || {};
+  state.releases = version.enum || [];
+  state.defaultRelease = version.default ?? null;
+  populate($("release"), state.releases.map((v) => [v, v === state.defaultRelease ? `${v} (default)` : v]));
+  if (state.defaultRelease) $("release").value = state.defaultRelease;
+  if (state.releases.length) $("sweep-axis").append(el("option", { value: "sglang_version", text: "SGLang release" }));
+  for (const pre of ["p", "d"]) populate($(`${pre}-a2a`), (sa.moe_a2a_backend || {}).enum?.map((v) => [v, v]) || [["none", "none"]]);
   // The choices of each select are the wire contract's (ServerArgs in the OpenAPI document).
   const enumOf = (schema) => (schema ? schema.enum || (schema.anyOf || []).flatMap((s) => s.enum || []) : []);
   for (const [id, field, unset] of [["kv", "kv_cache_dtype", "auto"], ["radix", "mamba_radix_cache_strategy", "auto"], ["ssm", "mamba_ssm_dtype", "default"], ["spec", "speculative_algorithm", "none"]]) {
@@ -694,7 +919,10 @@ async function init() {
     syncVisibility();
     scheduleUpdate();
   });
-  $("inputs").addEventListener("change", scheduleUpdate);
+  $("inputs").addEventListener("change", () => {
+    syncVisibility();
+    scheduleUpdate();
+  });
   $("tp").addEventListener("keydown", stepTp);
   $("sweep-axis").addEventListener("change", () => {
     state.valuesEdited = false;
@@ -705,6 +933,8 @@ async function init() {
     scheduleUpdate();
   });
   $("recommend-run").addEventListener("click", runRecommend);
+  $("release").addEventListener("change", () => ($("ref-release").textContent = $("release").value));
+  $("ref-release").textContent = $("release").value || $("ref-release").textContent;
   $("results").setAttribute("aria-busy", "true");
   await update();
   document.body.dataset.ready = "1";
