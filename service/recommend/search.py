@@ -801,3 +801,18 @@ def _binding(limit: str | None) -> str:
         "speculative_default": "speculative decoding's default of 48 caps the requests",
         "estimate": "SGLang's own context-length estimate caps the requests",
     }.get(limit or "", "nothing binds")
+
+
+def recommend_grid(req: RecommendRequest, grid: list[dict], plans_spent: int = 0) -> tuple[RecommendResponse, int]:
+    """recommend() over a grid its caller built (each point a ServerArgs update), sharing the
+    MAX_PLANS bound with searches before it (`plans_spent`): (the answer, plans spent after it).
+    The disaggregated recommender (service/recommend/disaggregated.py) searches each role so."""
+    search = _Search(req)
+    search.searched = plans_spent
+    for i, upd in enumerate(grid):
+        try:
+            search.grid_point(i, upd)
+        except _PlanBudgetSpent:
+            search.warnings.append(f"mambasizer: the search stopped at its bound of {MAX_PLANS:,} plans after {i} of {len(grid)} settings")
+            break
+    return _answer(req, search), search.searched
