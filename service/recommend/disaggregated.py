@@ -244,7 +244,7 @@ def _check(required: int, achieved: int) -> TargetCheck:
     return TargetCheck.trusted({"required": required, "achieved": achieved, "margin": achieved - required, "met": achieved >= required})
 
 
-def _choice(req: RecommendDisaggregatedRequest, role: str, c: Candidate) -> tuple[tuple, SideChoice] | None:
+def _choice(req: RecommendDisaggregatedRequest, role: str, c: Candidate, dropped: Counter) -> tuple[tuple, SideChoice] | None:
     """The setting with the replicas that reach the side's targets, and its rank key (smaller
     is better), or None when no count of replicas does (a request too long for its pool)."""
     p = c.plan
@@ -252,9 +252,11 @@ def _choice(req: RecommendDisaggregatedRequest, role: str, c: Candidate) -> tupl
     per = {"requests": (p.max_running_requests or 0) * dp, "tokens": (p.logical_max_total_num_tokens or 0) * dp}
     needs = _needs(req, role)
     if any(per[kind] <= 0 for _, _, kind in needs):
+        dropped["holds no request"] += 1
         return None
     replicas = max(_ceil(required, per[kind]) for _, required, kind in needs)
     if replicas > disaggregated.MAX_REPLICAS:
+        dropped[f"more than {disaggregated.MAX_REPLICAS} replicas needed"] += 1
         return None
     checks = {name: _check(required, per[kind] * replicas) for name, required, kind in needs}
     if req.context_length is not None:
@@ -262,6 +264,7 @@ def _choice(req: RecommendDisaggregatedRequest, role: str, c: Candidate) -> tupl
         logical = p.logical_max_total_num_tokens or 0
         checks["context_length"] = _check(req.context_length, logical if served >= req.context_length else served)
         if not checks["context_length"].met:
+            dropped["context_length does not fit one worker's pool"] += 1
             return None
     gpr = p.resolved.tp_size * p.resolved.pp_size
     headroom = min(per[kind] * replicas / required for _, required, kind in needs)
@@ -281,6 +284,7 @@ class _Side:
         self.searched = 0  # plans run
         self.settings = 0  # grid points
         self.refused: Counter = Counter()
+        self.dropped: Counter = Counter()  # startable settings no count of replicas makes reach the targets, by why
         self.ranked: list[tuple[tuple, SideChoice]] = []
         self.warnings: list[str] = []
 
@@ -309,7 +313,7 @@ def _search_side(req: RecommendDisaggregatedRequest, role: str, layout: Any) -> 
             if w not in out.warnings:
                 out.warnings.append(w)
         for c in answer.candidates:
-            got = _choice(req, role, c)
+            got = _choice(req, role, c, out.dropped)
             if got is not None:
                 out.ranked.append(got)
     out.ranked.sort(key=lambda kv: kv[0])
@@ -430,8 +434,12 @@ def _why(req: RecommendDisaggregatedRequest, best: dict[str, SideChoice | None],
     for role in ROLES:
         c = best[role]
         if c is None:
-            reasons = ", ".join(f"{k} ({v})" for k, v in sides[role].refused.most_common(3)) or "none"
-            parts.append(f"{role}: no searched setting reaches its targets ({sides[role].searched} plans, most often refused: {reasons})")
+            s = sides[role]
+            dropped = ", ".join(f"{k} ({v})" for k, v in s.dropped.most_common(3))
+            reasons = ", ".join(f"{k} ({v})" for k, v in s.refused.most_common(3)) or "none"
+            parts.append(f"{role}: no searched setting reaches its targets ({s.searched} plans"
+                         + (f"; the settings that start fall short: {dropped}" if dropped else "")
+                         + f"; most often refused: {reasons})")
         else:
             parts.append(f"{role}: {_side_text(c)}")
     text = "; ".join(parts) + "."
@@ -439,7 +447,7 @@ def _why(req: RecommendDisaggregatedRequest, best: dict[str, SideChoice | None],
         text += f" {best['prefill'].gpus + best['decode'].gpus} GPUs in all; the {pair.binding_side} side binds what the pair sustains."
     searched = sum(s.searched for s in sides.values())
     refused = sum(sum(s.refused.values()) for s in sides.values())
-    text += f" {searched} plans searched, {refused} settings refused by SGLang's own checks."
+    text += f" {searched} plans searched, {refused} plans refused by SGLang's own checks."
     return text
 
 
