@@ -25,8 +25,10 @@ dcp_size against the per-rank rows the search reads); prefill `in_flight_request
 from __future__ import annotations
 
 import math
+import time
 from collections import Counter
 from itertools import product
+from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
@@ -47,6 +49,7 @@ from mambasizer.schemas.request import MAX_CONTEXT, MAX_TOKENS, Budget, PlanRequ
 from mambasizer.service import disaggregated
 from mambasizer.service.planner import model_layout
 from mambasizer.service.recommend import search
+from mambasizer.service.sglang_args import _flags, _release
 from mambasizer.service.solver import dcp
 from mambasizer.service.solver.errors import PlanInputError
 from mambasizer.service.solver.plan import input_error_from_validation, replan
@@ -64,6 +67,9 @@ _KNOBS = {
 # Plans one side may run (its grid's start checks, partitions and cache bisections together):
 # both sides within the heavy pool's deadline on 2 busy cores for the largest presets.
 PLANS_PER_SIDE = 600
+SECONDS_PER_SIDE = 1.5
+CHUNK = 2  # settings per search.recommend_grid call (each re-plans its answers once more)
+_DEFAULT_ARGS_VALUES = ServerArgs().model_dump()
 _EXPERT_KEYS = ("num_experts", "n_routed_experts", "num_local_experts")
 
 
@@ -112,9 +118,31 @@ def _has_experts(layout: Any) -> bool | None:
     return any(int(cfg.get(k) or 0) > 0 for k in _EXPERT_KEYS)
 
 
-def _values(role: str, side: PrefillSide | DecodeSide, layout: Any) -> dict[str, list]:
-    """Each knob's values for the side: searched, fixed, or the role's default."""
+def _release_knows(release: str) -> Callable[[str, Any], bool]:
+    """Whether `release`'s launch parser takes the flag of a ServerArgs field at this value (the
+    search re-plans every answer from its launch line, parsed as that release parses it)."""
+    by_option, _ = _flags(_release(release))
+    _, ours = _flags()  # launch_flags spells each field as SGLang 0.5.23 does
+
+    def knows(field: str, value: Any) -> bool:
+        if value == _DEFAULT_ARGS_VALUES[field]:
+            return True  # not passed
+        flag = by_option.get(ours[field].options[0])
+        return flag is not None and (flag.choices is None or isinstance(value, bool) or str(value) in flag.choices)
+
+    return knows
+
+
+def _values(role: str, side: PrefillSide | DecodeSide, layout: Any, release: str) -> dict[str, list]:
+    """Each knob's values for the side: searched, fixed, or the role's default (a default
+    value the release has no flag for is left out; a given one is the request's error)."""
     fixed = side.server_args.model_fields_set
+    knows = _release_knows(release)
+    if not knows("disaggregation_mode", role):
+        raise PlanInputError("sglang_version", f"SGLang {release} has no --disaggregation-mode {role}: recommend a disaggregated deployment under a release that has it")
+    for field in sorted(fixed):
+        if not knows(field, getattr(side.server_args, field)):
+            raise PlanInputError(f"{role}.server_args.{field}", f"is not a launch argument of SGLang {release} at {getattr(side.server_args, field)!r}; leave it out or pick a release that has it")
     out: dict[str, list] = {}
     for knob, field in _KNOBS.items():
         searched = getattr(side.search, knob)
@@ -132,6 +160,11 @@ def _values(role: str, side: PrefillSide | DecodeSide, layout: Any) -> dict[str,
             out[field] = [1, 2, 4, 8]
         else:
             out[field] = [getattr(side.server_args, field)]
+    for knob, field in _KNOBS.items():
+        unknown = [v for v in out[field] if not knows(field, v)]
+        if unknown and getattr(side.search, knob) is not None:
+            raise PlanInputError(f"{role}.search.{knob}", f"{unknown[0]!r} is not a launch argument value of SGLang {release}; leave it out or pick a release that has it")
+        out[field] = [v for v in out[field] if knows(field, v)]
     if _has_experts(layout) is False:
         for field, default in (("moe_a2a_backend", "none"), ("ep_size", 1)):
             if any(v != default for v in out[field]):
@@ -293,31 +326,51 @@ def _search_side(req: RecommendDisaggregatedRequest, role: str, layout: Any) -> 
     side: PrefillSide | DecodeSide = getattr(req, role)
     _fixed_rules(role, side)
     out = _Side()
-    grid = _grid(role, _values(role, side, layout))
+    grid = _grid(role, _values(role, side, layout, req.sglang_version))
+    total = sum(len(v) for v in grid.values())
     # The side's share of the plan bound: search.recommend_grid stops at search.MAX_PLANS.
     spent = search.MAX_PLANS - PLANS_PER_SIDE
+    # And of the time: a plan of the largest checkpoints costs tens of ms (their weights per
+    # stage), so the grid is searched a few settings at a time until the side's seconds are spent.
+    stop = time.monotonic() + SECONDS_PER_SIDE
+    done = 0
     for d, points in sorted(grid.items()):
         sreq = _side_request(req, role, side, d)
-        points, spent = _startable(sreq, layout, points, out, spent)
-        if not points:
-            continue
-        try:
-            answer, after = search.recommend_grid(sreq, points, spent)
-        except PlanInputError as exc:
-            # The side's base flags themselves cannot be planned: the side's field.
-            raise PlanInputError(_side_field(role, exc.field), exc.message, exc.allowed) from None
-        out.searched += after - spent
-        spent = after
-        out.refused.update(answer.refused)
-        for w in answer.warnings:
-            if w not in out.warnings:
-                out.warnings.append(w)
-        for c in answer.candidates:
-            got = _choice(req, role, c, out.dropped)
-            if got is not None:
-                out.ranked.append(got)
+        for i in range(0, len(points), CHUNK):
+            if time.monotonic() >= stop:
+                out.warnings.append(
+                    f"mambasizer: the {role} search stopped at its time bound of {SECONDS_PER_SIDE:g} s after {done} of {total} "
+                    f"settings (the rest were not searched): narrow {role}.search"
+                )
+                out.ranked.sort(key=lambda kv: kv[0])
+                return out
+            chunk = points[i:i + CHUNK]
+            done += len(chunk)
+            startable, spent = _startable(sreq, layout, chunk, out, spent)
+            if startable:
+                spent = _search_chunk(req, role, sreq, startable, out, spent)
     out.ranked.sort(key=lambda kv: kv[0])
     return out
+
+
+def _search_chunk(req: RecommendDisaggregatedRequest, role: str, sreq: RecommendRequest, points: list[dict], out: _Side, spent: int) -> int:
+    try:
+        answer, after = search.recommend_grid(sreq, points, spent)
+    except PlanInputError as exc:
+        # The side's base flags themselves cannot be planned: the side's field.
+        where = _side_field(role, exc.field)
+        message = exc.message if where != "sglang_version" else f"the {role} side's launch line under SGLang {req.sglang_version}: {exc.message}"
+        raise PlanInputError(where, message, exc.allowed if where != "sglang_version" else None) from None
+    out.searched += after - spent
+    out.refused.update(answer.refused)
+    for w in answer.warnings:
+        if w not in out.warnings:
+            out.warnings.append(w)
+    for c in answer.candidates:
+        got = _choice(req, role, c, out.dropped)
+        if got is not None:
+            out.ranked.append(got)
+    return after
 
 
 def _startable(sreq: RecommendRequest, layout: Any, points: list[dict], out: _Side, spent: int) -> tuple[list[dict], int]:
@@ -351,6 +404,9 @@ def _startable(sreq: RecommendRequest, layout: Any, points: list[dict], out: _Si
 def _side_field(role: str, field: str) -> str:
     if field.startswith("server_args.") or field.startswith("search."):
         return f"{role}.{field}"
+    if field.startswith("sglang_args"):
+        # A searched setting's launch line the release's own parser refuses on re-plan.
+        return "sglang_version"
     return field  # the model, the GPU, the budget: shared by both sides
 
 
