@@ -17,7 +17,17 @@ from mambasizer.schemas.disaggregated import PairSummary
 from mambasizer.schemas.plan import Out, Plan
 from mambasizer.schemas.recommend import KVKnob, ParallelKnob, SpecKnob, SsmKnob, TargetCheck
 from mambasizer.schemas.releases import DEFAULT_RELEASE
-from mambasizer.schemas.request import MAX_CONTEXT, MAX_TOKENS, Budget, DraftModel, Env, ModelSpec, ServerArgs, SglangVersion, Strict
+from mambasizer.schemas.request import (
+    MAX_CONTEXT,
+    MAX_TOKENS,
+    Budget,
+    DraftModel,
+    Env,
+    ModelSpec,
+    ServerArgs,
+    SglangVersion,
+    Strict,
+)
 
 MAX_SIDE_GRID = 64  # settings (tp x pp x dp x dcp x ep x a2a x dtypes x speculative) one side searches
 MAX_ALTERNATIVES = 20

@@ -27,15 +27,22 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
-from itertools import product
 from collections.abc import Callable
+from itertools import product
 from typing import Any
 
 from pydantic import ValidationError
 
 from mambasizer.schemas.disaggregated import PairSummary
 from mambasizer.schemas.plan import Plan
-from mambasizer.schemas.recommend import Candidate, RecommendRequest, Search, Target, TargetCheck
+from mambasizer.schemas.recommend import (
+    Candidate,
+    Objective,
+    RecommendRequest,
+    Search,
+    Target,
+    TargetCheck,
+)
 from mambasizer.schemas.recommend_disaggregated import (
     MAX_SIDE_GRID,
     DecodeSide,
@@ -232,7 +239,8 @@ def _side_request(req: RecommendDisaggregatedRequest, role: str, side: PrefillSi
     base["disaggregation_mode"] = role
     if req.context_length is not None and "context_length" not in fixed:
         base["context_length"] = req.context_length
-    mamba_cache, objective = True, "most_requests"
+    mamba_cache = True
+    objective: Objective = "most_requests"
     # One full request must fit one worker's pool: C logical tokens are C / dcp per-rank rows.
     ctx = None if req.context_length is None else _ceil(req.context_length, d)
     if isinstance(side, DecodeSide):
@@ -378,6 +386,7 @@ def _startable(sreq: RecommendRequest, layout: Any, points: list[dict], out: _Si
     GPU its backend cannot run, TBO without DP, ...) is rejected whatever the layer partition
     or the mamba cache size, so the search spends nothing more on it."""
     budget = Budget(gpu=sreq.gpu) if sreq.gpu is not None else sreq.budget
+    assert budget is not None  # RecommendRequest requires exactly one of them
     keep = []
     for point in points:
         out.settings += 1
@@ -402,7 +411,7 @@ def _startable(sreq: RecommendRequest, layout: Any, points: list[dict], out: _Si
 
 
 def _side_field(role: str, field: str) -> str:
-    if field.startswith("server_args.") or field.startswith("search."):
+    if field.startswith(("server_args.", "search.")):
         return f"{role}.{field}"
     if field.startswith("sglang_args"):
         # A searched setting's launch line the release's own parser refuses on re-plan.

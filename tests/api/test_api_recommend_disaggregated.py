@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from api_helpers import assert_problem
 
+from api_helpers import assert_problem
 from mambasizer.service.api.recommend_disaggregated import EXAMPLE
 from mambasizer.service.recommend.disaggregated import PP_SPEC_PREFILL_ONLY
 

@@ -4,8 +4,8 @@ quant method shares."""
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 from collections.abc import Sequence
+from functools import lru_cache
 
 from mambasizer.service.solver.errors import PlanInputError
 
