@@ -98,9 +98,10 @@ def recommend_job(body: bytes, options: dict) -> Answer:
 
 
 def recommend_disaggregated_job(body: bytes, options: dict) -> Answer:
-    from mambasizer.service.recommend.disaggregated import recommend_disaggregated
+    from mambasizer.service.recommend.disaggregated import SECONDS_PER_SIDE, recommend_disaggregated
 
-    return Answer(200, APPLICATION_JSON, recommend_disaggregated(wire.decode_json(body)).model_dump_json().encode())
+    answer = recommend_disaggregated(wire.decode_json(body), seconds_per_side=SECONDS_PER_SIDE)
+    return Answer(200, APPLICATION_JSON, answer.model_dump_json().encode())
 
 
 def sweep_job(body: bytes, options: dict) -> Answer:

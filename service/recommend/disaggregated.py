@@ -74,7 +74,7 @@ _KNOBS = {
 # Plans one side may run (its grid's start checks, partitions and cache bisections together):
 # both sides within the heavy pool's deadline on 2 busy cores for the largest presets.
 PLANS_PER_SIDE = 600
-SECONDS_PER_SIDE = 1.5
+SECONDS_PER_SIDE = 1.5  # the API's time bound per side (recommend_disaggregated's seconds_per_side)
 CHUNK = 2  # settings per search.recommend_grid call (each re-plans its answers once more)
 _DEFAULT_ARGS_VALUES = ServerArgs().model_dump()
 _EXPERT_KEYS = ("num_experts", "n_routed_experts", "num_local_experts")
@@ -330,7 +330,7 @@ class _Side:
         self.warnings: list[str] = []
 
 
-def _search_side(req: RecommendDisaggregatedRequest, role: str, layout: Any) -> _Side:
+def _search_side(req: RecommendDisaggregatedRequest, role: str, layout: Any, seconds: float | None) -> _Side:
     side: PrefillSide | DecodeSide = getattr(req, role)
     _fixed_rules(role, side)
     out = _Side()
@@ -338,16 +338,17 @@ def _search_side(req: RecommendDisaggregatedRequest, role: str, layout: Any) -> 
     total = sum(len(v) for v in grid.values())
     # The side's share of the plan bound: search.recommend_grid stops at search.MAX_PLANS.
     spent = search.MAX_PLANS - PLANS_PER_SIDE
-    # And of the time: a plan of the largest checkpoints costs tens of ms (their weights per
-    # stage), so the grid is searched a few settings at a time until the side's seconds are spent.
-    stop = time.monotonic() + SECONDS_PER_SIDE
+    # And of the time, when given (the API's heavy pool: its deadline): a plan of the largest
+    # checkpoints costs tens of ms (their weights per stage), so the grid is searched a few
+    # settings at a time until the side's seconds are spent.
+    stop = math.inf if seconds is None else time.monotonic() + seconds
     done = 0
     for d, points in sorted(grid.items()):
         sreq = _side_request(req, role, side, d)
         for i in range(0, len(points), CHUNK):
             if time.monotonic() >= stop:
                 out.warnings.append(
-                    f"mambasizer: the {role} search stopped at its time bound of {SECONDS_PER_SIDE:g} s after {done} of {total} "
+                    f"mambasizer: the {role} search stopped at its time bound of {seconds:g} s after {done} of {total} "
                     f"settings (the rest were not searched): narrow {role}.search"
                 )
                 out.ranked.sort(key=lambda kv: kv[0])
@@ -438,11 +439,14 @@ def _plan_fields(side_json: dict) -> dict:
     return {k: v for k, v in side_json.items() if k in Plan.model_fields}
 
 
-def recommend_disaggregated(raw: Any) -> RecommendDisaggregatedResponse:
+def recommend_disaggregated(raw: Any, seconds_per_side: float | None = None) -> RecommendDisaggregatedResponse:
+    """The answer to a RecommendDisaggregatedRequest. `seconds_per_side` bounds each side's
+    search in time too (POST /v1/recommend/disaggregated passes SECONDS_PER_SIDE, to answer
+    within the heavy pool's deadline); without it the answer depends only on the request."""
     req = parse(raw)
     budget = {"gpu": req.gpu} if req.gpu is not None else req.budget.model_dump(exclude_none=True) if req.budget else {}
     layout = model_layout(PlanRequest.model_validate({"model": req.model.model_dump(exclude_defaults=True), "budget": budget}))
-    sides = {role: _search_side(req, role, layout) for role in ROLES}
+    sides = {role: _search_side(req, role, layout, seconds_per_side) for role in ROLES}
     best: dict[str, SideChoice | None] = {role: s.ranked[0][1] if s.ranked else None for role, s in sides.items()}
     warnings = [w for s in sides.values() for w in s.warnings]
     pair: PairSummary | None = None

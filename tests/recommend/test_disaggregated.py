@@ -113,3 +113,15 @@ def test_pp_with_mtp_is_searched_on_prefill_only():
     assert all(a.pp_size == 1 for a in r.alternatives["decode"])
     assert r.prefill.speculative_algorithm == "NEXTN" and r.decode.speculative_algorithm == "NEXTN"
     _assert_replanned({"preset": "qwen3.5-27b"}, r)
+
+
+def test_the_time_bound_stops_each_side_and_says_so():
+    # POST /v1/recommend/disaggregated passes SECONDS_PER_SIDE; at zero seconds nothing is searched.
+    body = {"model": Q3N, "gpu": "h200", "prefill": {"in_flight_requests": 64}, "decode": {"concurrent_requests": 64}}
+    r = recommend_disaggregated(body, seconds_per_side=0.0)
+    assert r.prefill is None and r.decode is None
+    assert "mambasizer: the decode search stopped at its time bound of 0 s after 0 of 10 settings (the rest were not searched): narrow decode.search" in r.warnings
+    assert any(w.startswith("mambasizer: the prefill search stopped at its time bound of 0 s after 0 of 4 settings") for w in r.warnings)
+    # Unbounded (the library's default), the same request is answered in full.
+    full = recommend_disaggregated(body)
+    assert full.prefill is not None and full.decode is not None and not full.warnings
