@@ -1,8 +1,12 @@
 """`POST /v1/check-log` and `mambasizer check-log --json`: a start-up log compared with the plan.
 
 The answer's shape is fixed so other tools can rely on it:
-`{"sglang_version", "gpu", "estimate_gpu", "ranks": [{"rank": "TP0", "figures": {NAME: {"logged", "predicted", "cause"}},
-"estimated": {NAME: {"logged", "predicted", "error_gb", "match", "cause"}}}]}`.
+`{"sglang_version", "release": {...}, "role": {...}, "gpu", "estimate_gpu", "ranks": [{"rank": "TP0", "figures": {NAME: {"logged",
+"predicted", "cause"}}, "estimated": {NAME: {"logged", "predicted", "error_gb", "match", "cause"}}}]}`.
+`release` is the SGLang release whose plan the log is compared with and how it was told (the request, the
+printed version, inferred from the log's text, or assumed); `role` the disaggregation role planned.
+A disaggregated pair is `{"prefill": {...}, "decode": {...}}` both ways: each side checked with its role's plan,
+plus the pair's summary.
 `figures` is the plan run on the free memory the log measured (exact given that memory);
 `estimated` is the second comparison: the memory figures predicted before a boot.
 """
@@ -13,7 +17,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from mambasizer.schemas.request import MAX_SGLANG_ARG_CHARS, MAX_SGLANG_ARGS
+from mambasizer.schemas.disaggregated import PairSummary
+from mambasizer.schemas.request import MAX_SGLANG_ARG_CHARS, MAX_SGLANG_ARGS, SglangVersion
 
 MAX_LOG_CHARS = 1 << 20  # 1 MiB, as the body limit
 # The text/plain form: the log itself, read as a stream keeping only the start-up lines, so a
@@ -23,6 +28,9 @@ MAX_LOG_BODY_BYTES = 64 << 20
 # half the body limit, so the largest body the schema allows still fits (a longer log: send
 # it as text/plain).
 MAX_JSON_LOG_CHARS = 1 << 19
+# A disaggregated pair's JSON carries two logs, each with its launch arguments: each log is at
+# most a quarter of the body limit, less 4 KiB so the largest valid pair still fits.
+MAX_PAIR_LOG_CHARS = (1 << 18) - (1 << 12)
 
 FigureName = Literal[
     "avail_mem_before_load_gb",
@@ -66,6 +74,33 @@ class CheckLogRequest(BaseModel):
         "memory in MiB as nvidia-smi prints it (`81559`; a capacity outside the catalog is sized with Hopper's calibrated "
         "residents), for the memory estimates; it wins over the log's GPU line. An unknown name is a 422 naming `gpu`.",
     )
+    sglang_version: SglangVersion | None = Field(
+        None,
+        description="The SGLang release that wrote the log, when known: its plan is compared with, whatever the log "
+        "prints or its text suggests. Left out, the release is read from the log (the printed version, else the "
+        "server_args record's fields and the start-up wordings that changed between releases), and the answer's "
+        "`release` says how.",
+    )
+
+
+class CheckLogSide(CheckLogRequest):
+    """One side of a disaggregated pair: as the single form, its log at most MAX_PAIR_LOG_CHARS (both fit the body limit)."""
+
+    log: str = Field(
+        min_length=1,
+        max_length=MAX_PAIR_LOG_CHARS,
+        description=f"This side's SGLang start-up log (at most {MAX_PAIR_LOG_CHARS} characters). A log whose "
+        "server_args name the other role (or aggregated serving) is a 422 naming `<side>.log`.",
+    )
+
+
+class CheckLogPairRequest(BaseModel):
+    """A disaggregated deployment's two logs: each compared with its role's plan."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prefill: CheckLogSide = Field(description="The prefill node's log (`--disaggregation-mode prefill`); planned as prefill when its server_args do not say.")
+    decode: CheckLogSide = Field(description="The decode node's log (`--disaggregation-mode decode`); planned as decode when its server_args do not say.")
 
 
 class FigureCheck(BaseModel):
@@ -102,12 +137,55 @@ class RankCheck(BaseModel):
     )
 
 
+class ReleaseRange(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    first: str = Field(description="The earliest release the log's text allows.")
+    last: str = Field(description="The latest release the log's text allows.")
+    same_accounting: bool = Field(description="Every release in the range sizes alike (one accounting epoch): the guess cannot move a figure.")
+
+
+class ReleaseUsed(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    sglang_version: str = Field(description="The release whose plan the log is compared with (one of SUPPORTED_RELEASES).")
+    source: Literal["request", "printed", "inferred", "assumed default"] = Field(
+        description="How it was told: named in the request; printed in the log (a release mambasizer does not carry: the "
+        "nearest one, said in `note`); inferred from the log's text (the server_args record's fields, the wordings that "
+        "changed between releases); or assumed (0.5.23) when nothing tells."
+    )
+    how: str = Field(description="The evidence, in words.")
+    candidates: ReleaseRange | None = Field(description="The releases the log allows, when the release is inferred or assumed; null when named or printed.")
+    note: str | None = Field(description="A guess, a nearest release, or evidence that disagrees with the release used; null when none.")
+
+
+class RoleUsed(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    disaggregation_mode: Literal["null", "prefill", "decode"] = Field(description="The role planned: `null` is aggregated serving.")
+    source: str = Field(description="Where it came from: `server_args` (the log's record), `launch arguments`, `the pair's side`, or `default`.")
+    dcp_size: int = Field(description="Decode context parallelism planned (`--dcp-size`).")
+    moe_a2a_backend: str = Field(description="The MoE all-to-all backend planned (`deepep` reserves its buffer).")
+    enable_two_batch_overlap: bool = Field(description="Two-batch overlap planned.")
+
+
 class CheckLogResponse(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     sglang_version: str | None = Field(description="The SGLang version where the log prints it.")
+    release: ReleaseUsed = Field(description="The release compared with, and how it was told.")
+    role: RoleUsed = Field(description="The disaggregation role (and DCP / DeepEP / TBO) the plan was made for.")
     gpu: str | None = Field(description="The GPU where the log prints it.")
     estimate_gpu: str | None = Field(
         None, description="The catalog GPU the free-memory estimates assume (the request's `gpu`, else the log's GPU line); null when none."
     )
     ranks: list[RankCheck]
+
+
+class CheckLogPairResponse(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    prefill: CheckLogResponse = Field(description="The prefill log against the prefill plan.")
+    decode: CheckLogResponse = Field(description="The decode log against the decode plan.")
+    pair: PairSummary | None = Field(description="What the planned pair sustains (one replica each, on the memory each log measured); null when a side has no plan.")
+    notes: list[str] = Field(default_factory=list, description="What differs between the sides (release, model).")

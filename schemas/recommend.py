@@ -1,9 +1,9 @@
 """RecommendRequest / RecommendResponse: the launch settings that reach a target.
 
 `POST /v1/recommend` and `mambasizer recommend FILE` take the same JSON. Every list the search
-walks is bounded (at most 16 values per knob, 64 GPU counts), so no number a client sends makes
-the search larger than a fixed grid; the figures of a target only enter comparisons and
-bisections (logarithmic in their size).
+walks is bounded (at most 16 values per knob, 64 GPU counts, 16 GPU kinds, which share one
+search's bounds), so no number a client sends makes the search larger than a fixed grid; the
+figures of a target only enter comparisons and bisections (logarithmic in their size).
 """
 
 from __future__ import annotations
@@ -34,10 +34,16 @@ from mambasizer.schemas.request import (
 MAX_KNOB_VALUES = 16
 MAX_GPU_COUNTS = 64
 MAX_LIMIT = 100
+# GPU kinds one request compares: they share one search's bounds (MAX_GRID settings, MAX_PLANS
+# plans), so the list only divides that work; 16 holds every confirmed catalog part.
+MAX_GPU_KINDS = 16
+MAX_PRICE = 1_000_000.0  # per GPU-hour
 
 Parallel = Annotated[int, Field(ge=1, le=MAX_PARALLEL)]
 SsmDType = Literal["float32", "bfloat16", "float16"]
-Objective = Literal["fewest_gpus", "most_requests", "most_tokens"]
+Objective = Literal["fewest_gpus", "most_requests", "most_tokens", "cheapest"]
+GpuName = Annotated[str, Field(min_length=1, max_length=64)]
+Price = Annotated[float, Field(gt=0, le=MAX_PRICE, allow_inf_nan=False)]
 
 
 # A searched knob: 1-16 values (the grid is their product, so its size is bounded).
@@ -87,8 +93,14 @@ class Search(Strict):
 
 class RecommendRequest(Strict):
     model: ModelSpec
-    gpu: Annotated[str, Field(min_length=1, max_length=64)] | None = Field(
-        None, description='A catalog GPU (`GET /v1/gpus`): every candidate is planned from the GPU alone (budget {"gpu": ...}).'
+    gpu: GpuName | Annotated[list[GpuName], Field(min_length=1, max_length=MAX_GPU_KINDS)] | None = Field(
+        None, description='A catalog GPU (`GET /v1/gpus`), or a list of them to compare (e.g. ["h200", "b200", "mi300x"]; '
+        'two spellings of one part count once): every candidate is planned from its GPU alone (budget {"gpu": ...}). '
+        "Every part needs a confirmed capacity (`confirmed: true`).",
+    )
+    gpu_prices: Annotated[dict[GpuName, Price], Field(min_length=1, max_length=MAX_GPU_KINDS)] | None = Field(
+        None, description="Price per GPU-hour of each requested GPU (any currency, the same for all; keys among `gpu`, "
+        "or budget.gpu): each candidate then states its cost per hour. `cheapest` needs a price for every requested GPU.",
     )
     budget: Budget | None = Field(
         None, description="Instead of `gpu`: any PlanRequest budget form. A measured one is taken as holding for every layout searched.",
@@ -97,7 +109,11 @@ class RecommendRequest(Strict):
         None, description="GPU counts per replica (tp_size x pp_size) the answer may use; all products of the searched sizes when absent.",
     )
     target: Target = Target()
-    objective: Objective = "fewest_gpus"
+    objective: Objective = Field(
+        "fewest_gpus", description="fewest_gpus (then, across GPU kinds, the lower cost when priced, then the most KV tokens), "
+        "most_requests, most_tokens, or cheapest (the lowest cost per hour of a replica: GPUs per replica x its price, "
+        "then the fewest GPUs, then the most KV tokens). Full ties go to the GPU listed first in `gpu`.",
+    )
     search: Search = Search()
     server_args: ServerArgs = ServerArgs()
     sglang_args: Annotated[list[Annotated[str, Field(max_length=MAX_SGLANG_ARG_CHARS)]], Field(max_length=MAX_SGLANG_ARGS)] | None = Field(
@@ -126,6 +142,10 @@ class TargetCheck(Out):
 
 
 class Candidate(Out):
+    gpu: str | None = Field(description="The GPU kind this candidate is planned on (catalog name); null for a budget that names none.")
+    cost_per_hour: float | None = Field(
+        description="One replica's price per hour: GPUs per replica x gpu_prices[gpu] (replicas are not modelled); null when unpriced.",
+    )
     gpus: int = Field(description="GPUs per replica (tp_size x pp_size).")
     tp_size: int
     pp_size: int
@@ -144,8 +164,11 @@ class Candidate(Out):
 class RecommendResponse(Out):
     objective: Objective
     candidates: list[Candidate] = Field(description="Best first: one per parallel layout and dtype choice.")
-    pareto: list[Candidate] = Field(description="The Pareto front over (fewest GPUs, most requests, most tokens) of every startable setting searched.")
-    searched: int = Field(description="Plans run.")
-    refused: dict[str, int] = Field(description="Settings SGLang would refuse, counted by its reason (the plan's error kind, or the input field it rejects).")
+    pareto: list[Candidate] = Field(
+        description="The Pareto front over (fewest GPUs, most requests, most tokens; and the lowest cost when priced) of every "
+        "startable setting searched, across every GPU kind.",
+    )
+    searched: int = Field(description="Plans run (over every GPU kind).")
+    refused: dict[str, int] = Field(description="Settings SGLang would refuse, counted by its reason (the plan's error kind, or the input field it rejects), over every GPU kind.")
     why: str
     warnings: list[str] = Field(default_factory=list)

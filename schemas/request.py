@@ -292,7 +292,7 @@ class ServerArgs(Strict):
     disable_prefill_cuda_graph: StrictBool = False
     disable_decode_cuda_graph: StrictBool = False
     attention_backend: Literal["fa3", "flashinfer", "triton"] | None = Field(
-        None, description="Only the Hopper backends that leave the page size alone are modelled; unset means SGLang's default (fa3)."
+        None, description="Only the backends that leave the page size alone may be named; unset means the default SGLang picks for the model on the GPU (fa3 on Hopper; trtllm_mha/trtllm_mla on Blackwell and aiter on AMD for some families; `resolved.attention_backend` says which)."
     )
     mamba_track_interval: Annotated[StrictInt, Field(ge=1, le=1 << 20)] = 256
     enable_linear_replayssm: StrictBool = Field(

@@ -8,9 +8,10 @@ when they drift):
 Covered: every `$ mambasizer plan examples/F` block (the CLI's stdout, as many lines as the
 README shows), every `$ mambasizer check-log ...` block (its stdout; a `...` line in the README
 stands for output lines left out, and each run of lines between them must be the real output's,
-in order), the `POST /v1/check-log` curl example (its jq projection), the `POST /v1/sweep`
-JSON example (its jq projection, computed here) and the `POST /v1/recommend/disaggregated`
-examples (`-d @examples/F`, the jq projections `.prefill, .decode | {KEYS}`, `.pair`, `-r .why`).
+in order), every `$ mambasizer recommend examples/F ...` block (its stdout, whole), the
+`POST /v1/check-log` curl example (its jq projection), the `POST /v1/sweep` JSON example
+(its jq projection, computed here) and the `POST /v1/recommend/disaggregated` examples
+(`-d @examples/F`, the jq projections `.prefill, .decode | {KEYS}`, `.pair`, `-r .why`).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ CHECKLOG_CURL = re.compile(
     r"    \| jq -c '\.ranks\[0\]\.figures\.(\w+)'\n(.*?)\n"
 )
 ELIDED = "..."
+# `$ mambasizer recommend examples/F [flags]` and its whole stdout, in one ```bash block.
+RECOMMEND_BLOCK = re.compile(r"\$ mambasizer recommend (examples/[^\n]+)\n(.*?)\n```", re.S)
 SWEEP_BLOCK = re.compile(
     r"\$ curl -s localhost:8000/v1/sweep -d '(\{.*?\})' \\\n    \| jq -c '\.rows\[\] \| \{([a-z_, ]+)\}'\n(.*?)\n(?=\$ |```)", re.S
 )
@@ -85,6 +88,11 @@ def cli_output(argv: list[str]) -> list[str]:
     finally:
         os.chdir(here)
     return [line.rstrip() for line in out.getvalue().rstrip("\n").split("\n")]
+
+
+def recommend_blocks(text: str) -> list[tuple[list[str], list[str]]]:
+    """(argv after `mambasizer`, the lines shown) per recommend block."""
+    return [(["recommend", *shlex.split(m.group(1))], m.group(2).split("\n")) for m in RECOMMEND_BLOCK.finditer(text)]
 
 
 def _key(line: str) -> list[str] | str:
@@ -190,6 +198,12 @@ def render(text: str) -> str:
         return m.group(0).replace(m.group(2), "\n".join(new) + "\n")
 
     text = CHECKLOG_BLOCK.sub(checklog, text)
+
+    def recommend(m: re.Match) -> str:
+        real = cli_output(["recommend", *shlex.split(m.group(1))])
+        return m.group(0)[: m.start(2) - m.start(0)] + "\n".join(real) + m.group(0)[m.end(2) - m.start(0):]
+
+    text = RECOMMEND_BLOCK.sub(recommend, text)
     curl = CHECKLOG_CURL.search(text)
     if curl is not None:
         text = text[: curl.start(3)] + checklog_curl_output(curl.group(1), curl.group(2)) + text[curl.end(3):]

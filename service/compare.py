@@ -5,9 +5,12 @@ Two modes, one answer shape:
 
 * accounting mode (no `baseline_sglang_version`, the seed's question, wire format unchanged):
   the request under the counterfactual `whole-model` accounting against `sglang-0.5.23`'s.
-* release mode (`baseline_sglang_version` given): the request planned under that release
-  against the request under its own `sglang_version`, both with the release's own (sglang)
-  accounting; `baseline_accounting` / `accounting` read e.g. "sglang-0.5.16" / "sglang-0.5.23".
+* release mode (`from_version` given, with `to_version`; the older spelling
+  `baseline_sglang_version` / `sglang_version` is the same contract): the request planned
+  under `from_version` against the request under `to_version`, both with the release's own
+  (sglang) accounting; `baseline_accounting` / `accounting` read e.g. "sglang-0.5.16" /
+  "sglang-0.5.23", and `upgrade` says whether `to_version` still starts it, the capacity and
+  the per-stage slack at both releases (service/upgrade.py).
 
 Every FieldDelta carries `baseline` / `candidate`; the accounting mode also keeps the old
 `whole-model` / `sglang-0.5.23` keys (same values), the release mode omits them.
@@ -20,8 +23,9 @@ When the upgrade changes the sizing enough to matter at an unchanged
 `--mem-fraction-static` (a headline figure moves by MATERIAL_RELATIVE or more, a pool on
 some stage by MATERIAL_BYTES or more, or one side would not start), the answer carries a
 warning that says where the memory went, and `pin`: the launch flags that keep the old
-sizing (`--max-mamba-cache-size`, `--max-total-tokens`, `--max-running-requests`), checked
-by planning them under SGLang 0.5.23's accounting.
+sizing (`--mem-fraction-static` and `--mamba-radix-cache-strategy` where the two releases
+resolve them differently, then `--max-mamba-cache-size`, `--max-total-tokens`,
+`--max-running-requests`), checked by re-planning them under the candidate.
 """
 
 from __future__ import annotations
@@ -34,7 +38,9 @@ from mambasizer.schemas import Plan, PlanRequest
 from mambasizer.schemas.plan import REFERENCE
 from mambasizer.schemas.releases import SUPPORTED_RELEASES
 from mambasizer.schemas.request import SglangVersion
+from mambasizer.service import upgrade
 from mambasizer.service.planner import plan
+from mambasizer.service.sglang_args import option_for
 from mambasizer.service.solver.errors import PlanInputError
 
 BASELINE = "whole-model"
@@ -68,6 +74,7 @@ STAGE_FIELDS = (
     "kv_pool_bytes",
     "req_to_token_bytes",
     "idle_bytes",
+    "slack_bytes",
 )
 # How a release-mode warning names each headline figure.
 LABELS = {
@@ -82,8 +89,14 @@ PIN_FLAGS = {
     "max_running_requests": "--max-running-requests",
 }
 PIN_ARGS = {"max_mamba_cache_size": "max_mamba_cache_size", "max_total_num_tokens": "max_total_tokens", "max_running_requests": "max_running_requests"}
+# Resolved settings a release may choose differently at the same flags (0.5.14 resolves `auto`
+# to extra_buffer; 0.5.15 lowers Qwen3-Next's mem_fraction_static): pinned first, as the
+# baseline resolved them, in the candidate release's spelling of the flag.
+# An explicit no_buffer needs --disable-overlap-schedule, which older releases set themselves.
+RESOLVED_PINS = ("mem_fraction_static", "mamba_radix_cache_strategy", "disable_overlap_schedule")
 
 Number = int | float
+RELEASE_FIELDS = ("from_version", "to_version", "baseline_sglang_version")
 
 
 class CompareRequest(PlanRequest):
@@ -95,12 +108,21 @@ class CompareRequest(PlanRequest):
         "request's `sglang_version` parses them; the baseline release is planned with the same resolved "
         "server_args).",
     )
+    from_version: SglangVersion | None = Field(
+        None,
+        description="Release mode: the SGLang release the deployment runs (the baseline, planned with its own "
+        "accounting), compared with `to_version` at the same flags: what the upgrade (or downgrade) changes. "
+        "A release that cannot load the model is a 422 naming the field. Absent (and no "
+        "`baseline_sglang_version`): accounting mode, the `whole-model` counterfactual against `sglang-0.5.23`.",
+    )
+    to_version: SglangVersion | None = Field(
+        None,
+        description="Release mode: the release to upgrade to (the candidate); the same as `sglang_version` "
+        "(give one, or both equal). Needs `from_version`. Default: `sglang_version`, else 0.5.23.",
+    )
     baseline_sglang_version: SglangVersion | None = Field(
         None,
-        description="Release mode: plan the request under this SGLang release (its own accounting) as the "
-        "baseline and under `sglang_version` as the candidate: what the upgrade (or downgrade) changes at the "
-        "same flags. A release that cannot load the model is a 422 naming it. Absent: accounting mode, the "
-        "`whole-model` counterfactual against `sglang-0.5.23` (the answer as before this field existed).",
+        description="The older name of `from_version` (kept working; give one, or both equal).",
     )
 
 
@@ -118,14 +140,44 @@ class FieldDelta(BaseModel):
     relative: float | None = Field(description="delta / baseline; null when the baseline is 0 or unknown.")
 
 
+class CapacityChange(BaseModel):
+    model_config = ConfigDict(populate_by_name=True)
+    from_: int | None = Field(alias="from", description="The figure at from_version.")
+    to: int | None = Field(description="The figure at to_version.")
+    loss: float | None = Field(description="Share of the from_version figure lost (0 when the upgrade gains); null when either side does not start.")
+
+
+class SlackChange(BaseModel):
+    pp_rank: int
+    from_bytes: int | None = Field(description="Free bytes after load minus the pools (mamba, KV, req-to-token) on this stage at from_version; null without a free-memory budget.")
+    to_bytes: int | None = Field(description="The same at to_version.")
+    loss: float | None = Field(description="Share of the from_version slack lost (0 when it grows).")
+
+
+class Upgrade(BaseModel):
+    """Release mode: whether the new release still starts the deployment, and what it keeps."""
+
+    from_version: str
+    to_version: str
+    started: bool = Field(description="from_version starts it (the baseline plan is feasible).")
+    starts: bool = Field(description="to_version starts it, by the plan's own rules (the candidate plan is feasible).")
+    start_error: str | None = Field(description="SGLang's error at to_version when it would not start.")
+    capacity: dict[str, CapacityChange] = Field(description="max_running_requests and max_total_num_tokens at both releases.")
+    slack: list[SlackChange] = Field(description="Per PP stage: the memory left outside the pools once they are allocated, at both releases.")
+
+
 class StageDelta(BaseModel):
     pp_rank: int
     fields: dict[str, FieldDelta]
 
 
 class Pin(BaseModel):
-    sglang_args: list[str] = Field(description="Flags to add to the candidate's launch command to keep the baseline's sizing.")
-    server_args: dict[str, int] = Field(description="The same pins as server_args fields.")
+    sglang_args: list[str] = Field(
+        description="Flags to add to the candidate's launch command to keep the baseline's sizing, in the candidate "
+        "release's spelling: --mem-fraction-static and --mamba-radix-cache-strategy where the releases resolve them "
+        "differently, then --max-mamba-cache-size, --max-total-tokens, --max-running-requests."
+    )
+    server_args: dict[str, bool | int | float | str] = Field(description="The same pins as server_args fields.")
     reproduces_baseline: bool = Field(
         description="Planning with these pins under the candidate (sglang-0.5.23's accounting, or the request's "
         "sglang_version in release mode) gives the baseline's headline figures and pools."
@@ -149,6 +201,7 @@ class CompareResponse(BaseModel):
     material: bool = Field(description="The upgrade changes the sizing enough to matter at an unchanged --mem-fraction-static.")
     warnings: list[str]
     pin: Pin | None
+    upgrade: Upgrade | None = Field(None, description="Release mode only: starts, capacity and per-stage slack at both releases.")
     ignored_sglang_args: list[str] | None = None
     sglang_args_warnings: list[str] | None = None
 
@@ -173,9 +226,10 @@ def _delta(a: Any, b: Any, sides: _Sides) -> dict:
     return {**out, "delta": d, "relative": rel}
 
 
-def _stage_values(st) -> dict:
-    v = {f: getattr(st, f) for f in STAGE_FIELDS if f != "mamba_pool_bytes"}
+def _stage_values(st, slack: int | None) -> dict:
+    v = {f: getattr(st, f) for f in STAGE_FIELDS if f not in ("mamba_pool_bytes", "slack_bytes")}
     v["mamba_pool_bytes"] = st.conv_state_bytes + st.ssm_state_bytes + st.intermediate_state_bytes + st.replayssm_ring_bytes
+    v["slack_bytes"] = slack
     return v
 
 
@@ -188,51 +242,96 @@ def _headline(p: Plan) -> tuple:
 
 
 def _pools(p: Plan) -> list[tuple[int, int]]:
-    return [(v["mamba_pool_bytes"], v["kv_pool_bytes"]) for v in map(_stage_values, p.stages)]
+    return [(v["mamba_pool_bytes"], v["kv_pool_bytes"]) for v in (_stage_values(st, None) for st in p.stages)]
 
 
-def _plan_baseline_release(request: PlanRequest, version: str) -> Plan:
-    """The request under `version`: a release that cannot load the model (or size the path)
-    is refused under `baseline_sglang_version`, naming the release (the planner's own check)."""
+def _as_field(field: str, call, *args) -> Plan:
+    """`call(*args)`, with a release refusal (field sglang_version) renamed to `field`: the
+    name the client gave the release under."""
     try:
-        return plan(request.model_copy(update={"sglang_version": version, "accounting": CANDIDATE}))
+        return call(*args)
     except PlanInputError as exc:
-        if exc.field != "sglang_version":
+        if exc.field != "sglang_version" or field == "sglang_version":
             raise
-        message = exc.message.replace("choose a later sglang_version", "choose a later baseline_sglang_version")
-        raise PlanInputError("baseline_sglang_version", message) from None
+        message = exc.message.replace("choose a later sglang_version", f"choose a later {field}")
+        raise PlanInputError(field, message, exc.allowed) from None
+
+
+def _plan_baseline_release(request: PlanRequest, version: str, field: str = "baseline_sglang_version") -> Plan:
+    """The request under `version`: a release that cannot load the model (or size the path)
+    is refused under `field`, naming the release (the planner's own check)."""
+    return _as_field(field, plan, request.model_copy(update={"sglang_version": version, "accounting": CANDIDATE}))
+
+
+def _release(field: str, value: Any) -> str:
+    if not isinstance(value, str) or value not in SUPPORTED_RELEASES:
+        raise PlanInputError(
+            field, f"{value!r} is not a supported SGLang release; give one of {', '.join(SUPPORTED_RELEASES)}", SUPPORTED_RELEASES,
+        )
+    return value
+
+
+class Releases(NamedTuple):
+    """Release mode's two releases, and the names the body gave them under (for the 422s)."""
+
+    baseline: str | None
+    baseline_field: str = "baseline_sglang_version"
+    candidate_field: str = "sglang_version"
+
+
+def compare_releases(raw: dict) -> Releases:
+    """Take `from_version` / `to_version` / `baseline_sglang_version` off a decoded body (they
+    are CompareRequest's, not PlanRequest's); `to_version` becomes the body's `sglang_version`.
+    A bad or contradictory release is a 422 naming the field."""
+    given = {f: raw.pop(f) for f in RELEASE_FIELDS if raw.get(f) is not None}
+    for f in RELEASE_FIELDS:
+        raw.pop(f, None)
+    for field, value in given.items():
+        _release(field, value)
+    old = given.get("from_version", given.get("baseline_sglang_version"))
+    if "from_version" in given and "baseline_sglang_version" in given and given["from_version"] != given["baseline_sglang_version"]:
+        raise PlanInputError("from_version", f"{given['from_version']!r} differs from baseline_sglang_version "
+                             f"{given['baseline_sglang_version']!r}, its older name: give one")
+    candidate_field = "sglang_version"
+    if "to_version" in given:
+        if old is None:
+            raise PlanInputError("to_version", "needs from_version, the release the deployment runs now")
+        current = raw.get("sglang_version")
+        if current is not None and current != given["to_version"]:
+            raise PlanInputError("to_version", f"{given['to_version']!r} differs from sglang_version {current!r}: give one")
+        raw["sglang_version"] = given["to_version"]
+        candidate_field = "to_version"
+    baseline_field = "from_version" if "from_version" in given else "baseline_sglang_version"
+    return Releases(old, baseline_field, candidate_field)
 
 
 def compare_baseline_release(value: Any) -> str | None:
     """`baseline_sglang_version` from a decoded body: None, or a supported release (else a 422
     naming the field and listing the releases)."""
-    if value is None:
-        return None
-    if not isinstance(value, str) or value not in SUPPORTED_RELEASES:
-        raise PlanInputError(
-            "baseline_sglang_version",
-            f"{value!r} is not a supported SGLang release; give one of {', '.join(SUPPORTED_RELEASES)}",
-            SUPPORTED_RELEASES,
-        )
-    return value
+    return None if value is None else _release("baseline_sglang_version", value)
 
 
-def compare(request: PlanRequest, baseline_sglang_version: str | None = None) -> dict:
-    """Accounting mode when `baseline_sglang_version` is None, else release mode (the
-    module docstring). Raises PlanInputError for input that cannot be sized."""
+def compare(request: PlanRequest, baseline_sglang_version: str | None = None, releases: Releases | None = None) -> dict:
+    """Accounting mode when no baseline release is given, else release mode (the module
+    docstring). Raises PlanInputError for input that cannot be sized."""
+    if releases is None:
+        releases = Releases(baseline_sglang_version)
+    baseline_sglang_version = releases.baseline
     if baseline_sglang_version is None:
         sides = _Sides(BASELINE, CANDIDATE, False, {"accounting": CANDIDATE})
         base = plan(request.model_copy(update={"accounting": BASELINE}))
     else:
         sides = _Sides(f"sglang-{baseline_sglang_version}", f"sglang-{request.sglang_version}", True, {"accounting": CANDIDATE})
-        base = _plan_baseline_release(request, baseline_sglang_version)
-    cand = plan(request.model_copy(update=sides.candidate_update))
+        base = _plan_baseline_release(request, baseline_sglang_version, releases.baseline_field)
+    cand = _as_field(releases.candidate_field, plan, request.model_copy(update=sides.candidate_update))
+    base_json, cand_json = base.model_dump(mode="json"), cand.model_dump(mode="json")
+    base_slack, cand_slack = upgrade.stage_slack_bytes(base_json), upgrade.stage_slack_bytes(cand_json)
     deltas = {f: _delta(getattr(base, f), getattr(cand, f), sides) for f in TOP_FIELDS}
     deltas["feasible"] = _delta(base.feasible, cand.feasible, sides)
     stages: list[dict[str, Any]] = []
     moves = []  # (pp_rank, d_mamba, d_kv, d_idle)
-    for sb, sc in zip(base.stages, cand.stages, strict=True):  # one request: the same stages
-        vb, vc = _stage_values(sb), _stage_values(sc)
+    for sb, sc, slb, slc in zip(base.stages, cand.stages, base_slack, cand_slack, strict=True):  # one request: the same stages
+        vb, vc = _stage_values(sb, slb), _stage_values(sc, slc)
         fields = {f: _delta(vb[f], vc[f], sides) for f in STAGE_FIELDS}
         stages.append({"pp_rank": sb.pp_rank, "fields": fields})
         if base.feasible and cand.feasible:
@@ -253,7 +352,7 @@ def compare(request: PlanRequest, baseline_sglang_version: str | None = None) ->
     warnings: list[str] = []
     pin = None
     if material:
-        pin = _pin(request, base, sides) if base.feasible else None
+        pin = _pin(request, base, cand, sides) if base.feasible else None
         short = pin.pop("_short") if pin is not None else []
         warnings.append(_warning(base, cand, headline_moved, pool_moved, pin, sides, short))
     return {
@@ -268,16 +367,24 @@ def compare(request: PlanRequest, baseline_sglang_version: str | None = None) ->
         "material": material,
         "warnings": warnings,
         "pin": pin,
+        "upgrade": upgrade.summary(base_json, cand_json, baseline_sglang_version, request.sglang_version)
+        if baseline_sglang_version is not None else None,
     }
 
 
-def _pin(request: PlanRequest, base: Plan, sides: _Sides) -> dict | None:
-    pins: dict[str, int] = {}
+def _pin(request: PlanRequest, base: Plan, cand: Plan, sides: _Sides) -> dict | None:
+    pins: dict[str, Any] = {}
+    for field in RESOLVED_PINS:  # what the candidate resolves differently at the same flags
+        old, new = getattr(base.resolved, field), getattr(cand.resolved, field)
+        if old is not None and new is not None and old != new and old is not False:  # a switch pins only on
+            pins[field] = old
+    if pins.get("mamba_radix_cache_strategy") == "no_buffer" and not request.server_args.disable_overlap_schedule:
+        pins["disable_overlap_schedule"] = True  # an explicit no_buffer asserts it (0.5.14 on); no sizing effect
     for field in ("max_mamba_cache_size", "max_total_num_tokens"):
         value = getattr(base, field)
         if value is not None:
             pins[PIN_ARGS[field]] = value
-    if not pins:
+    if not any(PIN_ARGS[f] in pins for f in ("max_mamba_cache_size", "max_total_num_tokens")):
         return None
 
     def pinned(p: dict) -> Plan:
@@ -290,6 +397,10 @@ def _pin(request: PlanRequest, base: Plan, sides: _Sides) -> dict | None:
         trial = pinned(pins)
     reproduces = trial.feasible and _headline(trial) == _headline(base) and _pools(trial) == _pools(base)
     flags: list[str] = []
+    for field in RESOLVED_PINS:
+        if field in pins:
+            option = option_for(field, request.sglang_version)
+            flags += [option] if pins[field] is True else [option, str(pins[field])]
     for field, flag in PIN_FLAGS.items():
         arg = PIN_ARGS[field]
         if arg in pins:
@@ -298,7 +409,10 @@ def _pin(request: PlanRequest, base: Plan, sides: _Sides) -> dict | None:
     if not sides.release_mode:
         out["reproduces_whole_model"] = reproduces
     # What the pinned re-plan still gives differently (the warning says it; not part of Pin).
-    out["_short"] = [f"{f} {getattr(trial, f)} (not {getattr(base, f)})" for f in HEADLINE if getattr(trial, f) != getattr(base, f)]
+    if not trial.feasible and trial.error is not None:
+        out["_short"] = [f"a plan that would not start ({trial.error.message})"]
+    else:
+        out["_short"] = [f"{f} {getattr(trial, f)} (not {getattr(base, f)})" for f in HEADLINE if getattr(trial, f) != getattr(base, f)]
     return out
 
 
@@ -358,4 +472,4 @@ def _warning(base: Plan, cand: Plan, headline_moved: list, pool_moved: list, pin
     return "; ".join(parts) + "."
 
 
-__all__ = ["CompareRequest", "CompareResponse", "compare", "compare_baseline_release"]
+__all__ = ["CompareRequest", "CompareResponse", "Releases", "compare", "compare_baseline_release", "compare_releases"]

@@ -122,11 +122,9 @@ def summarize(plans: dict[str, Plan], replicas: dict[str, int]) -> PairSummary:
     })
 
 
-def plan_pair(raw: dict) -> dict:
-    """Both plans and the pair's summary, as the JSON object POST /v1/plan answers (each
-    side exactly as it answers that side alone). PlanInputError names the side's field."""
-    import json
-
+def plan_sides(raw: dict) -> tuple[dict[str, Any], dict[str, Plan], dict[str, int]]:
+    """({role: prepared request}, {role: Plan}, {role: replicas}) for a pair body.
+    PlanInputError names the side's field."""
     from mambasizer.service.api import wire
     from mambasizer.service.planner import plan
 
@@ -138,12 +136,25 @@ def plan_pair(raw: dict) -> dict:
         except PlanInputError as exc:
             raise within(role, exc) from None
     check_roles({role: p.request for role, p in prepared.items()})
-    plans, out = {}, {}
+    plans = {}
     for role, p in prepared.items():
         try:
             plans[role] = plan(p.request)
         except PlanInputError as exc:
             raise within(role, exc) from None
+    return prepared, plans, replicas
+
+
+def plan_pair(raw: dict) -> dict:
+    """Both plans and the pair's summary, as the JSON object POST /v1/plan answers (each
+    side exactly as it answers that side alone). PlanInputError names the side's field."""
+    import json
+
+    from mambasizer.service.api import wire
+
+    prepared, plans, replicas = plan_sides(raw)
+    out = {}
+    for role, p in prepared.items():
         body = wire.plan_json(plans[role])
         extra = p.extra_fields()
         out[role] = json.loads(wire.with_fields(body, extra) if extra else body)

@@ -51,6 +51,17 @@ FLAGS_FILE = Path(__file__).with_name("sglang_flags_0_5_23.json")
 RELEASE_FLAGS_FILE = Path(__file__).with_name("sglang_flags_releases.json")
 FIELD = "sglang_args"
 
+# Up to 0.5.13 the parallel sizes are parsed under their long names and renamed to the
+# ServerArgs fields by `ServerArgs.from_cli_args` (`args.tp_size = args.tensor_parallel_size`);
+# 0.5.14 gives the options `dest=` the field names. The server_args record prints the fields.
+FROM_CLI_ARGS_RENAMES = {
+    "tensor_parallel_size": "tp_size",
+    "pipeline_parallel_size": "pp_size",
+    "data_parallel_size": "dp_size",
+    "expert_parallel_size": "ep_size",
+    "attention_context_parallel_size": "attn_cp_size",
+    "moe_data_parallel_size": "moe_dp_size",
+}
 # Flag dests an older release spells differently from ours (and from 0.5.23): the release's
 # dest -> our ServerArgs field. 0.5.14 renamed them and kept the old options as aliases of
 # the new dest until 0.5.20 removed the aliases.
@@ -60,6 +71,8 @@ RELEASE_DEST_ALIASES = {
     "piecewise_cuda_graph_max_tokens": "cuda_graph_max_bs_prefill",
     "disable_piecewise_cuda_graph": "disable_prefill_cuda_graph",
 }
+# What the launch parser maps a release's dest to: the renamed fields and the parallel sizes.
+_PARSER_ALIASES = {**RELEASE_DEST_ALIASES, **FROM_CLI_ARGS_RENAMES}
 
 
 @dataclass
@@ -141,6 +154,17 @@ def _flags(release: str = DEFAULT_RELEASE) -> tuple[dict[str, _Flag], dict[str, 
         for opt in flag.options:
             by_option[opt] = flag
     return by_option, by_dest
+
+
+def option_for(dest: str, version: str = DEFAULT_RELEASE) -> str:
+    """The option `version`'s parser spells our ServerArgs field `dest` with
+    (mamba_radix_cache_strategy is --mamba-scheduler-strategy before 0.5.14)."""
+    _, by_dest = _flags(_release(version))
+    for theirs, ours in RELEASE_DEST_ALIASES.items():
+        if ours == dest and theirs in by_dest and dest not in by_dest:
+            dest = theirs
+    flag = by_dest.get(dest)
+    return flag.options[0] if flag is not None else "--" + dest.replace("_", "-")
 
 
 # --------------------------------------------------------------------------- value parsers
@@ -477,7 +501,7 @@ def parse_sglang_args(argv: list[str], release: str = DEFAULT_RELEASE) -> Parsed
         if rest:
             raise PlanInputError(FIELD, f"unexpected word {rest[0]!r} after {option}: SGLang takes no positional arguments")
         _check_choice(flag, option, value, release)
-        values[RELEASE_DEST_ALIASES.get(flag.dest, flag.dest)] = (option, value)
+        values[_PARSER_ALIASES.get(flag.dest, flag.dest)] = (option, value)
 
     for dest, (option, value) in values.items():
         _apply(dest, option, value, out)
@@ -507,7 +531,7 @@ def _flag_of(dest: str, release: str) -> _Flag:
     _, by_dest = _flags(release)
     if dest in by_dest:
         return by_dest[dest]
-    old = next(d for d, ours in RELEASE_DEST_ALIASES.items() if ours == dest and d in by_dest)
+    old = next(d for d, ours in _PARSER_ALIASES.items() if ours == dest and d in by_dest)
     return by_dest[old]
 
 

@@ -1,9 +1,13 @@
 """`POST /v1/check-log`: an SGLang start-up log compared with mambasizer's plan.
 
 The body is the log itself (`text/plain`, or any non-JSON type: `curl --data-binary @server.log`)
-or JSON `{"log": "...", "hf_config": {...}, "sglang_args": [...], "gpu": "h200"}` (all optional but
-`log`: the model's config.json, the launch command for a log cut without its server_args record,
-the catalog GPU for the memory estimates). The log itself may be up to 64 MiB
+or JSON `{"log": "...", "hf_config": {...}, "sglang_args": [...], "gpu": "h200", "sglang_version": "0.5.19"}`
+(all optional but `log`: the model's config.json, the launch command for a log cut without its
+server_args record, the catalog GPU for the memory estimates, the release that wrote the log when
+the log does not tell it). A disaggregated deployment's two logs go as JSON
+`{"prefill": {"log": ...}, "decode": {"log": ...}}`: each compared with its role's plan, plus the
+pair's summary (mambasizer.service.startlog.pair); a side whose log is the other role's is a 422
+naming `<side>.log`. The log itself may be up to 64 MiB
 (MAX_LOG_BODY_BYTES: a multi-rank log is mostly per-request lines): it is read as a stream,
 chunk by chunk, keeping only the start-up records (mambasizer.service.startlog.parse.BootLogReader), so its
 size costs time, not memory. The JSON form is bounded as every JSON body (1 MiB). A body over
@@ -22,12 +26,19 @@ from fastapi.responses import Response
 from pydantic import TypeAdapter, ValidationError
 from starlette.concurrency import run_in_threadpool
 
-from mambasizer.schemas.checklog import MAX_LOG_BODY_BYTES, CheckLogRequest, CheckLogResponse
+from mambasizer.schemas.checklog import (
+    MAX_LOG_BODY_BYTES,
+    CheckLogPairRequest,
+    CheckLogPairResponse,
+    CheckLogRequest,
+    CheckLogResponse,
+)
 from mambasizer.schemas.json_schema import standard_bounds
 from mambasizer.service.api import wire
 from mambasizer.service.api.plan import read_body
 from mambasizer.service.api.problems import TYPE_PREFIX, problem_doc, problem_response
 from mambasizer.service.startlog.compare import check_log
+from mambasizer.service.startlog.pair import SideError, check_pair
 from mambasizer.service.startlog.parse import BootLogError, BootLogReader
 
 router = APIRouter(tags=["plan"])
@@ -46,13 +57,31 @@ EXAMPLE_LOG = """\
 [2026-12-01 10:00:40] max_total_num_tokens=1788366, chunked_prefill_size=8192, max_prefill_tokens=16384, max_running_requests=51, context_len=8192, available_gpu_mem=10.41 GB
 """
 
-_REQUEST_SCHEMA = standard_bounds(TypeAdapter(CheckLogRequest).json_schema(mode="validation"))
+def _inlined(schema: Any, defs: dict) -> Any:
+    """`schema` with each local `$ref` replaced by its definition: the body schema is inline in
+    the operation, where `#/$defs/...` would not resolve (the models nest without recursion)."""
+    if isinstance(schema, list):
+        return [_inlined(s, defs) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if "$ref" in schema:
+        target = _inlined(defs[schema["$ref"].rsplit("/", 1)[-1]], defs)
+        return {**target, **{k: v for k, v in schema.items() if k != "$ref"}}
+    return {k: _inlined(v, defs) for k, v in schema.items()}
+
+
+_raw_schema = TypeAdapter(CheckLogRequest | CheckLogPairRequest).json_schema(mode="validation")
+_REQUEST_SCHEMA = standard_bounds(_inlined({k: v for k, v in _raw_schema.items() if k != "$defs"}, _raw_schema.get("$defs", {})))
 # What only reading decides: a log with none of SGLang's lines, a config or launch line that
-# cannot be sized (tests/api/schemathesis_hooks.py: a 422 for a schema-valid body names one).
-_REQUEST_SCHEMA["x-semantic-fields"] = ["log", "hf_config", "sglang_args", "gpu"]
+# cannot be sized, a pair's side whose log is the other role's (`prefill.log`, `decode.gpu`, ...)
+# (tests/api/schemathesis_hooks.py: a 422 for a schema-valid body names one).
+_REQUEST_SCHEMA["x-semantic-fields"] = ["log", "hf_config", "sglang_args", "gpu", "sglang_version", "prefill", "decode"]
 
 _RESPONSES: dict[Any, Any] = {
-    200: {"model": CheckLogResponse, "description": "Every figure the log prints, per rank: logged, predicted, and the cause of each difference."},
+    200: {
+        "model": CheckLogResponse | CheckLogPairResponse,
+        "description": "Every figure the log prints, per rank: logged, predicted, and the cause of each difference; for a pair, each side and the pair's summary.",
+    },
     413: problem_doc("The body is larger than its limit: 64 MiB for the text/plain log, 1 MiB for the JSON form."),
     422: problem_doc("The log cannot be read (`field`: `log`), or the JSON form, the config.json or the launch arguments are invalid (`field` names which)."),
 }
@@ -71,7 +100,11 @@ _BODY = {
         },
         "application/json": {
             "schema": _REQUEST_SCHEMA,
-            "examples": {"log": {"summary": "The same log in the JSON form (hf_config optional)", "value": {"log": EXAMPLE_LOG, "gpu": "h100"}}},
+            "examples": {
+                "log": {"summary": "The same log in the JSON form (hf_config optional)", "value": {"log": EXAMPLE_LOG, "gpu": "h100"}},
+                "release": {"summary": "The release named, for a log that does not print it", "value": {"log": EXAMPLE_LOG, "sglang_version": "0.5.23"}},
+                "pair": {"summary": "A disaggregated pair: each log with its role's plan", "value": {"prefill": {"log": EXAMPLE_LOG}, "decode": {"log": EXAMPLE_LOG}}},
+            },
         },
     },
 }
@@ -100,28 +133,55 @@ async def post_check_log(request: Request) -> Response:
     hf_config = None
     sglang_args = None
     gpu = None
+    sglang_version = None
     if _is_json(request):
         body = await read_body(request)
+        raw = wire.decode_json(body)
+        if "log" not in raw and ("prefill" in raw or "decode" in raw):
+            return await _post_pair(request, raw)
         try:
-            parsed = CheckLogRequest.model_validate(wire.decode_json(body))
+            parsed = CheckLogRequest.model_validate(raw)
         except ValidationError as exc:
-            err = exc.errors()[0]
-            field = ".".join(str(p) for p in err.get("loc", ())) or "request"
-            return problem_response(422, f"{field}: {err.get('msg')}", type_=TYPE_PREFIX + "invalid-input", title="The request cannot be read", instance=request.url.path, field=field)
+            return _invalid(request, exc)
         text: Any = parsed.log
         hf_config = parsed.hf_config
         sglang_args = parsed.sglang_args
         gpu = parsed.gpu
+        sglang_version = parsed.sglang_version
     else:
         try:
             text = await _read_log_stream(request)
         except BootLogError as exc:
             return _unreadable(request, str(exc))
     try:
-        result = await run_in_threadpool(check_log, text, hf_config, sglang_args, gpu)
+        result = await run_in_threadpool(check_log, text, hf_config, sglang_args, gpu, sglang_version)
     except BootLogError as exc:
         return _unreadable(request, str(exc))
     return Response(CheckLogResponse.model_validate(result.data).model_dump_json(), media_type="application/json")
+
+
+def _invalid(request: Request, exc: ValidationError) -> Response:
+    err = exc.errors()[0]
+    field = ".".join(str(p) for p in err.get("loc", ())) or "request"
+    return problem_response(422, f"{field}: {err.get('msg')}", type_=TYPE_PREFIX + "invalid-input", title="The request cannot be read", instance=request.url.path, field=field)
+
+
+async def _post_pair(request: Request, raw: dict) -> Response:
+    try:
+        parsed = CheckLogPairRequest.model_validate(raw)
+    except ValidationError as exc:
+        return _invalid(request, exc)
+    sides = {
+        role: {"text": side.log, "hf_config": side.hf_config, "sglang_args": side.sglang_args, "gpu": side.gpu, "sglang_version": side.sglang_version}
+        for role, side in (("prefill", parsed.prefill), ("decode", parsed.decode))
+    }
+    try:
+        result = await run_in_threadpool(check_pair, sides)
+    except SideError as exc:
+        if exc.field.endswith(".log"):
+            return problem_response(422, f"{exc.field}: {exc.message}", type_=UNREADABLE_LOG, title="The log cannot be read", instance=request.url.path, field=exc.field)
+        return problem_response(422, f"{exc.field}: {exc.message}", type_=TYPE_PREFIX + "invalid-input", title="The request cannot be used", instance=request.url.path, field=exc.field)
+    return Response(CheckLogPairResponse.model_validate(result.data).model_dump_json(), media_type="application/json")
 
 
 router.add_api_route(

@@ -8,6 +8,8 @@
       model: {preset: nemotron-h-56b-base-8k}
       sglang_args: ["--tp-size", "2", "--pp-size", "4"]
       budget: {free_gib_before_load: 139.6, free_gib_after_load: 100.0, gpu_memory_mib: 143771}
+      sglang_version: "0.5.16"      # the release it runs (default 0.5.23)
+      upgrade_to: ["0.5.23"]        # also plan it at these releases (one, or a list)
 
 Each entry is what `POST /v1/plan` takes; its `trial` is `true` or the trial options
 (mambasizer.service.api.deployment_trials runs those trials after each load). Every deployment is planned
@@ -20,6 +22,13 @@ not a silent override. A file that cannot be read or parsed keeps the previous
 deployments (and says so in the log and in `mambasizer_deployments_last_reload_success`);
 an entry that cannot be sized is reported
 (`mambasizer_deployment_input_valid` = 0, the log, `/readyz`) without affecting the others.
+
+`upgrade_to` (a release or a list, each a supported release other than the entry's own) plans
+the entry again at each release named, with the same launch arguments parsed as that release
+parses them; `mambasizer_plan_release_*{sglang_version, running}` carry the figures of every
+release planned (the running one included), and a release that cannot load the model or
+refuses the arguments exports `mambasizer_plan_release_feasible` 0 (the chart's
+MambasizerUpgradeRegression alert reads them).
 """
 
 from __future__ import annotations
@@ -35,6 +44,7 @@ import yaml
 from pydantic import ValidationError
 
 from mambasizer.schemas import Plan, PlanRequest
+from mambasizer.schemas.releases import SUPPORTED_RELEASES
 from mambasizer.schemas.trial import TrialOptions
 from mambasizer.service.api import wire
 from mambasizer.service.planner import plan
@@ -75,6 +85,15 @@ MAX_DEPLOYMENTS = 1000
 NAME_RE = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,126}[A-Za-z0-9])?$")
 
 
+@dataclass(frozen=True)
+class ReleasePlan:
+    """The entry planned at one release of its `upgrade_to`: the Plan, or why that release refuses it."""
+
+    sglang_version: str
+    plan: Plan | None
+    error: str | None = None  # "field: message" when the release cannot load the model or parse the arguments
+
+
 class DeploymentsFileError(Exception):
     """The file as a whole cannot be used (unreadable, not YAML, not a mapping of names)."""
 
@@ -90,6 +109,7 @@ class Deployment:
     metrics_model_name: str | None = None
     request: PlanRequest | None = None
     trial: TrialOptions | None = None  # the entry asks for a trial (`trial: true` or options)
+    upgrades: tuple[ReleasePlan, ...] = ()  # the entry's `upgrade_to` releases, in the order given
 
     @property
     def model_name(self) -> str | None:
@@ -154,6 +174,14 @@ class DeploymentStore:
                         "exception": err.exception if err else None, "error": err.message if err else None,
                     }},
                 )
+            for up in d.upgrades:
+                if up.plan is None or not up.plan.feasible:
+                    why = up.error if up.plan is None else (up.plan.error.message if up.plan.error else None)
+                    log.warning(
+                        "deployment would not start at an upgrade_to release",
+                        extra={"fields": {"event": "deployment_upgrade_infeasible", "deployment": d.name,
+                                          "sglang_version": up.sglang_version, "error": why}},
+                    )
         for listener in self.listeners:
             try:
                 listener(snap)
@@ -227,9 +255,14 @@ def _plan_entry(name: str, entry: object) -> Deployment:
             raise PlanInputError("request", "must be a mapping (a PlanRequest)")
         entry = dict(entry)
         trial = _trial_options(entry.pop("trial", None))
+        targets = _upgrade_to(entry.pop("upgrade_to", None))
         prepared = wire.prepare(entry, allow_trial=False)
+        if prepared.request.sglang_version in targets:
+            raise PlanInputError("upgrade_to", f"{prepared.request.sglang_version} is the release the deployment runs "
+                                 "(its sglang_version); name the releases to upgrade to")
+        upgrades = tuple(_plan_at(entry, version) for version in targets)
         return Deployment(name, plan(prepared.request), None, prepared.ignored_sglang_args, prepared.metrics_model_name,
-                          prepared.request, trial)
+                          prepared.request, trial, upgrades)
     except PlanInputError as exc:
         error: dict[str, Any] = {"field": exc.field, "message": exc.message}
         if exc.allowed:
@@ -240,6 +273,31 @@ def _plan_entry(name: str, entry: object) -> Deployment:
     except Exception:  # one entry the solver trips on never takes the others (or start-up) down
         log.exception("deployment could not be planned", extra={"fields": {"event": "deployment_plan_failed", "deployment": name}})
         return Deployment(name, None, {"field": "request", "message": "could not be planned (an internal error; see the server log)"})
+
+
+def _upgrade_to(raw: Any) -> tuple[str, ...]:
+    """`upgrade_to`: absent, a release, or a list of distinct releases (bounded by the releases there are)."""
+    if raw is None:
+        return ()
+    values = [raw] if isinstance(raw, str) else raw
+    if not isinstance(values, list) or not values:
+        raise PlanInputError("upgrade_to", "must be a release (e.g. \"0.5.23\") or a list of releases")
+    if len(values) > len(SUPPORTED_RELEASES):
+        raise PlanInputError("upgrade_to", f"names {len(values)} releases; there are {len(SUPPORTED_RELEASES)}")
+    for value in values:
+        if not isinstance(value, str) or value not in SUPPORTED_RELEASES:
+            raise PlanInputError("upgrade_to", f"{str(value)[:40]!r} is not a supported SGLang release", SUPPORTED_RELEASES)
+    if len(set(values)) != len(values):
+        raise PlanInputError("upgrade_to", "names a release twice")
+    return tuple(values)
+
+
+def _plan_at(entry: dict, version: str) -> ReleasePlan:
+    """The entry at `version`: its launch arguments parsed as that release parses them."""
+    try:
+        return ReleasePlan(version, plan(wire.prepare({**entry, "sglang_version": version}, allow_trial=False).request))
+    except PlanInputError as exc:
+        return ReleasePlan(version, None, f"{exc.field}: {exc.message}")
 
 
 def _trial_options(raw: Any) -> TrialOptions | None:

@@ -137,8 +137,8 @@ COMPARE_EXAMPLES: dict[str, dict[str, Any]] = {
             "model": {"preset": "nemotron-h-56b-base-8k"},
             "server_args": {"tp_size": 2, "pp_size": 4, "mem_fraction_static": 0.88},
             "budget": {"free_gib_before_load": 139.6, "free_gib_after_load": 110.0},
-            "sglang_version": "0.5.23",
-            "baseline_sglang_version": "0.5.16",
+            "from_version": "0.5.16",
+            "to_version": "0.5.23",
         },
     },
     "no_pipeline_parallel": {

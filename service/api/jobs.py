@@ -78,13 +78,13 @@ def plan_job(body: bytes, options: dict) -> Answer:
 
 def compare_job(body: bytes, options: dict) -> Answer:
     # the route module (its router is already imported in the fork server)
-    from mambasizer.service.compare import compare, compare_baseline_release
+    from mambasizer.service.compare import compare, compare_releases
 
     raw = wire.decode_json(body)
-    # Release mode's one field is CompareRequest's, not PlanRequest's: taken off before prepare().
-    baseline_release = compare_baseline_release(raw.pop("baseline_sglang_version", None))
+    # Release mode's fields are CompareRequest's, not PlanRequest's: taken off before prepare().
+    releases = compare_releases(raw)
     prepared = wire.prepare(raw, allow_trial=False)
-    out = compare(prepared.request, baseline_release)
+    out = compare(prepared.request, releases=releases)
     out["baseline"] = out["baseline"].model_dump(mode="json")
     out["plan"] = out["plan"].model_dump(mode="json")
     out.update(prepared.extra_fields())

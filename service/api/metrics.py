@@ -11,6 +11,12 @@ Names follow Prometheus conventions (base units, `_total` counters, bounded labe
   `mambasizer_plan_{max_running_requests,max_total_num_tokens,max_mamba_cache_size,
   mamba_pool_bytes,kv_pool_bytes,feasible}{deployment,model_name,pp_rank}`, so they
   join SGLang's own `sglang:max_total_num_tokens{model_name,pp_rank}`.
+* The same deployments per release planned (the one each runs, `running="true"`, and each of
+  its `upgrade_to` releases, `running="false"`): `mambasizer_plan_release_{max_running_requests,
+  max_total_num_tokens,max_mamba_cache_size,slack_bytes,feasible}{deployment,model_name,
+  pp_rank,sglang_version,running}` (slack_bytes: free memory after load minus the pools, where
+  the budget gives free memory; service/upgrade.py). A release that refuses the model or the
+  arguments exports feasible 0 on the running plan's stages and no figures.
 * The heavy-work pool (mambasizer.service.api.workpool): `mambasizer_inflight` (jobs running in its
   processes), `mambasizer_queue_depth` (admitted, waiting for a process),
   `mambasizer_heavy_requests_total{kind,outcome,reason}` with `kind` one of plan, compare,
@@ -41,10 +47,12 @@ from prometheus_client.registry import Collector
 
 from mambasizer.schemas.plan import REFERENCE
 from mambasizer.service import __version__
+from mambasizer.service.upgrade import stage_slack_bytes
 
 if TYPE_CHECKING:  # pragma: no cover
+    from mambasizer.schemas import Plan
     from mambasizer.service.api.deployment_trials import DeploymentTrials
-    from mambasizer.service.api.deployments import DeploymentStore
+    from mambasizer.service.api.deployments import Deployment, DeploymentStore
 
 SGLANG_VERSION = REFERENCE.split("==", 1)[1]
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
@@ -63,6 +71,45 @@ PLAN_GAUGES = {
 }
 
 
+RELEASE_LABELS = (*PLAN_LABELS, "sglang_version", "running")
+RELEASE_GAUGES = {
+    "mambasizer_plan_release_max_running_requests": "max_running_requests planned at this SGLang release (per attention-DP worker).",
+    "mambasizer_plan_release_max_total_num_tokens": "max_total_num_tokens planned at this SGLang release.",
+    "mambasizer_plan_release_max_mamba_cache_size": "max_mamba_cache_size planned at this SGLang release.",
+    "mambasizer_plan_release_slack_bytes": "Free bytes after load minus the pools (mamba, KV, req-to-token) on this PP stage at this release.",
+    "mambasizer_plan_release_feasible": "1 when this SGLang release would start the deployment, 0 when it would refuse (or cannot load the model).",
+}
+
+
+def _release_of(p: Plan) -> str:
+    return p.reference.removeprefix("sglang==")
+
+
+def _release_samples(fams: dict, d: Deployment) -> None:
+    """The deployment's running plan and its upgrade_to plans, one sglang_version label each."""
+    running = d.plan
+    if running is None:
+        return
+    model = d.metrics_model_name or running.model_name
+    rows: list[tuple[str, str, Plan | None]] = [(_release_of(running), "true", running)]
+    rows += [(u.sglang_version, "false", u.plan) for u in d.upgrades]
+    for version, is_running, p in rows:
+        if p is None:  # the release refuses it: not startable, on the stages the deployment has
+            for st in running.stages:
+                fams["mambasizer_plan_release_feasible"].add_metric((d.name, model, str(st.pp_rank), version, is_running), 0.0)
+            continue
+        slack = stage_slack_bytes(p.model_dump(mode="json"))
+        for st, free in zip(p.stages, slack, strict=True):
+            labels = (d.name, model, str(st.pp_rank), version, is_running)
+            fams["mambasizer_plan_release_feasible"].add_metric(labels, 1.0 if p.feasible else 0.0)
+            for field in ("max_running_requests", "max_total_num_tokens", "max_mamba_cache_size"):
+                value = getattr(p, field)
+                if value is not None and p.feasible:
+                    fams[f"mambasizer_plan_release_{field}"].add_metric(labels, float(value))
+            if free is not None:
+                fams["mambasizer_plan_release_slack_bytes"].add_metric(labels, float(free))
+
+
 class DeploymentsCollector(Collector):
     """Reads the store's current snapshot at scrape time: a reload swaps the whole
     label set at once, and a removed deployment leaves no stale series behind."""
@@ -76,6 +123,7 @@ class DeploymentsCollector(Collector):
     def collect(self) -> Iterator:
         snap = self.store.snapshot
         fams = {name: GaugeMetricFamily(name, doc, labels=PLAN_LABELS) for name, doc in PLAN_GAUGES.items()}
+        releases = {name: GaugeMetricFamily(name, doc, labels=RELEASE_LABELS) for name, doc in RELEASE_GAUGES.items()}
         valid = GaugeMetricFamily(
             "mambasizer_deployment_input_valid",
             "1 when the deployment's request can be sized, 0 when it is invalid input (see the log).",
@@ -97,7 +145,9 @@ class DeploymentsCollector(Collector):
                     mamba = st.conv_state_bytes + st.ssm_state_bytes + st.intermediate_state_bytes + st.replayssm_ring_bytes
                     fams["mambasizer_plan_mamba_pool_bytes"].add_metric(labels, float(mamba))
                     fams["mambasizer_plan_kv_pool_bytes"].add_metric(labels, float(st.kv_pool_bytes))
+            _release_samples(releases, d)
         yield from fams.values()
+        yield from releases.values()
         yield valid
         reloads = CounterMetricFamily(
             "mambasizer_deployments_reloads",

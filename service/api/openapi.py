@@ -115,17 +115,19 @@ def _state_what_validators_enforce(schemas: dict) -> None:
         ]
         schemas[name]["x-semantic-fields"] = list(SEMANTIC_FIELDS)
     # The baseline release of a release diff may be one that cannot load the model.
-    schemas["CompareRequest"]["x-semantic-fields"].append("baseline_sglang_version")
-    # A recommendation: the GPU or a budget, not both (service/recommend/search.py).
+    schemas["CompareRequest"]["x-semantic-fields"] += ["baseline_sglang_version", "from_version", "to_version"]
+    # A recommendation: the GPU (one catalog name, or a list of them to compare) or a budget,
+    # not both (service/recommend/search.py, kinds.py).
     schemas["RecommendRequest"]["oneOf"] = [
-        {"required": ["gpu"], "properties": {"gpu": {"type": "string"}, "budget": {"type": "null"}}},
+        {"required": ["gpu"], "properties": {"gpu": {"anyOf": [{"type": "string"}, {"type": "array"}]}, "budget": {"type": "null"}}},
         {"required": ["budget"], "properties": {"budget": {"type": "object"}, "gpu": {"type": "null"}}},
     ]
-    # What only the search decides: a GPU whose rules are not modelled, a fixed knob also
-    # searched, a model or launch line that cannot be sized, a search past its limits.
+    # What only the search decides: a GPU whose rules are not modelled (or whose capacity is
+    # unconfirmed), a price for a GPU not requested, `cheapest` without every price, a fixed
+    # knob also searched, a model or launch line that cannot be sized, a search past its limits.
     schemas["RecommendRequest"]["x-semantic-fields"] = [
         "model", "gpu", "budget", "search", "sglang_args", "server_args", "env", "draft_model", "target", "gpus",
-        "sglang_version",
+        "sglang_version", "gpu_prices", "objective",
     ]
     # The disaggregated recommendation (service/recommend/disaggregated.py): the same, per side.
     schemas["RecommendDisaggregatedRequest"]["oneOf"] = copy.deepcopy(schemas["RecommendRequest"]["oneOf"])

@@ -36,6 +36,17 @@ EXAMPLE = {
     "limit": 10,
 }
 
+# Three GPU kinds, priced (README's worked example, examples/recommend-qwen3-next-three-gpus.json).
+THREE_GPUS = {
+    "model": {"preset": "qwen3-next-80b-a3b-instruct"},
+    "gpu": ["h200", "b200", "mi300x"],
+    "gpu_prices": {"h200": 3.5, "b200": 5.9, "mi300x": 2.8},
+    "target": {"running_requests": 256, "context_length": 131072, "tokens_per_request": 16384},
+    "objective": "cheapest",
+    "search": {"tp_size": [1, 2, 4, 8], "kv_cache_dtype": ["auto", "fp8_e4m3"]},
+    "limit": 8,
+}
+
 _RESPONSES: dict[Any, Any] = {
     200: {"model": RecommendResponse, "description": "The ranked candidates (best first), the Pareto front, `searched`, `refused` and `why`."},
     413: problem_doc("The body is larger than 1 MiB."),
@@ -56,7 +67,10 @@ router.add_api_route(
     operation_id="recommend",
     response_model=None,
     responses=_RESPONSES,
-    openapi_extra={"requestBody": request_body("RecommendRequest", {"kimi_k3_h200": {"summary": "Kimi-K3, 512 requests at 128k on H200", "value": EXAMPLE}})},
+    openapi_extra={"requestBody": request_body("RecommendRequest", {
+        "kimi_k3_h200": {"summary": "Kimi-K3, 512 requests at 128k on H200", "value": EXAMPLE},
+        "qwen3_next_three_gpus": {"summary": "Qwen3-Next, 256 requests at 128k: the cheapest of H200, B200 and MI300X", "value": THREE_GPUS},
+    })},
 )
 
-__all__ = ["EXAMPLE", "post_recommend", "router"]
+__all__ = ["EXAMPLE", "THREE_GPUS", "post_recommend", "router"]

@@ -10,6 +10,12 @@ that `kubectl describe pod` and `helm install` show it.
     mambasizer check REQUEST.json            # a PlanRequest; `-` reads it from stdin
     mambasizer check --preset NAME --gpu h200 -- <sglang launch args...>
     mambasizer check --preset NAME --budget-gib X -- <sglang launch args...>
+    mambasizer check REQUEST.json --sglang-version 0.5.16 --upgrade-to 0.5.23
+
+With `--upgrade-to VERSION` the deployment is also planned at VERSION, and the check fails
+(exit 1, one line per failure) when VERSION would not start it, or would lose more than
+`--max-capacity-loss` of its running requests or KV tokens, or more than `--max-slack-loss`
+of the memory left outside the pools on any PP stage (service/upgrade.py).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ from typing import Any
 
 from mambasizer.service.cli import EXIT_INVALID, EXIT_OK, EXIT_WOULD_NOT_START
 from mambasizer.service.cli.common import add_command, whole_number
+from mambasizer.service.upgrade import DEFAULT_MAX_CAPACITY_LOSS, DEFAULT_MAX_SLACK_LOSS
 
 PROG = "mambasizer check"
 DEFAULT_TERMINATION_LOG = "/dev/termination-log"
@@ -30,7 +37,7 @@ TERMINATION_MESSAGE_MAX_BYTES = 4096  # what the kubelet keeps of a termination 
 
 
 class CheckFailure(Exception):
-    """A verdict or an input problem, carried to `run` as one line and an exit code."""
+    """A verdict or an input problem, carried to `run` as one line (or one per failure) and an exit code."""
 
     def __init__(self, code: int, line: str) -> None:
         super().__init__(line)
@@ -72,6 +79,17 @@ def _positive(parse):
     return positive
 
 
+def _share(text: str) -> float:
+    """An argparse type: a share in [0, 1] (0.1 = a tenth)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1 (0.1 = a tenth), got {text!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a share between 0 and 1 (0.1 = a tenth), got {text!r}")
+    return value
+
+
 _budget = _finite("GiB")
 _seconds = _positive(_finite("seconds"))
 
@@ -89,7 +107,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             "  mambasizer check --preset NAME --gpu h200 -- --tp-size 8 --max-running-requests 64 ...\n"
             "  mambasizer check --preset NAME --budget-gib X -- --tp-size 8 --max-running-requests 64 ...\n"
             "  mambasizer check REQUEST.json --gpu h100     (replaces the file's budget)\n"
-            "exit codes: 0 pass, 1 would not start or a requirement is missed, 2 invalid input"
+            "  mambasizer check REQUEST.json --sglang-version 0.5.16 --upgrade-to 0.5.23 [--max-capacity-loss 0.1] [--max-slack-loss 0.5]\n"
+            "exit codes: 0 pass, 1 would not start, a requirement is missed or the --upgrade-to release regresses, 2 invalid input"
         ),
     )
     p.add_argument(
@@ -131,6 +150,27 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         metavar="RELEASE",
         help="the SGLang release whose start-up rules apply (0.5.8 ... 0.5.23, post-releases included; "
         "default: the request's sglang_version, else 0.5.23)",
+    )
+    p.add_argument(
+        "--upgrade-to",
+        metavar="RELEASE",
+        help="also plan the deployment at this SGLang release and fail when it would not start there, or would lose "
+        "more than --max-capacity-loss of its capacity or --max-slack-loss of its slack",
+    )
+    p.add_argument(
+        "--max-capacity-loss",
+        type=_share,
+        default=DEFAULT_MAX_CAPACITY_LOSS,
+        metavar="SHARE",
+        help=f"with --upgrade-to: the share of running requests or KV tokens the upgrade may lose (default {DEFAULT_MAX_CAPACITY_LOSS:g})",
+    )
+    p.add_argument(
+        "--max-slack-loss",
+        type=_share,
+        default=DEFAULT_MAX_SLACK_LOSS,
+        metavar="SHARE",
+        help="with --upgrade-to: the share of the memory left outside the pools (per PP stage; known when the budget "
+        f"gives free memory or a GPU) the upgrade may lose (default {DEFAULT_MAX_SLACK_LOSS:g})",
     )
     p.add_argument("--require-max-running-requests", type=_positive_int, metavar="N")
     p.add_argument("--require-max-total-tokens", type=_positive_int, metavar="N")
@@ -534,14 +574,59 @@ def warning_lines(plan: dict) -> list[str]:
     return [_one_line(f"{PROG}: warning: {str(w).removeprefix('mambasizer: ')}") for w in plan.get("warnings") or []]
 
 
+def _planned(request: dict, args: argparse.Namespace) -> dict:
+    if args.url:
+        return _plan_over_http(args.url, request, args.timeout)
+    return _plan_pair_in_process(request) if _is_pair(request) else _plan_in_process(request)
+
+
+def _sides(request: dict) -> list[dict]:
+    return [request[r] for r in ("prefill", "decode") if isinstance(request.get(r), dict)] if _is_pair(request) else [request]
+
+
+def _at_release(request: dict, version: str) -> dict:
+    out = json.loads(json.dumps(request))  # a deep copy: the running plan keeps its own
+    for side in _sides(out):
+        side["sglang_version"] = version
+    return out
+
+
+def upgrade_lines(request: dict, planned: dict, args: argparse.Namespace) -> list[str]:
+    """`--upgrade-to`: the deployment planned again at that release; the pass line(s) on stdout,
+    or raise CheckFailure with one line per failure (each side of a pair on its own)."""
+    from mambasizer.schemas.releases import DEFAULT_RELEASE, SUPPORTED_RELEASES
+    from mambasizer.service import upgrade
+
+    target = args.upgrade_to
+    if target not in SUPPORTED_RELEASES:
+        raise _invalid(f"--upgrade-to: {target!r} is not a supported SGLang release; give one of {', '.join(SUPPORTED_RELEASES)}")
+    current = str(_sides(request)[0].get("sglang_version") or DEFAULT_RELEASE)
+    try:
+        moved = _planned(_at_release(request, target), args)
+    except CheckFailure as refused:  # the upgrade refuses the model or the launch arguments
+        if refused.code != EXIT_INVALID:
+            raise
+        why = refused.line.removeprefix(f"{PROG}: invalid input: ")
+        raise _fail(EXIT_WOULD_NOT_START, f"{PROG}: FAIL: upgrade to SGLang {target}: SGLang {target} would refuse it: {why}") from None
+    roles = ("prefill", "decode") if _is_pair(request) else ("",)
+    failures, passes = [], []
+    for role in roles:
+        before, after = (planned.get(role) or {}, moved.get(role) or {}) if role else (planned, moved)
+        up = upgrade.summary(before, after, current, target)
+        side = f"{role} side: " if role else ""
+        failures += [f"{PROG}: FAIL: upgrade to SGLang {target}: {side}{line}"
+                     for line in upgrade.failures(up, args.max_capacity_loss, args.max_slack_loss)]
+        passes.append(f"{PROG}: OK: upgrade to SGLang {target}: {side}starts with {upgrade.describe(up)}")
+    if failures:
+        raise CheckFailure(EXIT_WOULD_NOT_START, "\n".join(_one_line(f) for f in failures))
+    return [_one_line(p) for p in passes]
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         request = _request_from_args(args)
         pair = _is_pair(request)
-        if args.url:
-            plan = _plan_over_http(args.url, request, args.timeout)
-        else:
-            plan = _plan_pair_in_process(request) if pair else _plan_in_process(request)
+        plan = _planned(request, args)
         if pair:
             line = pair_verdict(plan, args)
             warnings = [w.replace(f"{PROG}: warning: ", f"{PROG}: warning: {role} side: ", 1)
@@ -550,6 +635,8 @@ def run(args: argparse.Namespace) -> int:
         else:
             line = verdict(plan, args)
             warnings = warning_lines(plan)
+        if getattr(args, "upgrade_to", None):
+            warnings = [*upgrade_lines(request, plan, args), *warnings]
     except CheckFailure as failure:
         print(failure.line, file=sys.stderr)
         write_termination_log(failure.line)

@@ -3,8 +3,9 @@
     mambasizer plan REQUEST.json          # a readable per-stage table
     mambasizer plan --json REQUEST.json   # the Plan JSON, byte for byte what POST /v1/plan answers
     mambasizer plan - < REQUEST.json      # `-` reads stdin
+    mambasizer plan PAIR.json             # {"prefill": REQUEST, "decode": REQUEST}: both sides and the pair
 
-Exit codes: 0 SGLang would start; 1 it would not (its error and the remedies are
+Exit codes: 0 SGLang would start (both sides of a pair); 1 it would not (its error and the remedies are
 printed); 2 the request cannot be sized (one line: `mambasizer: error: <field>: <message>`).
 """
 
@@ -30,7 +31,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         doc=__doc__,
         epilog="exit codes: 0 SGLang would start, 1 it would not (error + remedies printed), 2 invalid input",
     )
-    p.add_argument("request", metavar="REQUEST.json", help="a PlanRequest JSON file, or `-` for stdin")
+    p.add_argument("request", metavar="REQUEST.json", help="a PlanRequest JSON file (or a prefill/decode pair of them), or `-` for stdin")
     p.add_argument("--json", action="store_true", help="print the Plan JSON exactly as POST /v1/plan returns it")
     p.set_defaults(run=run)
     return p
@@ -121,14 +122,58 @@ def render(plan: Any, ignored: list[str] | None = None, arg_warnings: Sequence[s
     return "\n".join(out)
 
 
+def render_pair(prepared: dict[str, Any], plans: dict[str, Any], summary: Any) -> str:
+    """Each side's table under its role, then what the pair sustains."""
+    out = []
+    for role in ("prefill", "decode"):
+        out.append(f"== {role} side ({summary.model_dump()[f'{role}_replicas']} replica(s))")
+        out.append(render(plans[role], prepared[role].ignored_sglang_args, prepared[role].sglang_args_warnings))
+        out.append("")
+    fields = ("decode_concurrency", "prefill_in_flight_requests", "decode_kv_tokens", "prefill_kv_tokens",
+              "decode_kv_tokens_per_request", "binding_side")
+    data = summary.model_dump()
+    out.append("== the pair: " + ("both sides would start" if summary.feasible else "would NOT start"))
+    width = max(len(k) for k in fields)
+    out += [f"  {k:<{width}}  {_num(data[k])}" for k in fields]
+    out += [f"  - {n}" for n in summary.notes]
+    return "\n".join(out)
+
+
+def _run_pair(raw: dict, as_json: bool) -> int:
+    import json
+
+    from mambasizer.service import disaggregated
+    from mambasizer.service.api import wire
+    from mambasizer.service.solver import PlanInputError
+
+    try:
+        if as_json:
+            answer = disaggregated.plan_pair(raw)
+            sys.stdout.write(json.dumps(answer, separators=(",", ":"), ensure_ascii=False) + "\n")
+            feasible = bool(answer["pair"]["feasible"])
+        else:
+            prepared, plans, replicas = disaggregated.plan_sides(raw)
+            summary = disaggregated.summarize(plans, replicas)
+            print(render_pair(prepared, plans, summary))
+            feasible = summary.feasible
+    except PlanInputError as exc:
+        return error(wire.input_error_line(exc))
+    sys.stdout.flush()
+    return EXIT_OK if feasible else EXIT_WOULD_NOT_START
+
+
 def run(args: argparse.Namespace) -> int:
     # Imported here, not at module level: `mambasizer --help` stays fast.
+    from mambasizer.service import disaggregated
     from mambasizer.service.api import wire
     from mambasizer.service.planner import plan
     from mambasizer.service.solver import PlanInputError
 
     try:
-        prepared = wire.prepare(read_json_request(args.request), allow_trial=False)
+        raw = read_json_request(args.request)
+        if disaggregated.is_pair(raw):
+            return _run_pair(raw, args.json)
+        prepared = wire.prepare(raw, allow_trial=False)
         result = plan(prepared.request)
     except UnreadableInput as exc:
         return error(str(exc))

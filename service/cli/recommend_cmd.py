@@ -3,6 +3,8 @@
     mambasizer recommend REQUEST.json          # the ranked candidates, flags ready to paste
     mambasizer recommend --json REQUEST.json   # the body POST /v1/recommend answers, byte for byte
     mambasizer recommend - < REQUEST.json      # `-` reads stdin
+    mambasizer recommend REQUEST.json --gpu h200 --gpu b200 --gpu-price h200=3.5 --gpu-price b200=5.9
+                                               # compare GPU kinds (replaces the file's "gpu"; prices add to its "gpu_prices")
 
 Exit codes: 0 the best candidate meets every target; 1 no searched setting meets them (or
 none starts); 2 the request cannot be searched (one line: `mambasizer: error: <field>: <message>`).
@@ -29,17 +31,28 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     )
     p.add_argument("request", metavar="REQUEST.json", help="a RecommendRequest JSON file, or `-` for stdin")
     p.add_argument("--json", action="store_true", help="print the answer exactly as POST /v1/recommend returns it")
+    p.add_argument("--gpu", action="append", metavar="NAME",
+                   help='a catalog GPU to plan on (GET /v1/gpus); repeat to compare kinds. Replaces the file\'s "gpu"')
+    p.add_argument("--gpu-price", action="append", metavar="NAME=PRICE",
+                   help="price per GPU-hour of a requested GPU (repeat per GPU); `cheapest` needs one for every GPU")
     p.set_defaults(run=run)
     return p
 
 
-def render(result: Any) -> str:
+def _cost(c: Any) -> str:
+    return "-" if c.cost_per_hour is None else f"{c.cost_per_hour:,.2f}"
+
+
+def render(result: Any, kinds: bool = False) -> str:
+    """The text answer; `kinds`: name each candidate's GPU and cost (several GPU kinds, or priced)."""
     out = [result.why, ""]
     if result.candidates:
-        header = ("#", "GPUs", "tp", "pp", "dp", "requests", "KV tokens", "mamba slots", "binding", "meets")
+        header = ("#", *(("GPU",) if kinds else ()), "GPUs", *(("cost/hour",) if kinds else ()),
+                  "tp", "pp", "dp", "requests", "KV tokens", "mamba slots", "binding", "meets")
         rows = [header]
         for i, c in enumerate(result.candidates, 1):
-            rows.append((str(i), str(c.gpus), str(c.tp_size), str(c.pp_size), str(c.attn_dp_size), f"{c.max_running_requests:,}",
+            rows.append((str(i), *((c.gpu or "-",) if kinds else ()), str(c.gpus), *((_cost(c),) if kinds else ()),
+                         str(c.tp_size), str(c.pp_size), str(c.attn_dp_size), f"{c.max_running_requests:,}",
                          f"{c.max_total_num_tokens:,}", f"{c.max_mamba_cache_size:,}", c.binding_limit or "-", "yes" if c.meets_target else "no"))
         widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
         out += ["  " + "  ".join(cell.rjust(w) for cell, w in zip(r, widths, strict=True)) for r in rows]
@@ -52,27 +65,67 @@ def render(result: Any) -> str:
             out.append(f"  {name}: {t.achieved:,} for {t.required:,} required ({'+' if t.margin >= 0 else ''}{t.margin:,})")
     out.append("")
     out.append(f"searched {result.searched:,} plans; refused: " + (", ".join(f"{k} {v:,}" for k, v in result.refused.items()) or "none"))
-    out.append("pareto front (GPUs, requests, KV tokens): " + ", ".join(f"({c.gpus}, {c.max_running_requests:,}, {c.max_total_num_tokens:,})" for c in result.pareto))
+    if kinds:
+        out.append("pareto front (GPU, GPUs, cost/hour, requests, KV tokens): " + ", ".join(
+            f"({c.gpu or '-'}, {c.gpus}, {_cost(c)}, {c.max_running_requests:,}, {c.max_total_num_tokens:,})" for c in result.pareto))
+    else:
+        out.append("pareto front (GPUs, requests, KV tokens): " + ", ".join(f"({c.gpus}, {c.max_running_requests:,}, {c.max_total_num_tokens:,})" for c in result.pareto))
     if result.warnings:
         out.append("warnings:")
         out += [f"  - {w}" for w in result.warnings]
     return "\n".join(out)
 
 
+class BadFlag(Exception):
+    """A --gpu-price that is not NAME=PRICE; str() is the line to print."""
+
+
+def _prices(given: list[str]) -> dict[str, float]:
+    """--gpu-price NAME=PRICE ... as a gpu_prices mapping."""
+    out: dict[str, float] = {}
+    for item in given:
+        name, sep, price = item.partition("=")
+        try:
+            value = float(price)
+        except ValueError:
+            value = None
+        if not sep or not name.strip() or value is None:
+            raise BadFlag(f"--gpu-price: expected NAME=PRICE (a catalog GPU and its price per GPU-hour, e.g. h200=3.5), got {item!r}")
+        out[name.strip()] = value
+    return out
+
+
+def with_gpu_flags(body: dict, gpu: list[str] | None, prices: list[str] | None) -> dict:
+    """The request file's body with --gpu (replacing "gpu": one name, or the list) and
+    --gpu-price (added to "gpu_prices")."""
+    body = dict(body)
+    if gpu:
+        body["gpu"] = gpu[0] if len(gpu) == 1 else list(gpu)
+    if prices:
+        old = body.get("gpu_prices")
+        body["gpu_prices"] = {**(old if isinstance(old, dict) else {}), **_prices(prices)}
+    return body
+
+
 def run(args: argparse.Namespace) -> int:
     from mambasizer.service.api import wire
     from mambasizer.service.recommend import recommend, response_json
+    from mambasizer.service.recommend.kinds import compares_kinds, kinds_of
+    from mambasizer.service.recommend.search import parse
     from mambasizer.service.solver import PlanInputError
 
     try:
-        result = recommend(read_json_request(args.request))
+        req = parse(with_gpu_flags(read_json_request(args.request), args.gpu, args.gpu_price))
+        result = recommend(req)
     except UnreadableInput as exc:
+        return error(str(exc))
+    except BadFlag as exc:
         return error(str(exc))
     except PlanInputError as exc:
         return error(wire.input_error_line(exc))
     if args.json:
         sys.stdout.write(response_json(result).decode() + "\n")
     else:
-        print(render(result))
+        print(render(result, compares_kinds(kinds_of(req))))
     met = bool(result.candidates) and result.candidates[0].meets_target
     return EXIT_OK if met else EXIT_WOULD_NOT_START

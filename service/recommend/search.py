@@ -21,6 +21,14 @@ the pipeline without remedies). For every parallel layout and dtype choice in th
 
 The best setting per grid point is ranked by the objective; every returned setting is then
 re-planned from its own launch flags through POST /v1/plan's parsing (wire.prepare + plan()).
+
+Several GPU kinds (`"gpu": ["h200", "b200", "mi300x"]`, kinds.py): one search per kind, each
+planned from its GPU alone exactly as a single-GPU request, walked grid point by grid point
+across the kinds so that the shared bounds (MAX_GRID settings over all kinds, MAX_PLANS plans,
+one partition-enumeration allowance) cut every kind alike. The candidates are the best setting
+of each (kind, grid point), ranked together: `fewest_gpus` and `cheapest` then compare kinds.
+Ties, after each objective's own order: the lower cost (when priced) right after the GPU count,
+and last the kind listed first in the request.
 """
 
 from __future__ import annotations
@@ -51,7 +59,13 @@ from mambasizer.schemas.request import (
 from mambasizer.service.planner import model_layout
 from mambasizer.service.recommend import layers, partition
 from mambasizer.service.recommend.flags import launch_flags
-from mambasizer.service.solver import gpus
+from mambasizer.service.recommend.kinds import (
+    Kind,
+    check_shape,
+    compares_kinds,
+    cost_per_hour,
+    kinds_of,
+)
 from mambasizer.service.solver.errors import PlanInputError
 from mambasizer.service.solver.launch import _capacity_defaults
 from mambasizer.service.solver.monotone import smallest_int
@@ -99,6 +113,8 @@ class Setting(NamedTuple):
     plan: Any  # Plan | PlanSummary
     grid: int  # index of its grid point
     raised_mfs: bool
+    kind: int = 0  # index of its GPU kind (kinds.kinds_of order)
+    cost: float | None = None  # one replica per hour, when its kind is priced
 
 
 # ----------------------------------------------------------------------------- request
@@ -112,6 +128,7 @@ def parse(raw: RecommendRequest | dict | Any) -> RecommendRequest:
     raw = dict(raw)
     if ("gpu" in raw and raw["gpu"] is not None) == ("budget" in raw and raw["budget"] is not None):
         raise PlanInputError("gpu", 'give exactly one of gpu (a GET /v1/gpus name, e.g. "h200": planned from the GPU alone) or budget (a PlanRequest budget)')
+    check_shape(raw.get("gpu"))
     if raw.get("sglang_args") is not None:
         raw = _with_sglang_args(raw)
     try:
@@ -121,17 +138,7 @@ def parse(raw: RecommendRequest | dict | Any) -> RecommendRequest:
         if err.message.startswith("unknown field"):
             err = PlanInputError(err.field, "unknown field (not part of the RecommendRequest contract)", err.allowed)
         raise err from None
-    if req.gpu is not None:
-        try:
-            named = gpus.lookup(req.gpu)  # an unknown or unmodelled GPU is the request's error, not a refusal
-        except PlanInputError as exc:
-            raise PlanInputError("gpu", exc.message, exc.allowed) from None
-        if not named.confirmed:
-            raise PlanInputError(
-                "gpu", f"{named.name!r} has no confirmed capacity ({named.source}): recommend plans from the catalog figure; "
-                "plan it with /v1/plan and budget {\"gpu\": ..., \"gpu_memory_mib\": N} instead",
-                sorted(n for n, g in gpus.CATALOG.items() if g.confirmed),
-            )
+    kinds_of(req)  # every GPU in the catalog with a confirmed capacity, every price for a requested one
     return req
 
 
@@ -167,9 +174,10 @@ _KNOBS = {
 _DEFAULT_TP = (1, 2, 4, 8)
 
 
-def _grid(req: RecommendRequest) -> list[dict]:
+def _grid(req: RecommendRequest, kinds: int = 1) -> list[dict]:
     """Every grid point: the ServerArgs updates of one (tp, pp, dp, ep, kv, ssm, spec) choice.
-    A point whose ep_size does not divide its tp_size stays in: the search counts it refused."""
+    A point whose ep_size does not divide its tp_size stays in: the search counts it refused.
+    Each of `kinds` GPU kinds searches every point: MAX_GRID bounds the points x the kinds."""
     fixed = req.server_args.model_fields_set
     values: dict[str, list] = {}
     for knob, field in _KNOBS.items():
@@ -205,6 +213,11 @@ def _grid(req: RecommendRequest) -> list[dict]:
         raise PlanInputError("gpus", "no searched tp_size x pp_size gives one of these GPU counts (attention DP must divide tp_size)")
     if len(out) > MAX_GRID:
         raise PlanInputError("search", f"{len(out)} settings to search; at most {MAX_GRID}: narrow a knob")
+    if len(out) * kinds > MAX_GRID:
+        raise PlanInputError(
+            "search", f"{len(out)} settings on each of {kinds} GPU kinds: {len(out) * kinds:,} to search; at most {MAX_GRID} "
+            "over all kinds: narrow a knob, or compare fewer GPUs",
+        )
     return out
 
 
@@ -255,23 +268,41 @@ def _rank_key(req: RecommendRequest, s: Setting) -> tuple:
     # Settings that miss a target rank by how close they come (the worst achieved/required).
     close = 1.0 if meets else min(c.achieved / c.required for c in checks)
     simple = -len(launch_flags(s.args)) - (s.partition is not None)
+    # Across GPU kinds: the lower cost right after the GPU count (on one kind it follows the
+    # count, so it never decides there), and last the kind listed first (a full tie).
+    cheap = -s.cost if s.cost is not None else 0.0
     if req.objective == "fewest_gpus":
         # Fewest GPUs, then the default mem_fraction_static, then the most KV tokens (with
         # running_requests met, the least mamba memory that meets it leaves KV the most).
-        return (meets, close, -gpus, not s.raised_mfs, tokens, n, simple)
+        return (meets, close, -gpus, cheap, not s.raised_mfs, tokens, n, simple, -s.kind)
+    if req.objective == "cheapest":
+        return (meets, close, cheap, -gpus, not s.raised_mfs, tokens, n, simple, -s.kind)
     if req.objective == "most_requests":
-        return (meets, close, _requests_served(req, s.plan), n, tokens, -gpus, not s.raised_mfs, simple)
-    return (meets, close, tokens, n, -gpus, not s.raised_mfs, simple)
+        return (meets, close, _requests_served(req, s.plan), n, tokens, -gpus, cheap, not s.raised_mfs, simple, -s.kind)
+    return (meets, close, tokens, n, -gpus, cheap, not s.raised_mfs, simple, -s.kind)
 
 
 # ----------------------------------------------------------------------------- the search
 
 
+class _Shared:
+    """What every GPU kind's search of one request draws on: the plans run, the partition
+    enumeration allowance (see _pareto_partitions)."""
+
+    def __init__(self) -> None:
+        self.plans = 0
+        self.partition_steps = [SEARCH_PARTITION_STEPS]
+
+
 class _Search:
-    def __init__(self, req: RecommendRequest, trace: list | None = None):
+    def __init__(self, req: RecommendRequest, trace: list | None = None, kind: Kind | None = None, index: int = 0,
+                 shared: _Shared | None = None):
         self.req = req
         self.trace = trace  # bench/run.py: the PlanRequests searched, to loop plan() over them
-        budget = Budget(gpu=req.gpu) if req.gpu is not None else req.budget
+        self.kind = kind if kind is not None else kinds_of(req)[0]
+        self.index = index
+        self.shared = shared if shared is not None else _Shared()
+        budget = Budget(gpu=self.kind.spelling) if req.gpu is not None else req.budget
         assert budget is not None  # RecommendRequest requires exactly one of them
         base_args = req.server_args
         if req.target.context_length is not None and "context_length" not in base_args.model_fields_set:
@@ -286,12 +317,13 @@ class _Search:
         self.refused: Counter = Counter()
         self.settings: list[Setting] = []
         self.warnings: list[str] = []
-        self.partition_steps = [SEARCH_PARTITION_STEPS]
+        self.partition_steps = self.shared.partition_steps
 
     # One plan of the pipeline. None when the input itself is refused.
     def run(self, args: ServerArgs, part: str | None) -> Plan | None:
-        if self.searched >= MAX_PLANS:
+        if self.shared.plans >= MAX_PLANS:
             raise _PlanBudgetSpent
+        self.shared.plans += 1
         self.searched += 1
         env = self.base.env if part is None else self.base.env.model_copy(update={"SGLANG_PP_LAYER_PARTITION": part})
         req = self.base.model_copy(update={"server_args": args, "env": env})
@@ -309,7 +341,8 @@ class _Search:
 
     def keep(self, args: ServerArgs, part: str | None, p: Plan | None, grid: int, raised: bool) -> None:
         if p is not None and p.feasible:
-            self.settings.append(Setting(args, part, p, grid, raised))
+            cost = cost_per_hour(p.resolved.tp_size * p.resolved.pp_size, self.kind)
+            self.settings.append(Setting(args, part, p, grid, raised, self.index, cost))
 
     def grid_point(self, i: int, upd: dict) -> None:
         start = len(self.settings)
@@ -625,58 +658,83 @@ def recommend(raw: RecommendRequest | dict | Any, trace: list | None = None) -> 
     """The answer to a RecommendRequest. `trace`, when given, receives every PlanRequest the
     search planned (the benchmark loops plan() over them)."""
     req = parse(raw)
-    grid = _grid(req)
-    search = _Search(req, trace)
-    for i, upd in enumerate(grid):
-        try:
-            search.grid_point(i, upd)
-        except _PlanBudgetSpent:
-            search.warnings.append(
-                f"mambasizer: the search stopped at its bound of {MAX_PLANS:,} plans after {i} of {len(grid)} settings "
-                "(the rest were not searched): narrow the searched knobs or the GPU counts"
-            )
-            break
-    return _answer(req, search)
+    kinds = kinds_of(req)
+    grid = _grid(req, len(kinds))
+    shared = _Shared()
+    searches = [_Search(req, trace, kind, i, shared) for i, kind in enumerate(kinds)]
+    done = 0
+    try:
+        # Point by point across the kinds: a bound reached cuts every kind at the same point.
+        for i, upd in enumerate(grid):
+            for search in searches:
+                search.grid_point(i, upd)
+                done += 1
+    except _PlanBudgetSpent:
+        searches[0].warnings.append(
+            f"mambasizer: the search stopped at its bound of {MAX_PLANS:,} plans after {done} of {len(grid) * len(kinds)} settings "
+            "(the rest were not searched): narrow the searched knobs or the GPU counts"
+            + (", or compare fewer GPUs" if len(kinds) > 1 else "")
+        )
+    return _answer(req, kinds, _Searched.of(searches))
+
+
+class _Searched(NamedTuple):
+    """Every kind's search together: what the answer reads."""
+
+    searched: int
+    refused: Counter
+    settings: list[Setting]
+    warnings: list[str]
+
+    @classmethod
+    def of(cls, searches: list[_Search]) -> _Searched:
+        refused: Counter = Counter()
+        for s in searches:
+            refused.update(s.refused)
+        # the same note from several kinds once
+        warnings = list(dict.fromkeys(w for s in searches for w in s.warnings))
+        return cls(sum(s.searched for s in searches), refused, [x for s in searches for x in s.settings], warnings)
 
 
 def _pick(req: RecommendRequest, settings: list[Setting]) -> list[Setting]:
     """The best setting of each grid point, best first."""
-    best: dict[int, Setting] = {}
+    best: dict[tuple[int, int], Setting] = {}
     for s in settings:
-        b = best.get(s.grid)
+        b = best.get((s.kind, s.grid))
         if b is None or _rank_key(req, s) > _rank_key(req, b):
-            best[s.grid] = s
+            best[s.kind, s.grid] = s
     return sorted(best.values(), key=lambda s: _rank_key(req, s), reverse=True)
 
 
 def _front(req: RecommendRequest, settings: list[Setting]) -> list[Setting]:
-    """Pareto front over (fewest GPUs, most requests, most tokens): one setting per point."""
+    """Pareto front over (fewest GPUs, lowest cost when priced, most requests, most tokens),
+    across the kinds: one setting per point."""
     by_point: dict[tuple, Setting] = {}
     for s in settings:
         n, tokens = _totals(s.plan)
-        point = (s.plan.resolved.tp_size * s.plan.resolved.pp_size, n, tokens)
+        point = (s.plan.resolved.tp_size * s.plan.resolved.pp_size, s.cost if s.cost is not None else 0.0, n, tokens)
         b = by_point.get(point)
         if b is None or _rank_key(req, s) > _rank_key(req, b):
             by_point[point] = s
-    points = sorted(by_point, key=lambda p: (p[0], -p[1], -p[2]))
-    front: list[tuple[tuple[int, int, int], Setting]] = []
+    points = sorted(by_point, key=lambda p: (p[0], p[1], -p[2], -p[3]))
+    front: list[tuple[tuple[int, float, int, int], Setting]] = []
     for pt in points:
-        if any(q[0] <= pt[0] and q[1] >= pt[1] and q[2] >= pt[2] for q, _ in front):
+        if any(q[0] <= pt[0] and q[1] <= pt[1] and q[2] >= pt[2] and q[3] >= pt[3] for q, _ in front):
             continue
         front.append((pt, by_point[pt]))
     return [s for _, s in front][:MAX_PARETO]
 
 
-def _budget_body(req: RecommendRequest) -> dict:
-    """The request's budget as a PlanRequest body states it."""
+def _budget_body(req: RecommendRequest, kind: Kind) -> dict:
+    """The budget of a kind's plans as a PlanRequest body states it."""
     if req.gpu is not None:
-        return {"gpu": req.gpu}
+        return {"gpu": kind.spelling}
     assert req.budget is not None
     return req.budget.model_dump(exclude_none=True)
 
 
-def _candidate(req: RecommendRequest, s: Setting) -> Candidate | None:
-    """Re-plan the setting from its own launch flags, as POST /v1/plan would."""
+def _candidate(req: RecommendRequest, kinds: list[Kind], s: Setting) -> Candidate | None:
+    """Re-plan the setting from its own launch flags, as POST /v1/plan would, on its GPU."""
     from mambasizer.service.api import wire
     from mambasizer.service.planner import plan
 
@@ -687,7 +745,7 @@ def _candidate(req: RecommendRequest, s: Setting) -> Candidate | None:
     body: dict = {
         "model": req.model.model_dump(exclude_defaults=True),
         "sglang_args": flags,
-        "budget": _budget_body(req),
+        "budget": _budget_body(req, kinds[s.kind]),
         "sglang_version": req.sglang_version,
     }
     if env:
@@ -701,8 +759,9 @@ def _candidate(req: RecommendRequest, s: Setting) -> Candidate | None:
         return None  # a recommendation the re-plan does not confirm is never returned
     n, tokens = _totals(p)
     checks = target_checks(req, p)
+    gpus = p.resolved.tp_size * p.resolved.pp_size
     return Candidate.trusted({
-        "gpus": p.resolved.tp_size * p.resolved.pp_size, "tp_size": p.resolved.tp_size, "pp_size": p.resolved.pp_size,
+        "gpu": kinds[s.kind].name, "cost_per_hour": cost_per_hour(gpus, kinds[s.kind]), "gpus": gpus, "tp_size": p.resolved.tp_size, "pp_size": p.resolved.pp_size,
         "attn_dp_size": p.resolved.attn_dp_size, "sglang_args": flags, "env": env,
         "meets_target": all(c.met for c in checks.values()), "targets": checks,
         "max_running_requests": n, "max_total_num_tokens": tokens, "max_mamba_cache_size": p.max_mamba_cache_size,
@@ -710,18 +769,18 @@ def _candidate(req: RecommendRequest, s: Setting) -> Candidate | None:
     })
 
 
-def _answer(req: RecommendRequest, search: _Search) -> RecommendResponse:
+def _answer(req: RecommendRequest, kinds: list[Kind], search: _Searched) -> RecommendResponse:
     warnings = list(search.warnings)
     out: list[Candidate] = []
     for s in _pick(req, search.settings):
         if len(out) == req.limit:
             break
-        c = _candidate(req, s)
+        c = _candidate(req, kinds, s)
         if c is None:
             warnings.append(f"mambasizer: a setting ({' '.join(launch_flags(s.args))}) did not re-plan to the searched figures and was dropped")
             continue
         out.append(c)
-    pareto = [c for c in (_candidate(req, s) for s in _front(req, search.settings)) if c is not None]
+    pareto = [c for c in (_candidate(req, kinds, s) for s in _front(req, search.settings)) if c is not None]
     if req.budget is not None and not req.budget.estimated and any(c.pp_size > 1 or c.tp_size != req.server_args.tp_size for c in out):
         warnings.append(
             "mambasizer: the measured budget is taken as holding for every parallel layout searched; the free memory "
@@ -729,19 +788,24 @@ def _answer(req: RecommendRequest, search: _Search) -> RecommendResponse:
         )
     return RecommendResponse.trusted({
         "objective": req.objective, "candidates": out, "pareto": pareto, "searched": search.searched,
-        "refused": dict(sorted(search.refused.items())), "why": _why(req, out, search), "warnings": warnings,
+        "refused": dict(sorted(search.refused.items())), "why": _why(req, kinds, out, search), "warnings": warnings,
     })
 
 
-def _why(req: RecommendRequest, out: list[Candidate], search: _Search) -> str:
+def _why(req: RecommendRequest, kinds: list[Kind], out: list[Candidate], search: _Searched) -> str:
     if not out:
         reasons = ", ".join(f"{k} ({v})" for k, v in search.refused.most_common(3)) or "none"
         return f"No searched setting starts: {search.searched} plans run, SGLang would refuse them all (most often: {reasons})."
     c = out[0]
     p = c.plan
-    parts = [f"{c.gpus} GPUs per replica (tp {c.tp_size} x pp {c.pp_size}"
-             + (f", attention DP {c.attn_dp_size}" if c.attn_dp_size > 1 else "") + ")"]
-    goal = {"fewest_gpus": "the fewest GPUs", "most_requests": "the most running requests", "most_tokens": "the most KV tokens"}[req.objective]
+    named = f" {c.gpu}" if compares_kinds(kinds) and c.gpu is not None else ""
+    parts = [f"{c.gpus}{named} GPUs per replica (tp {c.tp_size} x pp {c.pp_size}"
+             + (f", attention DP {c.attn_dp_size}" if c.attn_dp_size > 1 else "") + ")"
+             + (f" at {c.cost_per_hour:,.2f} per hour" if c.cost_per_hour is not None else "")]
+    goal = {"fewest_gpus": "the fewest GPUs", "most_requests": "the most running requests", "most_tokens": "the most KV tokens",
+            "cheapest": "the lowest cost per hour"}[req.objective]
+    if len(kinds) > 1:
+        goal += f" of {len(kinds)} GPU kinds ({', '.join(k.name or '?' for k in kinds)})"
     if c.meets_target:
         lead = f"{parts[0]} is the setting with {goal} that meets every target"
     elif c.targets:
@@ -757,7 +821,7 @@ def _why(req: RecommendRequest, out: list[Candidate], search: _Search) -> str:
         detail.append(
             f"the layer partition {c.env['SGLANG_PP_LAYER_PARTITION']} (exact optimum over contiguous partitions) sets the largest stage to "
             + (f"{max(w) / GIB:.2f} GiB of weights, " if w else "")
-            + f"{mm} mamba and {ff} full-attention layers" + _against_default(req, c)
+            + f"{mm} mamba and {ff} full-attention layers" + _against_default(req, _kind_of(kinds, c), c)
         )
     if "--max-mamba-cache-size" in c.sglang_args and "max_mamba_cache_size" not in req.server_args.model_fields_set:
         K, R, dp = p.resolved.max_mamba_cache_size, req.target.running_requests, p.resolved.attn_dp_size
@@ -774,14 +838,18 @@ def _why(req: RecommendRequest, out: list[Candidate], search: _Search) -> str:
     return f"{lead}: " + "; ".join(detail) + ". " + tail
 
 
-def _against_default(req: RecommendRequest, c: Candidate) -> str:
+def _kind_of(kinds: list[Kind], c: Candidate) -> Kind:
+    return next((k for k in kinds if k.name == c.gpu), kinds[0])
+
+
+def _against_default(req: RecommendRequest, kind: Kind, c: Candidate) -> str:
     """What SGLang's default (even) partition gives with the same flags."""
     from mambasizer.service.api import wire
     from mambasizer.service.planner import plan
 
     env = {k: v for k, v in c.env.items() if k != "SGLANG_PP_LAYER_PARTITION"}
     body: dict = {"model": req.model.model_dump(exclude_defaults=True), "sglang_args": c.sglang_args,
-                  "budget": _budget_body(req)}
+                  "budget": _budget_body(req, kind)}
     if env:
         body["env"] = env
     if req.draft_model is not None:
@@ -804,15 +872,18 @@ def _binding(limit: str | None) -> str:
 
 
 def recommend_grid(req: RecommendRequest, grid: list[dict], plans_spent: int = 0) -> tuple[RecommendResponse, int]:
-    """recommend() over a grid its caller built (each point a ServerArgs update), sharing the
-    MAX_PLANS bound with searches before it (`plans_spent`): (the answer, plans spent after it).
-    The disaggregated recommender (service/recommend/disaggregated.py) searches each role so."""
-    search = _Search(req)
-    search.searched = plans_spent
+    """recommend() over a grid its caller built (each point a ServerArgs update) on the
+    request's one GPU, sharing the MAX_PLANS bound with searches before it (`plans_spent`):
+    (the answer, plans spent after it). The disaggregated recommender
+    (service/recommend/disaggregated.py) searches each role so."""
+    kinds = kinds_of(req)[:1]
+    shared = _Shared()
+    shared.plans = plans_spent
+    search = _Search(req, None, kinds[0], 0, shared)
     for i, upd in enumerate(grid):
         try:
             search.grid_point(i, upd)
         except _PlanBudgetSpent:
             search.warnings.append(f"mambasizer: the search stopped at its bound of {MAX_PLANS:,} plans after {i} of {len(grid)} settings")
             break
-    return _answer(req, search), search.searched
+    return _answer(req, kinds, _Searched.of([search])), shared.plans

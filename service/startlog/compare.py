@@ -25,13 +25,26 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from mambasizer.schemas.releases import DEFAULT_RELEASE, SUPPORTED_RELEASES
 from mambasizer.schemas.request import PlanRequest
 from mambasizer.service.presets import PRESETS
-from mambasizer.service.sglang_args import IGNORED, MODELLED, SPECIAL, _flags
+from mambasizer.service.sglang_args import (
+    FROM_CLI_ARGS_RENAMES,
+    IGNORED,
+    MODELLED,
+    RELEASE_DEST_ALIASES,
+    SPECIAL,
+    _flags,
+)
+from mambasizer.service.solver.releases.registry import base_release
 from mambasizer.service.startlog.parse import FIGURES, BootLog, BootLogError, parse_boot_log
+from mambasizer.service.startlog.release import ReleaseFinding, detect_release
 
 GB = 1 << 30  # SGLang prints GB as bytes / 2**30 with two decimals
-REFERENCE_VERSION = "0.5.23"
+REFERENCE_VERSION = DEFAULT_RELEASE
+ROLES = ("prefill", "decode")
+# A ServerArgs field -> the dest an old release's parser gives it (`tp_size` <- `tensor_parallel_size`).
+_PARSER_DEST = {field_name: dest for dest, field_name in FROM_CLI_ARGS_RENAMES.items()}
 GB_FIGURES = frozenset(n for n in FIGURES if n.endswith("_gb"))
 
 # Figures the plan takes as input or cannot know before a boot.
@@ -51,6 +64,11 @@ class CheckResult:
     data: dict
     all_match: bool
     notes: list[str] = field(default_factory=list)
+    plan: Any = None  # the plan compared with (None when there is none)
+
+
+class RoleMismatch(ValueError):
+    """A log given for one role of a disaggregated pair is another role's."""
 
 
 @dataclass
@@ -66,6 +84,8 @@ class _Context:
     platform_cause: str | None = None
     stage_tensors: list | None = None
     weights_cause: str | None = None  # why the weights of the logged checkpoint cannot be estimated
+    release: str = DEFAULT_RELEASE  # the release whose plan is compared with
+    role_source: str = "default"  # where disaggregation_mode came from
 
 
 # --------------------------------------------------------------------------- model
@@ -125,8 +145,8 @@ _WEIGHT_FLAGS = {
 }
 
 
-def _weight_flags_cause(record: dict, launch: Any) -> str | None:
-    _, by_dest = _flags()
+def _weight_flags_cause(record: dict, launch: Any, release: str) -> str | None:
+    _, by_dest = _flags(base_release(release))
     found = []
     for key, why in _WEIGHT_FLAGS.items():
         value = record.get(key)
@@ -143,13 +163,18 @@ def _weight_flags_cause(record: dict, launch: Any) -> str | None:
 
 def _server_args(record: dict, ctx: _Context) -> dict:
     out: dict[str, Any] = {}
-    _, by_dest = _flags()
-    for key, value in record.items():
+    # The record is the logging release's ServerArgs: its parser's defaults, and the field
+    # names it used (0.5.14 renamed mamba_scheduler_strategy to mamba_radix_cache_strategy).
+    _, by_dest = _flags(base_release(ctx.release))
+    for own_key, value in record.items():
+        key = RELEASE_DEST_ALIASES.get(own_key, own_key)
+        if own_key != key and key in record:
+            continue  # both spellings printed: the current one wins
         if key in MODELLED:
             if value is not None:
                 out[key] = value
             continue
-        flag = by_dest.get(key)
+        flag = by_dest.get(own_key) or by_dest.get(_PARSER_DEST.get(own_key, own_key))
         if flag is None or value is None or value == flag.default or key in ("model_path", "served_model_name"):
             continue
         if key == "device":
@@ -195,14 +220,16 @@ def _budget(log: BootLog, ctx: _Context) -> dict | None:
     return {"free_gib_before_load": before, "free_gib_after_load": after}
 
 
-def rebuild_request(log: BootLog, hf_config: dict | None, ctx: _Context, sglang_args: list[str] | None = None) -> dict | None:
+def rebuild_request(
+    log: BootLog, hf_config: dict | None, ctx: _Context, sglang_args: list[str] | None = None, role: str | None = None
+) -> dict | None:
     record = log.server_args
     launch = None
     if sglang_args:
         # The launch command, for a log whose server_args record was cut away; its flags win.
         from mambasizer.service.sglang_args import parse_sglang_args
 
-        launch = parse_sglang_args(list(sglang_args))
+        launch = parse_sglang_args(list(sglang_args), base_release(ctx.release))
     if hf_config is not None:
         model: dict = {"hf_config": hf_config}
     else:
@@ -216,7 +243,7 @@ def rebuild_request(log: BootLog, hf_config: dict | None, ctx: _Context, sglang_
             return None
         model = {"preset": preset}
         ctx.weights_cause = checkpoint_variant_cause(model_path, preset)
-    ctx.weights_cause = ctx.weights_cause or _weight_flags_cause(record, launch)
+    ctx.weights_cause = ctx.weights_cause or _weight_flags_cause(record, launch, ctx.release)
     server_args = _server_args(record, ctx)
     if launch is not None:
         server_args.update(launch.server_args)
@@ -225,7 +252,16 @@ def rebuild_request(log: BootLog, hf_config: dict | None, ctx: _Context, sglang_
     budget = _budget(log, ctx)
     if budget is None:
         return None
-    request = {"model": model, "server_args": server_args, "budget": budget}
+    if role is not None:
+        logged = server_args.get("disaggregation_mode")
+        if logged is not None and logged != role:
+            raise RoleMismatch(_mismatch(role, logged))
+        if logged is None:
+            server_args["disaggregation_mode"] = role
+            ctx.role_source = "the pair's side"
+    if "disaggregation_mode" in server_args and ctx.role_source == "default":
+        ctx.role_source = "launch arguments" if launch is not None and "disaggregation_mode" in launch.server_args else "server_args"
+    request = {"model": model, "server_args": server_args, "budget": budget, "sglang_version": ctx.release}
     if launch is not None and launch.env:
         request["env"] = launch.env
     # Drop each flag the request schema refuses (an unmodelled value), naming it.
@@ -240,6 +276,12 @@ def rebuild_request(log: BootLog, hf_config: dict | None, ctx: _Context, sglang_
                 return None
             ctx.unmodelled.append(f"{bad}={server_args.pop(bad)!r}")
     return None
+
+
+def _mismatch(role: str, logged: Any) -> str:
+    if logged == "null":
+        return f"the log given as the {role} side is an aggregated server's (its server_args say disaggregation_mode 'null'): give a {role} node's log"
+    return f"the log given as the {role} side is a {logged} node's (its server_args say disaggregation_mode {logged!r}): give it as the {logged} side"
 
 
 def _server_arg_in_error(exc: ValidationError) -> str | None:
@@ -258,14 +300,19 @@ def _first_error(exc: ValidationError) -> str:
 # --------------------------------------------------------------------------- causes
 
 
-def _version_cause(version: str | None) -> str | None:
-    if version is None:
-        return "the log does not print its SGLang version; it may account differently from 0.5.23"
-    if version == REFERENCE_VERSION or version.startswith((REFERENCE_VERSION + "+", REFERENCE_VERSION + ".post")):
-        return None
+def _version_cause(found: ReleaseFinding) -> str | None:
+    """Why the release compared with may not be the one that wrote the log; None when it is."""
+    if found.source == "request":
+        return f"compared with SGLang {found.release} as the request names it ({found.note})" if found.note else None
+    if found.source == "printed":
+        return f"compared with SGLang {found.release}: {found.note}" if found.note else None
+    if found.same_accounting:
+        return None  # every release the log allows sizes alike
+    first, last = found.candidates or (found.release, found.release)
+    how = "assumed" if found.source == "assumed default" else "guessed"
     return (
-        f"logged by SGLang {version}, whose accounting differs from 0.5.23 "
-        "(e.g. before the per-stage mamba share or the padding slot)"
+        f"the SGLang release is {how} ({found.release}; the log allows {first}-{last}, whose accounting differs "
+        "between releases): name it with sglang_version"
     )
 
 
@@ -284,7 +331,7 @@ def _difference_cause(ctx: _Context) -> str:
         causes.append("features not modelled: " + ", ".join(ctx.unmodelled[:8]) + more)
     causes.extend(a for a in ctx.approximations if "before the load" in a)
     if not causes:
-        return "not explained: SGLang 0.5.23 on Hopper with these inputs should print the predicted value"
+        return f"not explained: SGLang {ctx.release} on Hopper with these inputs should print the predicted value"
     return "; ".join(causes)
 
 
@@ -295,7 +342,7 @@ def _estimate_cause(ctx: _Context) -> str:
     if ctx.unmodelled:
         more = f" (+{len(ctx.unmodelled) - 8} more)" if len(ctx.unmodelled) > 8 else ""
         causes.append("features not modelled: " + ", ".join(ctx.unmodelled[:8]) + more)
-    return "; ".join(causes) or "not explained: a healthy SGLang 0.5.23 boot on this GPU lands within the stated error"
+    return "; ".join(causes) or f"not explained: a healthy SGLang {ctx.release} boot on this GPU lands within the stated error"
 
 
 # --------------------------------------------------------------------------- prediction
@@ -320,11 +367,16 @@ def _predict(name: str, stage_index: int, ctx: _Context) -> tuple[Any, str | Non
         return None, f"cannot plan: {ctx.no_plan}"
     plan = ctx.plan
     if not plan.feasible:
-        return None, f"mambasizer predicts SGLang 0.5.23 would not start: {plan.error.message}" if plan.error else "infeasible"
+        return None, f"mambasizer predicts SGLang {ctx.release} would not start: {plan.error.message}" if plan.error else "infeasible"
     if stage_index >= len(plan.stages):
         return None, f"rank is on pipeline stage {stage_index}; the plan has {len(plan.stages)}"
     stage = plan.stages[stage_index]
     if name == "max_mamba_cache_size":
+        pool = getattr(plan, "decode_pool", None)
+        if pool is not None:
+            # A decode node's HybridMambaDecodeReqToTokenPool builds its MambaPool with
+            # max(K, (N + extra slots) x slots per request), and the pool prints that size.
+            return pool.mamba_rows_allocated - 1, None
         return plan.max_mamba_cache_size, None
     if name == "conv_state_gb":
         return _gb(stage.conv_state_bytes), None
@@ -360,9 +412,19 @@ def difference(name: str, logged: Any, predicted: Any) -> Any:
 # --------------------------------------------------------------------------- entry point
 
 
-def check_log(text: str | bytes | BootLog, hf_config: dict | None = None, sglang_args: list[str] | None = None, gpu: str | None = None) -> CheckResult:
-    """Compare the log with the plan. BootLogError (a ValueError) when the log is unreadable;
-    PlanInputError when the given config.json, launch arguments or GPU name cannot be used."""
+def check_log(
+    text: str | bytes | BootLog,
+    hf_config: dict | None = None,
+    sglang_args: list[str] | None = None,
+    gpu: str | None = None,
+    sglang_version: str | None = None,
+    role: str | None = None,
+) -> CheckResult:
+    """Compare the log with the plan of the release that wrote it (`sglang_version` wins over
+    what the log tells) and of its role (`role`: the side of a disaggregated pair it was given
+    as). BootLogError (a ValueError) when the log is unreadable; RoleMismatch when the log is
+    another role's; PlanInputError when the given config.json, launch arguments, GPU name or
+    release cannot be used."""
     from mambasizer.service.startlog import estimate as checklog_estimate
 
     if gpu is not None:
@@ -374,12 +436,26 @@ def check_log(text: str | bytes | BootLog, hf_config: dict | None = None, sglang
             "the log holds a server_args record but none of the start-up figure lines to compare "
             "('Load weight end', 'Mamba Cache is allocated', 'KV Cache is allocated', 'max_total_num_tokens=')"
         )
-    ctx = _Context(version_cause=_version_cause(log.sglang_version), platform_cause=_platform_cause(log.gpu))
-    ctx.request = rebuild_request(log, hf_config, ctx, sglang_args)
+    if sglang_version is not None and sglang_version not in SUPPORTED_RELEASES:
+        from mambasizer.service.solver import PlanInputError
+
+        raise PlanInputError("sglang_version", f"{sglang_version!r} is not a supported SGLang release", list(SUPPORTED_RELEASES))
+    if role is not None:
+        logged_role = log.server_args.get("disaggregation_mode")
+        if isinstance(logged_role, str) and logged_role != role:
+            raise RoleMismatch(_mismatch(role, logged_role))
+    found = detect_release(log, sglang_version)
+    ctx = _Context(version_cause=_version_cause(found), platform_cause=_platform_cause(log.gpu), release=found.release)
+    ctx.request = rebuild_request(log, hf_config, ctx, sglang_args, role)
     if ctx.request is not None:
         from mambasizer.service.planner import plan, plan_stage_tensors
         from mambasizer.service.solver import PlanInputError
 
+        narrowed = _narrow_by_figures(log, ctx, found)
+        if narrowed is not None:
+            found = narrowed
+            ctx.release, ctx.version_cause = found.release, _version_cause(found)
+            ctx.request = {**ctx.request, "sglang_version": found.release}
         try:
             ctx.plan = plan(ctx.request)
         except PlanInputError as exc:
@@ -428,6 +504,8 @@ def check_log(text: str | bytes | BootLog, hf_config: dict | None = None, sglang
             ranks.append({"rank": rank, "figures": figures, "estimated": estimated})
     data = {
         "sglang_version": log.sglang_version,
+        "release": _release_data(found),
+        "role": _role_data(ctx, log.server_args, role),
         "gpu": log.gpu,
         "estimate_gpu": est.gpu.name if est.gpu is not None else None,
         "ranks": ranks,
@@ -438,7 +516,88 @@ def check_log(text: str | bytes | BootLog, hf_config: dict | None = None, sglang
         if "hf_config" in shown["model"]:
             shown["model"] = {"hf_config": "(the config.json given)"}
         notes.insert(0, "plan request: " + json.dumps(shown, sort_keys=True))
-    return CheckResult(data=data, all_match=all_match and predicted_any, notes=notes)
+    if found.note:
+        notes.insert(0, f"release: {found.note}")
+    return CheckResult(data=data, all_match=all_match and predicted_any, notes=notes, plan=ctx.plan)
+
+
+def _narrow_by_figures(log: BootLog, ctx: _Context, found: ReleaseFinding) -> ReleaseFinding | None:
+    """A guessed release narrowed by the numbers: each accounting epoch in the range the log's
+    text allows is planned (its newest release there), and when only some epochs print every
+    predicted figure the log shows, the range shrinks to them. None when it does not narrow."""
+    import dataclasses
+
+    from mambasizer.service.planner import plan
+    from mambasizer.service.solver import PlanInputError
+    from mambasizer.service.solver.releases.registry import epoch_of
+
+    if found.source not in ("inferred", "assumed default") or found.same_accounting or found.candidates is None:
+        return None
+    first, last = found.candidates
+    span = list(SUPPORTED_RELEASES[SUPPORTED_RELEASES.index(first) : SUPPORTED_RELEASES.index(last) + 1])
+    newest: dict[str, str] = {}
+    for release in span:
+        newest[epoch_of(release)] = release  # in release order: the last one wins
+    matching: list[str] = []
+    for epoch, release in newest.items():
+        try:
+            planned = plan({**(ctx.request or {}), "sglang_version": release})
+        except PlanInputError:
+            continue  # this release cannot load the model
+        trial = dataclasses.replace(ctx, plan=planned, stage_tensors=None, release=release)
+        compared = 0
+        agrees = True
+        for rank, figures in log.ranks.items():
+            for name in FIGURES:
+                if name not in figures or name == "intermediate_ssm_state_gb":
+                    continue
+                predicted, _ = _predict(name, _stage_index(rank), trial)
+                if predicted is None:
+                    continue
+                compared += 1
+                agrees = agrees and _same(name, figures[name], predicted)
+        if compared and agrees:
+            matching.append(epoch)
+    if not matching or len(matching) == len(newest):
+        return None  # nothing tells the epochs apart (or none prints these figures)
+    kept = [r for r in span if epoch_of(r) in matching]
+    chosen = DEFAULT_RELEASE if DEFAULT_RELEASE in kept else kept[-1]
+    alike = "every one of them sizes alike" if len(matching) == 1 else "they do not all size alike"
+    which = kept[0] if base_release(kept[0]) == base_release(kept[-1]) else f"{kept[0]}-{kept[-1]}"
+    note = (
+        f"the release is guessed: the log's text allows {first}-{last}, and only {which} print every "
+        f"figure it shows ({alike}); compared with {chosen}"
+    )
+    return dataclasses.replace(
+        found, release=chosen, how=f"{found.how}; the figures only {which} print", candidates=(kept[0], kept[-1]),
+        same_accounting=len(matching) == 1, note=note, source="inferred",
+    )
+
+
+def _release_data(found: ReleaseFinding) -> dict:
+    first, last = found.candidates if found.candidates else (None, None)
+    return {
+        "sglang_version": found.release, "source": found.source, "how": found.how,
+        "candidates": None if first is None else {"first": first, "last": last, "same_accounting": bool(found.same_accounting)},
+        "note": found.note,
+    }
+
+
+def _role_data(ctx: _Context, record: dict, role: str | None) -> dict:
+    """The role the plan was made for: the rebuilt request's, else (no plan) the record's."""
+    args = (ctx.request or {}).get("server_args") or {k: v for k, v in record.items() if k in MODELLED and v is not None}
+    if "disaggregation_mode" in args:
+        mode = args["disaggregation_mode"]
+        source = ctx.role_source if ctx.role_source != "default" else "server_args"
+    else:
+        mode, source = role or "null", "the pair's side" if role else "default"
+    return {
+        "disaggregation_mode": mode,
+        "source": source,
+        "dcp_size": args.get("dcp_size", 1),
+        "moe_a2a_backend": args.get("moe_a2a_backend", "none"),
+        "enable_two_batch_overlap": bool(args.get("enable_two_batch_overlap", False)),
+    }
 
 
 def _rank_order(rank: str) -> tuple:

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, get_args
 
 from mambasizer.schemas.checklog import FigureName
+from mambasizer.service.startlog.formats import marks as format_marks
 
 MAX_RECORD_CHARS = 1 << 20  # one record (a line and its continuation lines); SGLang's longest, server_args, is ~10 KB
 MAX_RANKS = 4096  # distinct rank labels kept (a real world is at most a few hundred ranks)
@@ -74,6 +75,9 @@ class BootLog:
     sglang_version: str | None = None
     gpu: str | None = None
     lines_read: int = 0
+    # Wordings that only some releases print (mambasizer.service.startlog.formats): read by
+    # mambasizer.service.startlog.release to tell the release when the log does not print it.
+    format_marks: set[str] = field(default_factory=set)
 
     def rank(self, label: str) -> dict[str, Any]:
         return self.ranks.setdefault(label, {})
@@ -502,6 +506,7 @@ class BootLogReader:
                 else:
                     self._server_args_unread = True
             return  # the record's own `max_running_requests=` etc. are flags, not figures
+        log.format_marks.update(format_marks(body))
         label = rank or _DEFAULT_RANK
         figures: dict[str, Any] = {}
         if _read_figures(body, figures):

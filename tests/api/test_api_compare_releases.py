@@ -12,7 +12,9 @@ from mambasizer.service.planner import plan
 
 # Nemotron-H-56B PP 4 at a fixed --mem-fraction-static: 0.5.17 charges each stage only its own
 # share of the mamba state (0.5.16 charged the whole model's), so the freed memory moves.
-NEMOTRON = COMPARE_EXAMPLES["release_upgrade"]["value"]
+# The older spelling of the example's from_version / to_version (the same contract).
+NEMOTRON = {**{k: v for k, v in COMPARE_EXAMPLES["release_upgrade"]["value"].items() if k not in ("from_version", "to_version")},
+            "sglang_version": "0.5.23", "baseline_sglang_version": "0.5.16"}
 QWEN = {"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "server_args": {"tp_size": 4}, "budget": {"rest_gib": 30.0}}
 
 
@@ -82,14 +84,17 @@ def test_release_diff_qwen3_next_extra_buffer_0_5_13_to_0_5_14(client):
     assert 789 // 263 == 3 and 789 // 157 == 5
     (warning,) = body["warnings"]
     assert "SGLang 0.5.13 to SGLang 0.5.14" in warning and "max_running_requests 263 -> 157" in warning
-    # The pins are checked by re-planning under 0.5.14: --max-running-requests 263 cannot hold
-    # (789 slots / 5 per request), and the answer says so instead of claiming the old sizing.
+    # What 0.5.13 resolved `auto` to is pinned first (0.5.14's spelling of the flags; an explicit
+    # no_buffer needs the overlap schedule off, which 0.5.13 turned off itself): with no_buffer
+    # 0.5.14 gives each request 3 slots again, so the 789 slots hold 263 requests.
     pin = body["pin"]
-    assert pin["sglang_args"] == ["--max-mamba-cache-size", "789", "--max-total-tokens", "1381132", "--max-running-requests", "263"]
-    assert pin["reproduces_baseline"] is False
+    assert pin["sglang_args"] == ["--mamba-radix-cache-strategy", "no_buffer", "--disable-overlap-schedule",
+                                  "--max-mamba-cache-size", "789", "--max-total-tokens", "1381132"]
     pinned = plan({**QWEN, "sglang_version": "0.5.14", "server_args": {**QWEN["server_args"], **pin["server_args"]}})
-    assert pinned.max_running_requests == 157
-    assert "re-planned with these pins it still gives max_running_requests 157 (not 263)" in warning
+    assert (pinned.max_mamba_cache_size, pinned.max_total_num_tokens, pinned.max_running_requests) == (789, 1381132, 263)
+    assert pin["reproduces_baseline"] is True and pin_reproduces(pinned, body["baseline"])
+    assert warning.endswith("pin --mamba-radix-cache-strategy no_buffer --disable-overlap-schedule --max-mamba-cache-size 789 "
+                            "--max-total-tokens 1381132.")
 
 
 def test_accounting_mode_keeps_the_old_keys_and_adds_the_generic_ones(client):

@@ -2,7 +2,7 @@
 openapi.json, the largest body its schema calls valid (every array at maxItems of its largest
 item, every string at maxLength, a number at 24 characters, an integer at the digits of its
 bounds) is at most MAX_BODY_BYTES, so no body the document calls valid is refused with 413.
-Every array and string has a maximum; the free-form objects are named here (a config.json,
+Every array, string and map has a maximum; the free-form objects are named here (a config.json,
 the trial options), bounded by the body limit alone."""
 
 from __future__ import annotations
@@ -47,8 +47,14 @@ def largest(node: dict, path: str = "", seen: frozenset = frozenset()) -> int:
         total = 2
         for key, sub in node.get("properties", {}).items():
             total += len(json.dumps(key)) + 2 + largest(sub, f"{path}.{key}", seen)
-        if node.get("additionalProperties") not in (None, False) and path.rsplit(".", 1)[-1] not in FREE_FORM:
-            raise Unbounded(f"{path}: an object with additionalProperties")
+        extra = node.get("additionalProperties")
+        if extra not in (None, False) and path.rsplit(".", 1)[-1] not in FREE_FORM:
+            # A bounded map (RecommendRequest.gpu_prices): maxProperties keys of propertyNames'
+            # maxLength, each with its largest value.
+            names = node.get("propertyNames", {})
+            if "maxProperties" not in node or "maxLength" not in names or not isinstance(extra, dict):
+                raise Unbounded(f"{path}: an object with additionalProperties")
+            total += node["maxProperties"] * (names["maxLength"] + 2 + 2 + largest(extra, f"{path}{{}}", seen))
         return total
     for key in ("anyOf", "oneOf"):
         if key in node:
@@ -105,4 +111,9 @@ def test_the_largest_valid_body_fits_the_body_limit(name, schema):
 def test_the_walk_sees_an_oversized_list():
     with pytest.raises(Unbounded):
         largest({"type": "array", "items": {"type": "string", "maxLength": 1}})
+    with pytest.raises(Unbounded):
+        largest({"type": "object", "additionalProperties": {"type": "number"}, "propertyNames": {"maxLength": 8}})
+    # {"12345678": <24 characters>} at most twice
+    assert largest({"type": "object", "additionalProperties": {"type": "number"}, "maxProperties": 2,
+                    "propertyNames": {"maxLength": 8}}) == 2 + 2 * (8 + 2 + 2 + NUMBER_CHARS)
     assert largest({"type": "array", "maxItems": 1000, "items": {"type": "string", "maxLength": 2048}}) > MAX_BODY_BYTES

@@ -66,7 +66,6 @@ def synth_log(
         "port": 30000,
         "log_level": "info",
         "device": "cuda",
-        "cuda_graph_bs": [1, 2, 4, 8],
         "json_model_override_args": "{}",
         "served_model_name": model_path,
         **sa,

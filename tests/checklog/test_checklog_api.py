@@ -158,8 +158,12 @@ def test_the_openapi_states_the_text_body_limits():
     body = doc["paths"]["/v1/check-log"]["post"]["requestBody"]["content"]
     text = body["text/plain"]["schema"]
     assert text["minLength"] == 1 and text["maxLength"] == 64 << 20 and "64 MiB" in text["description"]
-    log = body["application/json"]["schema"]["properties"]["log"]
+    single, pair = body["application/json"]["schema"]["anyOf"]
+    log = single["properties"]["log"]
     assert log["maxLength"] == 1 << 19 and log["minLength"] == 1  # half the 1 MiB body: the JSON form carries more
+    # A pair carries two logs: each a quarter of the body, less 4 KiB for its other fields.
+    assert [pair["properties"][side]["properties"]["log"]["maxLength"] for side in ("prefill", "decode")] == [258048, 258048]
+    assert "$ref" not in json.dumps(body["application/json"]["schema"])  # inline: nothing to resolve
 
 
 def test_an_empty_json_log_is_a_422_naming_log(client):

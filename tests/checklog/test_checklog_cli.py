@@ -42,8 +42,10 @@ def test_synthetic_log_from_a_real_plan_matches_everywhere(tmp_path, capsys):
     code, out, err = run(capsys, "check-log", write(tmp_path, text), "--json")
     assert (code, err) == (0, "")
     data = json.loads(out)
-    assert list(data) == ["sglang_version", "gpu", "estimate_gpu", "ranks"]
+    assert list(data) == ["sglang_version", "release", "role", "gpu", "estimate_gpu", "ranks"]
     assert (data["sglang_version"], data["gpu"], data["estimate_gpu"]) == ("0.5.23", "NVIDIA H200", "h200")
+    assert data["release"] == {"sglang_version": "0.5.23", "source": "printed", "how": "printed in the log (SGLang 0.5.23)", "candidates": None, "note": None}
+    assert data["role"] == {"disaggregation_mode": "null", "source": "default", "dcp_size": 1, "moe_a2a_backend": "none", "enable_two_batch_overlap": False}
     assert [r["rank"] for r in data["ranks"]] == ["TP0", "TP1"]
     tp0 = data["ranks"][0]["figures"]
     assert set(tp0) == PREDICTED | MEASURED
@@ -117,11 +119,15 @@ def test_pipeline_and_speculative_ranks_match(tmp_path):
     assert result.data["ranks"][0]["figures"]["max_mamba_cache_size"]["logged"] == 160 == plan.max_mamba_cache_size
 
 
-def test_older_version_and_platform_are_named_as_causes(tmp_path):
+def test_printed_release_is_planned_and_platform_named_as_cause(tmp_path):
+    """A log printing 0.5.9 is compared with 0.5.9's plan; its 0.5.23-only wordings are said to disagree."""
     text, _ = synth_log(QWEN_TP2, "Qwen/Qwen3.5-35B-A3B", perturb={"kv_tokens": 123}, version_line=False)
     text = "sglang==0.5.9 device_name=NVIDIA GB10\n" + text
-    fig = check_log(text).data["ranks"][0]["figures"]["kv_tokens"]
-    assert "SGLang 0.5.9" in fig["cause"] and "per-stage mamba share" in fig["cause"]
+    data = check_log(text).data
+    assert (data["release"]["sglang_version"], data["release"]["source"]) == ("0.5.9", "printed")
+    assert "'KV Cache is allocated' with dtype: (0.5.13 on)" in data["release"]["note"] and data["release"]["note"].endswith("not 0.5.9")
+    fig = data["ranks"][0]["figures"]["kv_tokens"]
+    assert "compared with SGLang 0.5.9" in fig["cause"]
     assert "GB10" in fig["cause"] and "not modelled" in fig["cause"]
 
 
@@ -217,11 +223,28 @@ def test_real_log_with_its_launch_command(tmp_path, capsys):
     }
     # Flags the log's run was launched with reach the plan: the cap and the context length.
     assert tp0["max_running_requests"]["predicted"] == 1 and tp0["context_len"]["predicted"] == 8192
+    # The log prints no version; its wordings are 0.5.9's alone (the issue's environment: sglang 0.5.9).
+    release = json.loads(out)["release"]
+    assert (release["sglang_version"], release["source"], release["candidates"]) == (
+        "0.5.9", "inferred", {"first": "0.5.9", "last": "0.5.9", "same_accounting": True})
+    assert "'Load weight end' with elapsed= and dtype= (0.5.9)" in release["how"]
+    # With 0.5.9's rules the mamba pool is exactly what the log printed.
+    assert {n: tp0[n]["predicted"] for n in ("max_mamba_cache_size", "conv_state_gb", "ssm_state_gb")} == {
+        "max_mamba_cache_size": 82, "conv_state_gb": 0.13, "ssm_state_gb": 7.29}
     differing = [n for n, f in tp0.items() if f["predicted"] is not None and f["predicted"] != f["logged"]]
-    assert differing  # 0.5.9's accounting on a 4090 is not 0.5.23's
+    # The KV pool is 0.2 % off: the log has no 'Load weight begin', so the free memory before the load is
+    # rebuilt from two 2-decimal figures.
+    assert differing == ["kv_tokens", "max_total_num_tokens"] and tp0["kv_tokens"]["predicted"] == 581629
     for name in differing:
-        cause = tp0[name]["cause"]
-        assert "does not print its SGLang version" in cause and "after-load + weight usage" in cause
+        assert tp0[name]["cause"] == "free memory before the load is taken as after-load + weight usage (each printed to 0.01 GB)"
+    # 0.5.23's rules, named in the request, do not print this log's mamba pool (81 slots, 7.21 GB).
+    code, out, err = run(capsys, "check-log", "--json", "--sglang-version", "0.5.23", write(tmp_path, entry["verbatim"]), "--", *REAL_397B_ARGS)
+    data = json.loads(out)
+    assert (data["release"]["sglang_version"], data["release"]["source"]) == ("0.5.23", "request")
+    assert data["release"]["note"].startswith("the log's own text allows 0.5.9 (") and data["release"]["note"].endswith("not 0.5.23")
+    tp0 = data["ranks"][0]["figures"]
+    assert (tp0["max_mamba_cache_size"]["predicted"], tp0["ssm_state_gb"]["predicted"]) == (81, 7.21)
+    assert tp0["max_mamba_cache_size"]["cause"].startswith("compared with SGLang 0.5.23 as the request names it")
 
 
 def test_launch_args_errors_exit_2(tmp_path, capsys):

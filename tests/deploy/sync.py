@@ -3,7 +3,7 @@
 * `$defs.PlanRequest` in helm/mambasizer/values.schema.json is the pydantic wire contract
   (schemas.PlanRequest), so `helm install` rejects a bad `deployments` entry or preflight
   request by the same rules the API applies; `$defs.DeploymentEntry` (a `deployments`
-  entry) is the same plus `trial`.
+  entry) is the same plus `trial` and `upgrade_to`.
 * helm/preflight-hook/mambasizer-preflight-job.yaml (copy-paste template) carries the
   library chart's helm/mambasizer-preflight/templates/_preflight.tpl verbatim.
 * helm/mambasizer/charts/mambasizer-preflight-<version>.tgz, the library chart vendored as
@@ -89,7 +89,8 @@ def plan_request_schema() -> dict:
 
 
 def deployment_entry_schema() -> dict:
-    """A `deployments` entry: a PlanRequest plus `trial` (true, false or the trial options),
+    """A `deployments` entry: a PlanRequest plus `trial` (true, false or the trial options) and
+    `upgrade_to` (the releases to plan it at besides its own),
     which mambasizer.service.api.deployments takes and POST /v1/plan's own schema does not."""
     from mambasizer.schemas.trial import TrialOptions
 
@@ -98,6 +99,14 @@ def deployment_entry_schema() -> dict:
     schema["properties"]["trial"] = {
         "anyOf": [{"type": "boolean"}, TrialOptions.model_json_schema(mode="validation")],
         "description": "Run a trial of this deployment after each load (true: the default options).",
+    }
+    from mambasizer.schemas.releases import SUPPORTED_RELEASES
+
+    release = {"type": "string", "enum": list(SUPPORTED_RELEASES)}
+    schema["properties"]["upgrade_to"] = {
+        "anyOf": [release, {"type": "array", "items": release, "minItems": 1, "maxItems": len(SUPPORTED_RELEASES), "uniqueItems": True}],
+        "description": "Also plan this deployment at these SGLang releases (mambasizer_plan_release_*; the "
+        "MambasizerUpgradeRegression alert fires when one plans fewer requests or tokens, or would not start).",
     }
     schema["title"] = "DeploymentEntry"
     return schema

@@ -18,7 +18,7 @@ from deploy_helpers import CHART, FULL_VALUES, ROOT, by_kind, documents, one, re
 
 ALERTS_TEST = ROOT / "tests" / "data" / "prometheus" / "alerts_test.yaml"
 ALERTS = {
-    "MambasizerPlanInfeasible", "MambasizerDeploymentsReloadFailed", "MambasizerLiveCapacityDiffersFromPlan",
+    "MambasizerPlanInfeasible", "MambasizerUpgradeRegression", "MambasizerDeploymentsReloadFailed", "MambasizerLiveCapacityDiffersFromPlan",
     "MambasizerTrialDrift", "MambasizerTrialFailed", "MambasizerHighErrorRate", "MambasizerHeavyRequestsShed",
 }
 
@@ -124,3 +124,20 @@ def test_promtool_unit_tests_catch_a_changed_threshold(tmp_path):
     out = run_promtool(tmp_path, groups, "test", "rules")
     assert out.returncode == 1
     assert "MambasizerLiveCapacityDiffersFromPlan" in out.stdout + out.stderr
+
+
+def test_promtool_unit_tests_catch_a_changed_upgrade_tolerance(tmp_path):
+    """At a 1 % tolerance the 0.6 % KV-token loss of Nemotron-H 0.5.16 -> 0.5.23 no longer fires."""
+    groups = rule_groups(with_values(upgradeRegression={"tolerancePercent": 1, "for": "5m", "severity": "warning"}))
+    out = run_promtool(tmp_path, groups, "test", "rules")
+    assert out.returncode == 1
+    assert "MambasizerUpgradeRegression" in out.stdout + out.stderr and "nemotron-pp4" in out.stdout + out.stderr
+
+
+def test_upgrade_regression_values_reach_the_rule():
+    rule = one(documents(render(CHART, with_values(upgradeRegression={"tolerancePercent": 2.5, "for": "1h", "severity": "critical"}))),
+               "PrometheusRule")
+    alert = next(r for g in rule["spec"]["groups"] for r in g["rules"] if r["alert"] == "MambasizerUpgradeRegression")
+    assert alert["for"] == "1h" and alert["labels"]["severity"] == "critical"
+    assert alert["expr"].count("* (1 - 2.5 / 100)") == 2
+    assert 'mambasizer_plan_release_feasible{job="ms-mambasizer", namespace="sizing", running="false"}' in alert["expr"]

@@ -51,7 +51,7 @@ def _refusal_line(error: BaseException) -> str:
         ({}, f"mambasizer preflight: preset needs a budget: set {BUDGET_FORMS}"),  # budgetGiB left out
         ({"gpu": "h200", "budgetGiB": 40}, f"mambasizer preflight: preset takes gpu or budgetGiB, not both: keep {BUDGET_FORMS}"),
         ({"preset": ""}, "mambasizer preflight: set preset or request; the forms: preset with " + BUDGET_FORMS
-         + ", and sglangArgs; or request (a PlanRequest)"),
+         + ", and sglangArgs; or request (a PlanRequest); or prefill and decode (a 1P1D pair)"),
         ({"request": {"model": {"preset": "p"}, "budget": {"rest_gib": 4}}, "budgetGiB": 4},
          "mambasizer preflight: set preset or request, not both; the forms: preset with " + BUDGET_FORMS
          + ", and sglangArgs; or request (a PlanRequest)"),

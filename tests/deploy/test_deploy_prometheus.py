@@ -264,7 +264,7 @@ def test_dashboard_and_rules_on_a_real_prometheus(tmp_path):
             assert time.monotonic() < deadline, (rules, alerts)
             time.sleep(0.5)
         health = {r["name"]: (r["health"], r.get("lastError", "")) for g in rules for r in g["rules"]}
-        assert len(health) == 7 and all(h == ("ok", "") for h in health.values()), health
+        assert len(health) == 8 and all(h == ("ok", "") for h in health.values()), health
         firing = sorted((a["labels"]["alertname"], a["labels"].get("pp_rank"), a["state"]) for a in alerts)
         assert firing == [("MambasizerLiveCapacityDiffersFromPlan", "0", "pending"),
                           ("MambasizerLiveCapacityDiffersFromPlan", "1", "pending")], firing

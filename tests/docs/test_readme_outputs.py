@@ -1,6 +1,7 @@
 """README's outputs are the code's real outputs: every `mambasizer plan examples/F` block, every
-`mambasizer check-log` block (of a log shipped in examples/logs/), the check-log curl example and
-the sweep example are re-run and compared line by line (a README block may stop before the
+`mambasizer check-log` block (of a log shipped in examples/logs/), every `mambasizer recommend
+examples/F` block, the check-log curl example and the sweep example are re-run and compared line
+by line (a README block may stop before the
 end of the output, never differ from it). `scripts/readme_outputs.py` rewrites them."""
 
 from __future__ import annotations
@@ -20,6 +21,15 @@ def test_every_plan_block_is_the_real_output():
     for example, shown in blocks:
         real = readme_outputs.plan_output(example)
         assert shown == real[: len(shown)], f"README's block for examples/{example} drifted: run scripts/readme_outputs.py"
+
+
+def test_every_recommend_block_is_the_real_output():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = readme_outputs.recommend_blocks(text)
+    # Kimi-K3 on H200s, and Qwen3-Next across H200 / B200 / MI300X with prices
+    assert [argv[1] for argv in (b[0] for b in blocks)] == ["examples/recommend-kimi-k3-h200.json", "examples/recommend-qwen3-next-three-gpus.json"]
+    for argv, shown in blocks:
+        assert shown == readme_outputs.cli_output(argv), f"README's block {argv} drifted: run scripts/readme_outputs.py"
 
 
 def test_the_sweep_example_is_the_real_output():

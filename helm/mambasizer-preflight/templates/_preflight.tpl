@@ -17,11 +17,19 @@ Call it from any chart:
   image.repository/tag/pullPolicy  an image with `mambasizer` on PATH (the api target)
   hookWeight              int     helm.sh/hook-weight (default -5)
   activeDeadlineSeconds   int     Job deadline (default 300)
-  request                 object  a PlanRequest (form 1)
+  request                 object  a PlanRequest, or {"prefill": ..., "decode": ...} (form 1)
+  prefill, decode                 form 3, a 1P1D pair checked as a whole: each side a PlanRequest
+                                  or {preset, gpu | budgetGiB, sglangArgs}; the install fails when
+                                  either side would not start (requirements are the decode side's)
   preset, gpu, sglangArgs         form 2: `check --preset P --gpu G -- ARGS` (planned from the
                                   GPU alone: `mambasizer check --help`, GET /v1/gpus)
   preset, budgetGiB, sglangArgs   form 2b: `check --preset P --budget-gib X -- ARGS`
   require.maxRunningRequests / maxTotalTokens / contextLength   int, 0 = none
+  sglangVersion           string  the release the deployment runs (`check --sglang-version`)
+  upgradeTo               string  also plan it at this release (`check --upgrade-to`): fail when
+                                  that release would not start it, or loses more than
+                                  maxCapacityLoss (share, default 0.1) of its requests / tokens
+                                  or maxSlackLoss (default 0.5) of the memory outside the pools
   url                     string  ask a running mambasizer service instead
   resources, nodeSelector, tolerations, podAnnotations, serviceAccountName
   nameSuffix              string  default "mambasizer-preflight" (Job = <release>-<suffix>)
@@ -48,8 +56,40 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace 
 {{- if $require.maxTotalTokens }}{{ $args = concat $args (list "--require-max-total-tokens" (toString (int64 $require.maxTotalTokens))) }}{{ end -}}
 {{- if $require.contextLength }}{{ $args = concat $args (list "--require-context-length" (toString (int64 $require.contextLength))) }}{{ end -}}
 {{- if $v.sglangVersion }}{{ $args = concat $args (list "--sglang-version" (toString $v.sglangVersion)) }}{{ end -}}
+{{- if $v.upgradeTo }}{{ $args = concat $args (list "--upgrade-to" (toString $v.upgradeTo)) }}{{ end -}}
+{{- if and $v.upgradeTo (hasKey $v "maxCapacityLoss") }}{{ $args = concat $args (list "--max-capacity-loss" (toString $v.maxCapacityLoss)) }}{{ end -}}
+{{- if and $v.upgradeTo (hasKey $v "maxSlackLoss") }}{{ $args = concat $args (list "--max-slack-loss" (toString $v.maxSlackLoss)) }}{{ end -}}
 {{- if $v.url }}{{ $args = concat $args (list "--url" (toString $v.url)) }}{{ end -}}
 {{- toJson $args -}}
+{{- end -}}
+
+{{- /* One side of a 1P1D pair as the PlanRequest `check` takes: a PlanRequest as given, or
+the preset form turned into one (plan_pair adds --disaggregation-mode itself). */ -}}
+{{- define "mambasizer-preflight.side" -}}
+{{- $role := .role -}}
+{{- $side := .side | default dict -}}
+{{- $budgets := printf "%s.gpu (e.g. gpu: h200, planned from the GPU alone) or %s.budgetGiB (e.g. budgetGiB: 40, GiB per GPU left for the mamba/KV split)" $role $role -}}
+{{- if not (kindIs "map" $side) }}
+{{- fail (printf "mambasizer preflight: %s must be a mapping: a PlanRequest, or preset with %s, and sglangArgs" $role $budgets) }}
+{{- end }}
+{{- if $side.preset }}
+{{- if and (empty $side.gpu) (not $side.budgetGiB) }}
+{{- fail (printf "mambasizer preflight: %s.preset needs a budget: set %s" $role $budgets) }}
+{{- end }}
+{{- if and (not (empty $side.gpu)) $side.budgetGiB }}
+{{- fail (printf "mambasizer preflight: %s.preset takes gpu or budgetGiB, not both: keep %s" $role $budgets) }}
+{{- end }}
+{{- $req := dict "model" (dict "preset" (toString $side.preset)) -}}
+{{- if $side.gpu }}{{ $_ := set $req "budget" (dict "gpu" (toString $side.gpu)) }}{{ else }}{{ $_ := set $req "budget" (dict "rest_gib" $side.budgetGiB) }}{{ end -}}
+{{- $args := list -}}
+{{- range $side.sglangArgs }}{{ $args = append $args (toString .) }}{{ end -}}
+{{- $_ := set $req "sglang_args" $args -}}
+{{- toJson $req -}}
+{{- else if $side.model -}}
+{{- toJson $side -}}
+{{- else }}
+{{- fail (printf "mambasizer preflight: %s needs preset (with %s, and sglangArgs) or a PlanRequest (model, budget, server_args or sglang_args)" $role $budgets) }}
+{{- end }}
 {{- end -}}
 
 {{- define "mambasizer-preflight.job" -}}
@@ -62,14 +102,26 @@ helm.sh/chart: {{ printf "%s-%s" .root.Chart.Name .root.Chart.Version | replace 
 {{- end }}
 {{- $hasRequest := not (empty $v.request) -}}
 {{- $hasPreset := not (empty $v.preset) -}}
+{{- $request := $v.request -}}
+{{- if or (not (empty $v.prefill)) (not (empty $v.decode)) }}
+{{- if or (empty $v.prefill) (empty $v.decode) }}
+{{- fail "mambasizer preflight: a 1P1D pair needs both prefill and decode (each a PlanRequest, or preset with gpu or budgetGiB, and sglangArgs)" }}
+{{- end }}
+{{- if or $hasRequest $hasPreset }}
+{{- fail "mambasizer preflight: set prefill and decode (a 1P1D pair), or preset / request (one deployment), not both" }}
+{{- end }}
+{{- $request = dict "prefill" (include "mambasizer-preflight.side" (dict "role" "prefill" "side" $v.prefill) | fromJson) "decode" (include "mambasizer-preflight.side" (dict "role" "decode" "side" $v.decode) | fromJson) -}}
+{{- $hasRequest = true -}}
+{{- end }}
 {{- /* One line per refusal, naming the field and the forms accepted (a values-schema oneOf
      would answer with a nested dump of every branch). */ -}}
 {{- $forms := "preset with gpu (e.g. gpu: h200, planned from the GPU alone) or budgetGiB (e.g. budgetGiB: 40, GiB per GPU left for the mamba/KV split), and sglangArgs; or request (a PlanRequest)" -}}
+{{- $pairForm := "; or prefill and decode (a 1P1D pair)" -}}
 {{- if and $hasRequest $hasPreset }}
 {{- fail (printf "mambasizer preflight: set preset or request, not both; the forms: %s" $forms) }}
 {{- end }}
 {{- if not (or $hasRequest $hasPreset) }}
-{{- fail (printf "mambasizer preflight: set preset or request; the forms: %s" $forms) }}
+{{- fail (printf "mambasizer preflight: set preset or request; the forms: %s%s" $forms $pairForm) }}
 {{- end }}
 {{- if and $hasPreset (empty $v.gpu) (not $v.budgetGiB) }}
 {{- fail "mambasizer preflight: preset needs a budget: set gpu (e.g. gpu: h200, planned from the GPU alone) or budgetGiB (e.g. budgetGiB: 40, GiB per GPU left for the mamba/KV split)" }}
@@ -166,7 +218,7 @@ spec:
               value: "1"
             {{- if $hasRequest }}
             - name: MAMBASIZER_REQUEST_JSON
-              value: {{ toJson $v.request | quote }}
+              value: {{ toJson $request | quote }}
             {{- end }}
           terminationMessagePath: /dev/termination-log
           terminationMessagePolicy: FallbackToLogsOnError
