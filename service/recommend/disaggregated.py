@@ -386,7 +386,7 @@ def _startable(sreq: RecommendRequest, layout: Any, points: list[dict], out: _Si
     """The points whose flags SGLang accepts: one plan each. A launch SGLang rejects (DCP on a
     GPU its backend cannot run, TBO without DP, ...) is rejected whatever the layer partition
     or the mamba cache size, so the search spends nothing more on it."""
-    budget = Budget(gpu=sreq.gpu) if sreq.gpu is not None else sreq.budget
+    budget = Budget(gpu=sreq.gpu) if isinstance(sreq.gpu, str) else sreq.budget  # one catalog GPU (the request's)
     assert budget is not None  # RecommendRequest requires exactly one of them
     keep = []
     for point in points:
