@@ -9,8 +9,9 @@ Covered: every `$ mambasizer plan examples/F` block (the CLI's stdout, as many l
 README shows), every `$ mambasizer check-log ...` block (its stdout; a `...` line in the README
 stands for output lines left out, and each run of lines between them must be the real output's,
 in order), every `$ mambasizer recommend examples/F ...` block (its stdout, whole), the
-`POST /v1/check-log` curl example (its jq projection) and the `POST /v1/sweep` JSON example
-(its jq projection, computed here).
+`POST /v1/check-log` curl example (its jq projection), the `POST /v1/sweep` JSON example
+(its jq projection, computed here) and the `POST /v1/recommend/disaggregated` examples
+(`-d @examples/F`, the jq projections `.prefill, .decode | {KEYS}`, `.pair`, `-r .why`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ ELIDED = "..."
 RECOMMEND_BLOCK = re.compile(r"\$ mambasizer recommend (examples/[^\n]+)\n(.*?)\n```", re.S)
 SWEEP_BLOCK = re.compile(
     r"\$ curl -s localhost:8000/v1/sweep -d '(\{.*?\})' \\\n    \| jq -c '\.rows\[\] \| \{([a-z_, ]+)\}'\n(.*?)\n(?=\$ |```)", re.S
+)
+
+RECPD_BLOCK = re.compile(
+    r"\$ curl -s localhost:8000/v1/recommend/disaggregated -d @(\S+) \\\n    \| jq (-c|-r) '([^']*)'\n(.*?)\n(?=\$ |```)", re.S
 )
 
 
@@ -152,6 +157,31 @@ def sweep_output(body: dict) -> list[str]:
     return [json.dumps({k: row[k] for k in keys}, separators=(",", ":")) for row in rows]
 
 
+def recommend_disaggregated_output(example: str, flag: str, projection: str) -> list[str]:
+    """What `curl ... -d @example | jq FLAG PROJECTION` prints, for the projections README uses."""
+    _path()
+    from mambasizer.service.recommend.disaggregated import recommend_disaggregated
+
+    body = json.loads(recommend_disaggregated(json.loads((ROOT / example).read_text())).model_dump_json())
+
+    def compact(v: object) -> str:
+        return json.dumps(v, separators=(",", ":"), ensure_ascii=False)
+
+    sides = re.fullmatch(r"\.prefill, \.decode \| \{([a-z_, ]+)\}", projection)
+    if sides is not None and flag == "-c":
+        keys = [k.strip() for k in sides.group(1).split(",")]
+        return [compact({k: body[role][k] for k in keys}) for role in ("prefill", "decode")]
+    if projection == ".pair" and flag == "-c":
+        return [compact(body["pair"])]
+    if projection == ".why" and flag == "-r":
+        return [body["why"]]
+    raise ValueError(f"README's recommend/disaggregated projection {flag} {projection!r} is not one this script renders")
+
+
+def recommend_disaggregated_blocks(text: str) -> list[tuple[str, str, str, list[str]]]:
+    return [(m.group(1), m.group(2), m.group(3), m.group(4).split("\n")) for m in RECPD_BLOCK.finditer(text)]
+
+
 def render(text: str) -> str:
     def plan(m: re.Match) -> str:
         shown = m.group(2).rstrip("\n").split("\n")
@@ -181,7 +211,12 @@ def render(text: str) -> str:
     if m is not None:
         body, _ = sweep_block(text)
         text = text[: m.start(3)] + "\n".join(sweep_output(body)) + text[m.end(3):]
-    return text
+
+    def recpd(m: re.Match) -> str:
+        new = "\n".join(recommend_disaggregated_output(m.group(1), m.group(2), m.group(3)))
+        return m.group(0)[: m.start(4) - m.start(0)] + new + m.group(0)[m.end(4) - m.start(0):]
+
+    return RECPD_BLOCK.sub(recpd, text)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -37,6 +37,7 @@ from mambasizer.service.api import (
     presets,
     problems,
     recommend,
+    recommend_disaggregated,
     sweep,
 )
 from mambasizer.service.api.deployment_trials import DeploymentTrials, concurrency_from_env
@@ -187,7 +188,7 @@ def create_app(deployments_path: str | None = None, worker: Any = None,
     _log_trial_settings(trials)
 
     problems.install(app)
-    for module in (plan, compare, checklog, recommend, sweep, presets, gpus, health, metrics, explorer, docs_page):
+    for module in (plan, compare, checklog, recommend, recommend_disaggregated, sweep, presets, gpus, health, metrics, explorer, docs_page):
         app.include_router(module.router)
     openapi.install(app)
     app.add_middleware(ObservabilityMiddleware, metrics=app_metrics, max_body_bytes=MAX_BODY_BYTES,

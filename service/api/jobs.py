@@ -97,6 +97,13 @@ def recommend_job(body: bytes, options: dict) -> Answer:
     return Answer(200, APPLICATION_JSON, response_json(recommend(wire.decode_json(body))))
 
 
+def recommend_disaggregated_job(body: bytes, options: dict) -> Answer:
+    from mambasizer.service.recommend.disaggregated import SECONDS_PER_SIDE, recommend_disaggregated
+
+    answer = recommend_disaggregated(wire.decode_json(body), seconds_per_side=SECONDS_PER_SIDE)
+    return Answer(200, APPLICATION_JSON, answer.model_dump_json().encode())
+
+
 def sweep_job(body: bytes, options: dict) -> Answer:
     result = run_sweep(wire.decode_json(body, label="sweep body"))
     if options.get("csv"):
@@ -125,7 +132,8 @@ def warm() -> None:
                 log.warning("preset cannot be sized", extra={"fields": {"event": "preset_unsizable", "preset": preset.name}})
 
 
-JOBS = {"plan": plan_job, "compare": compare_job, "recommend": recommend_job, "sweep": sweep_job}
+JOBS = {"plan": plan_job, "compare": compare_job, "recommend": recommend_job, "sweep": sweep_job,
+        "recommend_disaggregated": recommend_disaggregated_job}
 
 
 def run(kind: str, body: bytes, instance: str, options: dict) -> Answer:

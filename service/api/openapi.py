@@ -10,6 +10,8 @@ differs from the app.
 
 from __future__ import annotations
 
+import copy
+
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 from pydantic import TypeAdapter
@@ -127,16 +129,22 @@ def _state_what_validators_enforce(schemas: dict) -> None:
         "model", "gpu", "budget", "search", "sglang_args", "server_args", "env", "draft_model", "target", "gpus",
         "sglang_version", "gpu_prices", "objective",
     ]
+    # The disaggregated recommendation (service/recommend/disaggregated.py): the same, per side.
+    schemas["RecommendDisaggregatedRequest"]["oneOf"] = copy.deepcopy(schemas["RecommendRequest"]["oneOf"])
+    schemas["RecommendDisaggregatedRequest"]["x-semantic-fields"] = [
+        "model", "gpu", "budget", "prefill", "decode", "env", "draft_model", "context_length", "sglang_version",
+    ]
 
 
 def _component_schemas() -> dict:
     from mambasizer.schemas.recommend import RecommendRequest
+    from mambasizer.schemas.recommend_disaggregated import RecommendDisaggregatedRequest
     from mambasizer.service.api.problems import Problem
     from mambasizer.service.api.wire import ApiPlanRequest, DisaggregatedPlanRequest
     from mambasizer.service.compare import CompareRequest  # schema only
 
     out: dict = {}
-    for model in (ApiPlanRequest, CompareRequest, RecommendRequest, Problem, DisaggregatedPlanRequest):
+    for model in (ApiPlanRequest, CompareRequest, RecommendRequest, Problem, DisaggregatedPlanRequest, RecommendDisaggregatedRequest):
         schema = TypeAdapter(model).json_schema(ref_template="#/components/schemas/{model}", mode="validation")
         for name, sub in schema.pop("$defs", {}).items():
             out.setdefault(name, sub)

@@ -869,3 +869,21 @@ def _binding(limit: str | None) -> str:
         "speculative_default": "speculative decoding's default of 48 caps the requests",
         "estimate": "SGLang's own context-length estimate caps the requests",
     }.get(limit or "", "nothing binds")
+
+
+def recommend_grid(req: RecommendRequest, grid: list[dict], plans_spent: int = 0) -> tuple[RecommendResponse, int]:
+    """recommend() over a grid its caller built (each point a ServerArgs update) on the
+    request's one GPU, sharing the MAX_PLANS bound with searches before it (`plans_spent`):
+    (the answer, plans spent after it). The disaggregated recommender
+    (service/recommend/disaggregated.py) searches each role so."""
+    kinds = kinds_of(req)[:1]
+    shared = _Shared()
+    shared.plans = plans_spent
+    search = _Search(req, None, kinds[0], 0, shared)
+    for i, upd in enumerate(grid):
+        try:
+            search.grid_point(i, upd)
+        except _PlanBudgetSpent:
+            search.warnings.append(f"mambasizer: the search stopped at its bound of {MAX_PLANS:,} plans after {i} of {len(grid)} settings")
+            break
+    return _answer(req, kinds, _Searched.of([search])), shared.plans

@@ -16,7 +16,7 @@ from mambasizer.service.api.wire import MAX_MESSAGE_CHARS, bounded
 from mambasizer.service.presets import PRESETS
 
 NEMOTRON = "nemotron-h-56b-base-8k"
-ROUTES = ["/v1/plan", "/v1/plan/compare", "/v1/recommend", "/v1/sweep", "/v1/check-log"]
+ROUTES = ["/v1/plan", "/v1/plan/compare", "/v1/recommend", "/v1/recommend/disaggregated", "/v1/sweep", "/v1/check-log"]
 SWEEP_AXES = '"axes":[{"field":"server_args.tp_size","values":[1]}]'
 
 

@@ -297,7 +297,7 @@ def test_committed_openapi_matches_the_app():
 
 def test_openapi_documents_every_route_and_request_form(client):
     doc = client.get("/openapi.json").json()
-    assert set(doc["paths"]) == {"/v1/plan", "/plan", "/v1/plan/compare", "/v1/check-log", "/v1/recommend", "/v1/sweep", "/v1/presets", "/v1/presets/{name}", "/v1/gpus", "/livez", "/readyz", "/metrics"}
+    assert set(doc["paths"]) == {"/v1/plan", "/plan", "/v1/plan/compare", "/v1/check-log", "/v1/recommend", "/v1/recommend/disaggregated", "/v1/sweep", "/v1/presets", "/v1/presets/{name}", "/v1/gpus", "/livez", "/readyz", "/metrics"}
     examples = doc["paths"]["/v1/plan"]["post"]["requestBody"]["content"]["application/json"]["examples"]
     forms = {json.dumps(e["value"]) for e in examples.values()}
     assert any('"hf_config"' in f for f in forms)

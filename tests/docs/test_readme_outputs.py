@@ -71,3 +71,13 @@ def test_the_example_logs_equal_their_sources():
         assert (logs / name).read_text(encoding="utf-8") == entry["verbatim"].rstrip("\n") + "\n", name
         assert name in (logs / "SOURCES.md").read_text(encoding="utf-8")
     assert (logs / "nemotron-h-8b-sglang-0.5.23.log").read_text(encoding="utf-8") == EXAMPLE_LOG
+
+
+def test_the_recommend_disaggregated_example_is_the_real_output():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = readme_outputs.recommend_disaggregated_blocks(text)
+    assert len(blocks) == 3  # the sides, the pair, why
+    for example, flag, projection, shown in blocks:
+        assert (ROOT / example).is_file()
+        real = readme_outputs.recommend_disaggregated_output(example, flag, projection)
+        assert shown == real, f"README's recommend/disaggregated example ({projection}) drifted: run scripts/readme_outputs.py"
