@@ -5,9 +5,11 @@
     mambasizer recommend - < REQUEST.json      # `-` reads stdin
     mambasizer recommend REQUEST.json --gpu h200 --gpu b200 --gpu-price h200=3.5 --gpu-price b200=5.9
                                                # compare GPU kinds (replaces the file's "gpu"; prices add to its "gpu_prices")
+    mambasizer recommend --disaggregated REQUEST.json
+                                               # prefill and decode settings and replicas (POST /v1/recommend/disaggregated)
 
-Exit codes: 0 the best candidate meets every target; 1 no searched setting meets them (or
-none starts); 2 the request cannot be searched (one line: `mambasizer: error: <field>: <message>`).
+Exit codes: 0 the best candidate meets every target (--disaggregated: both sides reach theirs
+and the pair starts); 1 no searched setting meets them (or none starts); 2 the request cannot be searched (one line: `mambasizer: error: <field>: <message>`).
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help='a catalog GPU to plan on (GET /v1/gpus); repeat to compare kinds. Replaces the file\'s "gpu"')
     p.add_argument("--gpu-price", action="append", metavar="NAME=PRICE",
                    help="price per GPU-hour of a requested GPU (repeat per GPU); `cheapest` needs one for every GPU")
+    p.add_argument("--disaggregated", action="store_true",
+                   help="the file is a RecommendDisaggregatedRequest: prefill and decode settings and replicas for a 1P1D deployment")
     p.set_defaults(run=run)
     return p
 
@@ -107,7 +111,62 @@ def with_gpu_flags(body: dict, gpu: list[str] | None, prices: list[str] | None) 
     return body
 
 
+def _side_line(c: Any) -> str:
+    layout = f"tp {c.tp_size}, pp {c.pp_size}, dp {c.attn_dp_size}, dcp {c.dcp_size}, ep {c.ep_size}"
+    return (f"{c.role}: {c.replicas} x {c.gpus_per_replica} GPUs ({layout}) = {c.gpus} GPUs; per replica "
+            f"{c.requests_per_replica:,} requests, {c.kv_tokens_per_replica:,} KV tokens (binding: {c.binding_limit or '-'})")
+
+
+def render_disaggregated(result: Any) -> str:
+    """The text answer of a disaggregated recommend: each side's choice, its launch line, the pair."""
+    out = [result.why, ""]
+    for role in ("prefill", "decode"):
+        c = getattr(result, role)
+        if c is None:
+            out.append(f"{role}: no searched setting reaches its targets")
+            continue
+        out.append(_side_line(c))
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in c.env.items())
+        out.append(f"  {env + ' ' if env else ''}python -m sglang.launch_server --model-path MODEL {shlex.join(c.sglang_args)}")
+        for name, t in c.targets.items():
+            out.append(f"  {name}: {t.achieved:,} for {t.required:,} required ({'+' if t.margin >= 0 else ''}{t.margin:,})")
+    if result.gpus is not None:
+        out.append(f"GPUs in all: {result.gpus:,}")
+    if result.pair is not None:
+        p = result.pair
+        out.append(f"pair: decode_concurrency {p.decode_concurrency}, prefill_in_flight_requests {p.prefill_in_flight_requests}, "
+                   f"binding side {p.binding_side or '-'}")
+    out.append("searched: " + "; ".join(f"{role} {s.searched:,} plans over {s.settings:,} settings" for role, s in result.searched.items()))
+    if result.warnings:
+        out.append("warnings:")
+        out += [f"  - {w}" for w in result.warnings]
+    return "\n".join(out)
+
+
+def _run_disaggregated(args: argparse.Namespace) -> int:
+    from mambasizer.service.api import wire
+    from mambasizer.service.recommend.disaggregated import recommend_disaggregated
+    from mambasizer.service.solver import PlanInputError
+
+    if args.gpu or args.gpu_price:
+        return error("--gpu/--gpu-price: a disaggregated recommend plans one GPU kind; give \"gpu\" in the request file")
+    try:
+        result = recommend_disaggregated(read_json_request(args.request))
+    except UnreadableInput as exc:
+        return error(str(exc))
+    except PlanInputError as exc:
+        return error(wire.input_error_line(exc))
+    if args.json:
+        sys.stdout.write(result.model_dump_json() + "\n")
+    else:
+        print(render_disaggregated(result))
+    met = result.prefill is not None and result.decode is not None and result.pair is not None and result.pair.feasible
+    return EXIT_OK if met else EXIT_WOULD_NOT_START
+
+
 def run(args: argparse.Namespace) -> int:
+    if args.disaggregated:
+        return _run_disaggregated(args)
     from mambasizer.service.api import wire
     from mambasizer.service.recommend import recommend, response_json
     from mambasizer.service.recommend.kinds import compares_kinds, kinds_of
