@@ -143,6 +143,16 @@ def lookup(name: str) -> Gpu:
     raise PlanInputError(GPU_FIELD, f"unknown GPU {name!r}; use one of the catalog's names (GET /v1/gpus)", names)
 
 
+def from_device_name(printed: str) -> Gpu | None:
+    """The catalog part a device name denotes, as a log prints it (`NVIDIA B200`, `AMD
+    Instinct MI300X`) or as a request spells it; None when it is none of them."""
+    key = canonical_name(printed)
+    for gpu in CATALOG.values():
+        if key == gpu.name or printed.strip().lower() == gpu.product.lower():
+            return gpu
+    return None
+
+
 def by_capacity(memory_mib: int) -> Gpu | None:
     """The first catalog part with exactly this capacity, if any (several parts can share one:
     H100 and H800; H20 and GH200)."""

@@ -36,6 +36,7 @@ from mambasizer.service.sglang_args import (
     SPECIAL,
     _flags,
 )
+from mambasizer.service.solver import gpus
 from mambasizer.service.solver.releases.registry import base_release
 from mambasizer.service.startlog.parse import FIGURES, BootLog, BootLogError, parse_boot_log
 from mambasizer.service.startlog.release import ReleaseFinding, detect_release
@@ -221,7 +222,8 @@ def _budget(log: BootLog, ctx: _Context) -> dict | None:
 
 
 def rebuild_request(
-    log: BootLog, hf_config: dict | None, ctx: _Context, sglang_args: list[str] | None = None, role: str | None = None
+    log: BootLog, hf_config: dict | None, ctx: _Context, sglang_args: list[str] | None = None, role: str | None = None,
+    gpu: str | None = None,
 ) -> dict | None:
     record = log.server_args
     launch = None
@@ -252,6 +254,9 @@ def rebuild_request(
     budget = _budget(log, ctx)
     if budget is None:
         return None
+    part = resolution_gpu(gpu, log.gpu)
+    if part is not None:
+        budget["gpu"] = part
     if role is not None:
         logged = server_args.get("disaggregation_mode")
         if logged is not None and logged != role:
@@ -316,9 +321,23 @@ def _version_cause(found: ReleaseFinding) -> str | None:
     )
 
 
+def resolution_gpu(gpu: str | None, log_gpu: str | None) -> str | None:
+    """The catalog part the run resolved on (the caller's `gpu` first, else the log's device
+    line), named in the rebuilt budget so the plan resolves as SGLang did on it (backend,
+    page, capacity defaults); None when neither names a part whose capacity is confirmed."""
+    for name in (gpu, log_gpu):
+        part = gpus.from_device_name(name) if name else None
+        if part is not None and part.confirmed:
+            return part.name
+    return None
+
+
 def _platform_cause(gpu: str | None) -> str | None:
     if gpu is None:
         return None
+    part = gpus.from_device_name(gpu)
+    if part is not None and part.confirmed:
+        return None  # a catalog part: its resolution is the solver's (service/solver/platform.py)
     if any(h in gpu.upper() for h in _HOPPER):
         return None
     return f"GPU {gpu}: a platform whose resolution is not modelled (non-Hopper / AMD / XPU / GB10)"
@@ -445,8 +464,9 @@ def check_log(
         if isinstance(logged_role, str) and logged_role != role:
             raise RoleMismatch(_mismatch(role, logged_role))
     found = detect_release(log, sglang_version)
-    ctx = _Context(version_cause=_version_cause(found), platform_cause=_platform_cause(log.gpu), release=found.release)
-    ctx.request = rebuild_request(log, hf_config, ctx, sglang_args, role)
+    platform_cause = _platform_cause(log.gpu) if resolution_gpu(gpu, None) is None else None
+    ctx = _Context(version_cause=_version_cause(found), platform_cause=platform_cause, release=found.release)
+    ctx.request = rebuild_request(log, hf_config, ctx, sglang_args, role, gpu)
     if ctx.request is not None:
         from mambasizer.service.planner import plan, plan_stage_tensors
         from mambasizer.service.solver import PlanInputError

@@ -109,9 +109,9 @@ def gpu_from_log(printed: str | None) -> tuple[gpus.Gpu | None, str | None]:
     if printed is None:
         return None, "the log prints no GPU name: give the GPU (`--gpu NAME` or its MiB, JSON `gpu`) to estimate it"
     key = gpus.canonical_name(printed)
-    for gpu in gpus.CATALOG.values():
-        if key == gpu.name or printed.strip().lower() == gpu.product.lower():
-            return _hopper_only(gpu, printed)
+    gpu = gpus.from_device_name(printed)
+    if gpu is not None:
+        return _hopper_only(gpu, printed)
     if key in gpus.NOT_MODELLED or not any(h in printed.upper() for h in ("H100", "H200", "H800", "H20", "GH200")):
         return None, f"GPU {printed}: its platform is not modelled (the calibrated residents are Hopper's)"
     return None, (

@@ -47,6 +47,7 @@ def synth_log(
     *,
     perturb: dict[str, Any] | None = None,
     version_line: bool = True,
+    device_name: str = "NVIDIA H200",
 ) -> tuple[str, Any]:
     """(log text, plan) for `request` (a preset, server_args with mem_fraction_static, and a
     free_gib_before/after_load budget). `perturb` overrides logged figures by name."""
@@ -72,7 +73,7 @@ def synth_log(
     }
     lines = [f"[{stamp}] {server_args_dict_repr(record)}"]
     if version_line:
-        lines.insert(0, f"[{stamp}] sglang==0.5.23 starting on device_name=NVIDIA H200")
+        lines.insert(0, f"[{stamp}] sglang==0.5.23 starting on device_name={device_name}")
     for pp in range(pp_size):
         stage = result.stages[pp]
         inter = sum(t.nbytes for t in tensors[pp] if t.name == "intermediate_ssm")
