@@ -77,6 +77,18 @@ def _legacy_resolver():
     sglang_ref.FAKED_MODULES = sglang_ref.FAKED_MODULES + _LEGACY_FAKES
     import torch
 
+    # 0.5.8-0.5.9 register fake (meta) kernels for sgl_kernel operators at import time
+    # (quantization/fp8_kernel.py, reached from ModelConfig); the operators live in the
+    # stood-in sgl_kernel, so the registration becomes a no-op for that namespace only.
+    plain_register_fake = torch.library.register_fake
+
+    def register_fake(op, *args, **kwargs):
+        if isinstance(op, str) and op.startswith("sgl_kernel::"):
+            return lambda fn=None, *a, **k: fn
+        return plain_register_fake(op, *args, **kwargs)
+
+    torch.library.register_fake = register_fake  # type: ignore[assignment]
+
     with warnings.catch_warnings(), release_shim.fakes():
         warnings.simplefilter("ignore")
         import sglang.srt.server_args as server_args
