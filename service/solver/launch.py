@@ -580,6 +580,8 @@ def resolve(
         if spec == "STANDALONE" and dp > 1:
             reject("ValueError", "Currently standalone speculative decoding does not support dp attention.")
         else:
+            if rules.eagle_disables_overlap(release, args.speculative_eagle_topk):
+                disable_overlap = True
             if mrr is None:
                 mrr = SPEC_DEFAULT_MAX_RUNNING_REQUESTS
             if steps is None and (topk is not None or num_draft is not None):

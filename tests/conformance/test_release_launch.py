@@ -72,7 +72,14 @@ def in_release_spelling(case: dict, release: str) -> dict | None:
         return None
     _, by_dest = _flags(release)
     older = {ours: theirs for theirs, ours in RELEASE_DEST_ALIASES.items() if theirs in by_dest and ours not in by_dest}
-    return {**case, "server_args": {older.get(k, k): v for k, v in sa.items()}}
+    spelled = {older.get(k, k): v for k, v in sa.items()}
+    for dest, value in spelled.items():
+        # A value the release's parser refuses (extra_buffer_lazy before 0.5.13): the launch
+        # never gets to resolution there (sglang_args refuses it for that release).
+        choices = by_dest[dest].choices if dest in by_dest else None
+        if choices is not None and isinstance(value, str) and value not in choices:
+            return None
+    return {**case, "server_args": spelled}
 
 
 @cache

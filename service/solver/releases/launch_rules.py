@@ -294,6 +294,19 @@ NEMOTRON_H_TRITON_ERROR = "NemotronHForCausalLM does not support triton attentio
 # 0.5.8's Falcon-H1 / Jet branch turns overlap off with the radix cache on, speculative or not.
 SPEC_KEEPS_RADIX_0_5_8 = frozenset({"FalconH1ForCausalLM", "JetNemotronForCausalLM", "JetVLMForConditionalGeneration"})
 
+# EAGLE / EAGLE3 / STANDALONE and the overlap schedule: <=0.5.10 runs spec v1 (the
+# SGLANG_ENABLE_SPEC_V2 default is off), which turns overlap off; 0.5.11-0.5.12 (spec v2 on by
+# default) turn it off only for --speculative-eagle-topk > 1; 0.5.13 keeps it.
+SPEC_V1_OVERLAP_OFF_UNTIL = "0.5.10"
+SPEC_V2_TREE_OVERLAP_OFF_UNTIL = "0.5.12"
+
+
+def eagle_disables_overlap(release: str, topk: int | None) -> bool:
+    if _until(release, SPEC_V1_OVERLAP_OFF_UNTIL):
+        return True
+    return _until(release, SPEC_V2_TREE_OVERLAP_OFF_UNTIL) and topk is not None and topk > 1
+
+
 # NGRAM: <=0.5.13 turns the overlap schedule off and leaves --speculative-num-steps unset;
 # 0.5.14 keeps overlap and derives the steps from the draft tokens.
 NGRAM_DISABLES_OVERLAP_UNTIL = "0.5.13"
