@@ -473,7 +473,8 @@ def resolve(
     quant_failure = launch_quant_failure(layout.architecture, layout.hf_config, layout.hf_text_config) if at_least(release, "0.5.19") else None
     if quant_failure:
         reject("AttributeError", quant_failure)
-    if layout.family == "lfm2" and args.attention_backend == "triton":
+    lfm2_triton = layout.family == "lfm2" and args.attention_backend == "triton"
+    if lfm2_triton and not rules.lfm2_triton_after_radix(release):
         reject("AssertionError", f"{layout.architecture} does not support triton attention backend, as the first layer might not be an attention layer")
     nemotron_triton = rules.nemotron_h_refuses_triton(release, layout.architecture, args.attention_backend)
     if nemotron_triton and rules.nemotron_h_triton_before_radix(release):
@@ -523,6 +524,8 @@ def resolve(
                 reject("AssertionError", "no_buffer do not support trtllm_mha attention backend.")
     if nemotron_triton and not rules.nemotron_h_triton_before_radix(release):
         reject("AssertionError", rules.NEMOTRON_H_TRITON_ERROR)
+    if lfm2_triton and rules.lfm2_triton_after_radix(release):
+        reject("AssertionError", f"{layout.architecture} does not support triton attention backend, as the first layer might not be an attention layer")
     # <=0.5.13's extra buffer is the strategy alone; 0.5.14 also needs the radix cache on.
     radix_gate = not disable_radix or rules.legacy_radix_era(release)
     extra_buffer = radix_gate and strategy in ("extra_buffer", "extra_buffer_lazy")

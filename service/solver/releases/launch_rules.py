@@ -333,6 +333,15 @@ def nemotron_h_refuses_triton(release: str, arch: str, backend: str | None) -> b
     return backend == "triton" and arch in NEMOTRON_H_ARCHS and _until(release, NEMOTRON_H_REFUSES_TRITON_UNTIL)
 
 
+# LFM2's triton refusal follows its radix handling up to 0.5.14 (server_args), precedes it
+# from 0.5.15 (the radix resolution moved to overrides.py, after the model checks).
+LFM2_TRITON_AFTER_RADIX_UNTIL = "0.5.14"
+
+
+def lfm2_triton_after_radix(release: str) -> bool:
+    return _until(release, LFM2_TRITON_AFTER_RADIX_UNTIL)
+
+
 def nemotron_h_triton_before_radix(release: str) -> bool:
     return at_least(release, NEMOTRON_H_TRITON_BEFORE_RADIX_FROM)
 
