@@ -646,7 +646,7 @@ def resolve(
     # 10. check_server_args at engine start.
     if pp > 1 and resolved_spec is not None:
         if rules.pp_refuses_speculative(release):
-            reject("AssertionError", rules.PP_SPECULATIVE_REFUSAL)
+            reject("AssertionError", rules.pp_speculative_refusal(release))
         elif resolved_spec != "EAGLE":
             reject("AssertionError", "Pipeline parallelism currently only supports EAGLE (non-multi-layer) speculative decoding")
         elif not disaggregation.allows_pp_with_spec(mode):  # SGLANG_ENABLE_PP_SPEC (not modelled) is off

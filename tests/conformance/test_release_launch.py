@@ -42,7 +42,7 @@ from pathlib import Path
 import pytest
 
 from mambasizer.schemas.releases import DEFAULT_RELEASE, SUPPORTED_RELEASES
-from mambasizer.service.sglang_args import RELEASE_DEST_ALIASES, _flags
+from mambasizer.service.sglang_args import PARSER_ONLY_DESTS, RELEASE_DEST_ALIASES, _flags
 from mambasizer.service.solver.releases.registry import at_least
 from mambasizer.service.solver.releases.sizing import sizing_profile
 from tests.conformance.release_wheels import release_source
@@ -78,7 +78,8 @@ def in_release_spelling(case: dict, release: str) -> dict | None:
     if not set(sa) - {"dp_size", "enable_dp_attention"} <= _release_fields(release):
         return None
     _, by_dest = _flags(release)
-    older = {ours: theirs for theirs, ours in RELEASE_DEST_ALIASES.items() if theirs in by_dest and ours not in by_dest}
+    older = {ours: theirs for theirs, ours in RELEASE_DEST_ALIASES.items()
+             if theirs in by_dest and ours not in by_dest and theirs not in PARSER_ONLY_DESTS}
     spelled = {older.get(k, k): v for k, v in sa.items()}
     for dest, value in spelled.items():
         # A value the release's parser refuses (extra_buffer_lazy before 0.5.13): the launch

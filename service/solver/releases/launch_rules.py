@@ -106,6 +106,14 @@ PREFILL_MAX_CAPPED_BY_CONTEXT = ("0.5.13", "0.5.16")
 # check_server_args); 0.5.21 narrowed it to the EAGLE-only / prefill-node rules of 0.5.23.
 PP_REFUSES_SPECULATIVE_UNTIL = "0.5.20"
 PP_SPECULATIVE_REFUSAL = "Pipeline parallelism is not compatible with overlap schedule, speculative decoding"
+# <=0.5.10's check also names mixed chunked prefill (`--enable-mixed-chunk`, in the same assert).
+PP_REFUSAL_NAMES_MIXED_CHUNK_UNTIL = "0.5.10"
+
+
+def pp_speculative_refusal(release: str) -> str:
+    if _until(release, PP_REFUSAL_NAMES_MIXED_CHUNK_UNTIL):
+        return PP_SPECULATIVE_REFUSAL + ", mixed chunked prefill."
+    return PP_SPECULATIVE_REFUSAL
 
 # ----------------------------------------------------------------------- SSM dtype
 
