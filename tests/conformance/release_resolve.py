@@ -87,7 +87,7 @@ def _legacy_resolver():
             return lambda fn=None, *a, **k: fn
         return plain_register_fake(op, *args, **kwargs)
 
-    torch.library.register_fake = register_fake  # type: ignore[assignment]
+    torch.library.register_fake = register_fake
 
     with warnings.catch_warnings(), release_shim.fakes():
         warnings.simplefilter("ignore")

@@ -25,8 +25,10 @@ graph, page size, SSM/conv dtypes, context length, draft KV layers), and refusal
 exception class and message. Per release, `cases, equal` and the branches exercised are
 printed (run with -s).
 
-Budget: 15 releases x (one subprocess, ~5 s import + ~0.05 s per case) with N_PER_RELEASE
-= 200: about 3 minutes on 2 cores (measured: 0.5.17's subprocess, the slowest, ~25 s).
+Budget: 15 releases x (one subprocess, ~5 s import + ~0.05 s per case), N_PER_RELEASE = 200
+generated cases + 3 regression cases each: about 3,000 cases in about 4.5 minutes on 2 cores
+(measured 260 s for this file together with test_release_flags.py and
+tests/solver/test_release_profiles.py, on 2 shared cores).
 """
 
 from __future__ import annotations
@@ -60,6 +62,13 @@ UNSIZED: collections.Counter = collections.Counter()  # cases left out per relea
 # (143771 MiB) at tp 4, mrr 64 gives max_bs 64 instead of 512, 0.903 instead of 0.897.
 CLAMP_CASE = {"id": "clamp", "model": "qwen3-next-80b-a3b-instruct", "server_args": {"tp_size": 4, "max_running_requests": 64},
               "env": {}, "gpu_mib": 143771}
+# Overlap-schedule boundaries of the dataclass era, on Qwen3-Next (H200): 0.5.8 never routes
+# it through the radix handling (overlap stays on), 0.5.9 turns overlap off for no_buffer;
+# EAGLE with the radix cache off runs spec v1 (overlap off) up to 0.5.10, spec v2 from 0.5.11.
+PLAIN_CASE = {"id": "plain", "model": "qwen3-next-80b-a3b-instruct", "server_args": {}, "env": {}, "gpu_mib": 143771}
+EAGLE_CASE = {"id": "eagle", "model": "qwen3-next-80b-a3b-instruct",
+              "server_args": {"disable_radix_cache": True, "speculative_algorithm": "EAGLE"}, "env": {}, "gpu_mib": 143771}
+REGRESSION_CASES = [CLAMP_CASE, PLAIN_CASE, EAGLE_CASE]
 
 
 def _release_fields(release: str) -> set[str]:
@@ -95,7 +104,7 @@ def cases_for(release: str) -> tuple[list[dict], list[dict]]:
     """(our cases, the same in the release's spelling)."""
     ours_cases, theirs_cases = [], []
     sizable = sizing_profile(release).architectures
-    for case in [CLAMP_CASE] + CASES:
+    for case in REGRESSION_CASES + CASES:
         if _layout(case["model"]).architecture not in sizable:
             UNSIZED[release] += 1  # the plan refuses it for this release (check_release)
             continue
@@ -104,7 +113,7 @@ def cases_for(release: str) -> tuple[list[dict], list[dict]]:
             continue
         ours_cases.append(case)
         theirs_cases.append(spelled)
-        if len(ours_cases) > N_PER_RELEASE:
+        if len(ours_cases) >= N_PER_RELEASE + len(REGRESSION_CASES):
             break
     return ours_cases, theirs_cases
 
@@ -153,8 +162,8 @@ def test_resolution_equals_the_releases_own(release):
     driver = [t["message"] for t in theirs if t["rejected"] == "DriverError"]
     assert not driver, driver[:3]
     mismatches = []
-    apart: collections.Counter = collections.Counter()
-    branches: collections.Counter = collections.Counter()
+    apart = collections.Counter[str]()
+    branches = collections.Counter[str]()
     for case, b in zip(ours_cases, theirs, strict=True):
         if b["rejected"] and any(m in b.get("message", "") for m in NOT_LOADABLE):
             apart["model not loadable by the release"] += 1
@@ -179,7 +188,7 @@ def test_decode_graph_max_bs_follows_max_running_requests_from_0_5_22(release, m
     """E13, in numbers, by ours and by the release's own resolution."""
     mine = ours(CLAMP_CASE, release=release)
     assert (mine["decode_cuda_graph_max_bs"], mine["mem_fraction_static"]) == (max_bs, mfs)
-    theirs = theirs_for(release)[0]
+    theirs = theirs_for(release)[0]  # CLAMP_CASE leads every release's cases
     assert (theirs["decode_cuda_graph_max_bs"], theirs["mem_fraction_static"]) == (max_bs, mfs)
 
 
@@ -190,3 +199,18 @@ def test_qwen3_next_prefill_graph_term_from_0_5_15_by_the_releases_own_code(rele
     by ours and by 0.5.14's / 0.5.15's own `ServerArgs.__post_init__`."""
     assert ours(CLAMP_CASE, release=release)["mem_fraction_static"] == mfs
     assert theirs_for(release)[0]["mem_fraction_static"] == mfs
+
+
+@pytest.mark.parametrize("release, case, overlap_off", [
+    ("0.5.8", PLAIN_CASE, False), ("0.5.9", PLAIN_CASE, True),
+    ("0.5.10", EAGLE_CASE, True), ("0.5.11", EAGLE_CASE, False),
+])
+def test_overlap_boundaries_of_the_dataclass_era(release, case, overlap_off):
+    """The overlap schedule at 0.5.8 -> 0.5.9 (Qwen3-Next's no_buffer handling) and 0.5.10 ->
+    0.5.11 (spec v2 by default), by ours and by the release's own `ServerArgs`; the strategy
+    is no_buffer throughout (`auto` resolves only from 0.5.14)."""
+    mine = ours(case, release=release)
+    ours_cases, _ = cases_for(release)
+    theirs = theirs_for(release)[[c["id"] for c in ours_cases].index(case["id"])]
+    assert (mine["disable_overlap_schedule"], mine["strategy"]) == (overlap_off, "no_buffer")
+    assert (theirs["disable_overlap_schedule"], theirs["strategy"]) == (overlap_off, "no_buffer")
