@@ -70,9 +70,16 @@ RELEASE_DEST_ALIASES = {
     "cuda_graph_max_bs": "cuda_graph_max_bs_decode",
     "piecewise_cuda_graph_max_tokens": "cuda_graph_max_bs_prefill",
     "disable_piecewise_cuda_graph": "disable_prefill_cuda_graph",
+    # <=0.5.13's parser stores --tp-size / --pp-size / --dp-size under the long names (its
+    # `from_cli_args` copies them onto tp_size / pp_size / dp_size).
+    "tensor_parallel_size": "tp_size",
+    "pipeline_parallel_size": "pp_size",
+    "data_parallel_size": "dp_size",
 }
 # What the launch parser maps a release's dest to: the renamed fields and the parallel sizes.
 _PARSER_ALIASES = {**RELEASE_DEST_ALIASES, **FROM_CLI_ARGS_RENAMES}
+# Of those, the dests that are parser names only: ServerArgs' field is ours in every release.
+PARSER_ONLY_DESTS = frozenset(FROM_CLI_ARGS_RENAMES)
 
 
 @dataclass

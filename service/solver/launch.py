@@ -361,7 +361,7 @@ def _in_radix_branch(layout: ModelLayout, release: str = DEFAULT_RELEASE) -> boo
             return False
         # Only with a mamba layer among the config's (normalised) layer_types.
         return bool(layout.mamba_layer_ids)
-    return layout.architecture in MAMBA_RADIX_CACHE_ARCHS
+    return layout.architecture in MAMBA_RADIX_CACHE_ARCHS and rules.radix_arch_before_0_5_19(release, layout.architecture)
 
 
 def supports_extra_buffer(layout: ModelLayout, release: str = DEFAULT_RELEASE) -> bool:
@@ -473,18 +473,29 @@ def resolve(
     quant_failure = launch_quant_failure(layout.architecture, layout.hf_config, layout.hf_text_config) if at_least(release, "0.5.19") else None
     if quant_failure:
         reject("AttributeError", quant_failure)
-    if layout.family == "lfm2" and args.attention_backend == "triton":
+    lfm2_triton = layout.family == "lfm2" and args.attention_backend == "triton"
+    if lfm2_triton and not rules.lfm2_triton_after_radix(release):
         reject("AssertionError", f"{layout.architecture} does not support triton attention backend, as the first layer might not be an attention layer")
+    nemotron_triton = rules.nemotron_h_refuses_triton(release, layout.architecture, args.attention_backend)
+    if nemotron_triton and rules.nemotron_h_triton_before_radix(release):
+        reject("AssertionError", rules.NEMOTRON_H_TRITON_ERROR)
     raw_page = args.page_size
     if choice.page_size is not None and (raw_page is None or choice.replaces_page):
         raw_page = choice.page_size
     disable_overlap = args.disable_overlap_schedule
     strategy = choice.strategy or args.mamba_radix_cache_strategy
-    # <=0.5.13 switches Kimi-Linear's radix cache off (releases/launch_rules.py).
-    disable_radix = disable_radix or rules.radix_forced_off(release, layout.architecture)
     if not rules.auto_strategy_resolves(release) and strategy == "auto":
         strategy = "no_buffer"  # <=0.5.13: auto is no_buffer for every model
-    if _in_radix_branch(layout, release) and not disable_radix:
+    if rules.legacy_radix_era(release):  # <=0.5.13: per model class (releases/launch_rules.py)
+        legacy = rules.legacy_radix(
+            release, arch=layout.architecture, strategy=strategy, page=raw_page, disable_overlap=disable_overlap,
+            disable_radix=disable_radix, speculative=args.speculative_algorithm is not None,
+            num_draft=args.speculative_num_draft_tokens, track_interval=args.mamba_track_interval, chunk=mamba_chunk_size(layout),
+        )
+        raw_page, disable_overlap, disable_radix = legacy.page, legacy.disable_overlap, legacy.disable_radix
+        if legacy.rejection:
+            reject(*legacy.rejection)
+    elif _in_radix_branch(layout, release) and not disable_radix:
         wants_overlap = not disable_overlap
         wants_paging = raw_page is not None and raw_page > 1
         if strategy == "auto":
@@ -503,14 +514,7 @@ def resolve(
             elif raw_page is not None:
                 chunk = mamba_chunk_size(layout)
                 if max(chunk, raw_page) % min(chunk, raw_page) != 0:
-                    reject("AssertionError", f"For SSM models, either chunk_size or page_size must be divisible by the other, got chunk_size={chunk}, page_size={raw_page}")
-        elif rules.legacy_no_buffer(release):  # <=0.5.13's no_buffer: fixes what 0.5.14 asserts
-            if raw_page not in (1, None):
-                raw_page = 1
-            if args.speculative_algorithm is None:
-                disable_overlap = True
-            else:
-                reject("ValueError", rules.LEGACY_NO_BUFFER_SPEC_ERROR.format(arch=layout.architecture))
+                    reject("AssertionError", rules.chunk_page_message(release, chunk, raw_page))
         else:  # no_buffer
             if raw_page not in (1, None):
                 reject("AssertionError", "no_buffer only supports page_size=1.")
@@ -518,8 +522,14 @@ def resolve(
                 reject("AssertionError", "no_buffer do not support overlap schedule. Try to set disable_overlap_schedule=True.")
             elif backend == "trtllm_mha":
                 reject("AssertionError", "no_buffer do not support trtllm_mha attention backend.")
-    extra_buffer = not disable_radix and strategy in ("extra_buffer", "extra_buffer_lazy")
-    lazy = not disable_radix and strategy == "extra_buffer_lazy"
+    if nemotron_triton and not rules.nemotron_h_triton_before_radix(release):
+        reject("AssertionError", rules.NEMOTRON_H_TRITON_ERROR)
+    if lfm2_triton and rules.lfm2_triton_after_radix(release):
+        reject("AssertionError", f"{layout.architecture} does not support triton attention backend, as the first layer might not be an attention layer")
+    # <=0.5.13's extra buffer is the strategy alone; 0.5.14 also needs the radix cache on.
+    radix_gate = not disable_radix or rules.legacy_radix_era(release)
+    extra_buffer = radix_gate and strategy in ("extra_buffer", "extra_buffer_lazy")
+    lazy = radix_gate and strategy == "extra_buffer_lazy"
 
     # 5. ReplaySSM (linear-attention backend hook).
     mamba_ssm_dtype = args.mamba_ssm_dtype
@@ -528,11 +538,7 @@ def resolve(
         reject("ValueError", "--enable-linear-replayssm requires Triton, or Helion for KDA, as the linear-attn decode backend; "
                f"got --linear-attn-decode-backend={decode_linear!r}.")
     elif args.enable_linear_replayssm and extra_buffer:
-        reject(
-            "ValueError",
-            "--enable-linear-replayssm requires --mamba-radix-cache-strategy no_buffer (the default); the extra_buffer ping-pong "
-            f"donation path is not yet supported (follow-up). Got --mamba-radix-cache-strategy={strategy!r}.",
-        )
+        reject(*rules.replayssm_extra_buffer_refusal(release, args.mamba_radix_cache_strategy, strategy))
     if args.enable_linear_replayssm_spec:
         if args.speculative_eagle_topk not in (None, 1):
             reject(
@@ -577,6 +583,8 @@ def resolve(
         if spec == "STANDALONE" and dp > 1:
             reject("ValueError", "Currently standalone speculative decoding does not support dp attention.")
         else:
+            if rules.eagle_disables_overlap(release, args.speculative_eagle_topk):
+                disable_overlap = True
             if mrr is None:
                 mrr = SPEC_DEFAULT_MAX_RUNNING_REQUESTS
             if steps is None and (topk is not None or num_draft is not None):
@@ -597,8 +605,10 @@ def resolve(
         topk = NGRAM_DEFAULT_MAX_BFS_BREADTH
         if num_draft is None:
             num_draft = NGRAM_DEFAULT_DRAFT_TOKENS
-        if steps is None:
-            steps = num_draft // topk
+        if steps is None and not rules.ngram_disables_overlap(release):
+            steps = num_draft // topk  # <=0.5.13 leaves the steps unset and turns overlap off
+        if rules.ngram_disables_overlap(release):
+            disable_overlap = True
         if topk > 1 and page > 1 and backend != "flashinfer":
             reject("ValueError", f"speculative_eagle_topk({topk}) > 1 with page_size({page}) > 1 is unstable and produces incorrect results for paged attention backends. This combination is only supported for the 'flashinfer' backend.")
         elif dp > 1:
@@ -636,7 +646,7 @@ def resolve(
     # 10. check_server_args at engine start.
     if pp > 1 and resolved_spec is not None:
         if rules.pp_refuses_speculative(release):
-            reject("AssertionError", rules.PP_SPECULATIVE_REFUSAL)
+            reject("AssertionError", rules.pp_speculative_refusal(release))
         elif resolved_spec != "EAGLE":
             reject("AssertionError", "Pipeline parallelism currently only supports EAGLE (non-multi-layer) speculative decoding")
         elif not disaggregation.allows_pp_with_spec(mode):  # SGLANG_ENABLE_PP_SPEC (not modelled) is off

@@ -77,6 +77,18 @@ def _legacy_resolver():
     sglang_ref.FAKED_MODULES = sglang_ref.FAKED_MODULES + _LEGACY_FAKES
     import torch
 
+    # 0.5.8-0.5.9 register fake (meta) kernels for sgl_kernel operators at import time
+    # (quantization/fp8_kernel.py, reached from ModelConfig); the operators live in the
+    # stood-in sgl_kernel, so the registration becomes a no-op for that namespace only.
+    plain_register_fake = torch.library.register_fake
+
+    def register_fake(op, *args, **kwargs):
+        if isinstance(op, str) and op.startswith("sgl_kernel::"):
+            return lambda fn=None, *a, **k: fn
+        return plain_register_fake(op, *args, **kwargs)
+
+    torch.library.register_fake = register_fake
+
     with warnings.catch_warnings(), release_shim.fakes():
         warnings.simplefilter("ignore")
         import sglang.srt.server_args as server_args
@@ -123,7 +135,32 @@ def _legacy_resolver():
                 return getattr(record, name)
         return None
 
+    def stale_sub_config(path: str) -> bool:
+        """True when the release's config class leaves a sub-config as a plain dict here:
+        its classes predate transformers' kw_only dataclass configs (>= 5.5.3), whose
+        generated __init__ skips theirs (0.5.9-0.5.10's Qwen3.5-MoE), so its ModelConfig
+        reads class defaults a release-era transformers would not give."""
+        from sglang.srt.utils import hf_transformers_utils as hf
+
+        with open(os.path.join(path, "config.json")) as f:
+            raw = json.load(f)
+        cls = getattr(hf, "_CONFIG_REGISTRY", {}).get(raw.get("model_type"))
+        if cls is None:
+            return False
+        try:
+            with warnings.catch_warnings(), release_shim.fakes():
+                warnings.simplefilter("ignore")
+                config = cls(**raw)
+        except Exception:  # the class refuses the config (the resolution reports that refusal)
+            return False
+        return any(isinstance(getattr(config, name, None), dict) for name in ("text_config", "vision_config"))
+
     def resolve(case: dict) -> dict:
+        out = _resolve(case)
+        out["stale_config"] = stale_sub_config(config_dir(case["model"]))
+        return out
+
+    def _resolve(case: dict) -> dict:
         hopper(case["gpu_mib"])
         environ = dict(os.environ)
         try:

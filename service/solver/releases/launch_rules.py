@@ -14,6 +14,8 @@ Tested against the releases' own resolution by tests/conformance/test_release_la
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from mambasizer.service.solver.releases.registry import at_least, release_key
 
 # ----------------------------------------------------------------------- radix strategy
@@ -45,14 +47,9 @@ EXTRA_BUFFER_ARCHS_ADDED: tuple[tuple[str, frozenset[str]], ...] = (
 # (arg_groups/model_overrides/granitemoehybrid.py); before, its strategy stays as given.
 GRANITE_RADIX_BRANCH_FROM = "0.5.19"
 
-# <=0.5.13: Kimi-Linear's radix cache is switched off (`support_mamba_cache=False`).
-RADIX_FORCED_OFF_UNTIL = "0.5.13"
-RADIX_FORCED_OFF_ARCHS = frozenset({"KimiLinearForCausalLM"})
-
 # <=0.5.13's no_buffer: a page size above 1 is set to 1 (a warning, not an assertion);
 # overlap is turned off only without speculative decoding; speculative decoding with the
 # radix cache on raises ValueError (0.5.14 made both assertions).
-LEGACY_NO_BUFFER_UNTIL = "0.5.13"
 LEGACY_NO_BUFFER_SPEC_ERROR = (
     "Speculative decoding for {arch} is not compatible with radix cache when using --mamba-scheduler-strategy no_buffer."
     "To use radix cache with speculative decoding, please use --mamba-scheduler-strategy extra_buffer and set SGLANG_ENABLE_SPEC_V2=1."
@@ -109,6 +106,14 @@ PREFILL_MAX_CAPPED_BY_CONTEXT = ("0.5.13", "0.5.16")
 # check_server_args); 0.5.21 narrowed it to the EAGLE-only / prefill-node rules of 0.5.23.
 PP_REFUSES_SPECULATIVE_UNTIL = "0.5.20"
 PP_SPECULATIVE_REFUSAL = "Pipeline parallelism is not compatible with overlap schedule, speculative decoding"
+# <=0.5.10's check also names mixed chunked prefill (`--enable-mixed-chunk`, in the same assert).
+PP_REFUSAL_NAMES_MIXED_CHUNK_UNTIL = "0.5.10"
+
+
+def pp_speculative_refusal(release: str) -> str:
+    if _until(release, PP_REFUSAL_NAMES_MIXED_CHUNK_UNTIL):
+        return PP_SPECULATIVE_REFUSAL + ", mixed chunked prefill."
+    return PP_SPECULATIVE_REFUSAL
 
 # ----------------------------------------------------------------------- SSM dtype
 
@@ -135,14 +140,6 @@ def extra_buffer_archs(release: str) -> frozenset[str]:
 
 def auto_strategy_resolves(release: str) -> bool:
     return at_least(release, AUTO_STRATEGY_RESOLVES_FROM)
-
-
-def radix_forced_off(release: str, arch: str) -> bool:
-    return _until(release, RADIX_FORCED_OFF_UNTIL) and arch in RADIX_FORCED_OFF_ARCHS
-
-
-def legacy_no_buffer(release: str) -> bool:
-    return _until(release, LEGACY_NO_BUFFER_UNTIL)
 
 
 def spec_reserve_mb(release: str, algorithm: str | None) -> int:
@@ -232,3 +229,210 @@ def prefill_graph_on(
             return at_least(release, QWEN3_5_MULTIMODAL_ALLOWED_FROM)
         return multimodal_allowed
     return True
+
+
+# ----------------------------------------------------------------------- <=0.5.13 radix cache
+
+# Up to 0.5.13 the radix strategy is handled per model class (server_args
+# `_handle_model_specific_adjustments` -> `_handle_mamba_radix_cache(support_mamba_cache=,
+# support_mamba_cache_extra_buffer=)`; 0.5.8 inline, with no helper): `auto` is already
+# no_buffer, and the per-class flags below decide the rest (`legacy_radix`).
+LEGACY_RADIX_UNTIL = "0.5.13"
+# The classes that reach the handler, by the release that routed them there. 0.5.8 routes
+# only Nemotron-H, Falcon-H1 / Jet and Kimi-Linear (its Qwen3-Next checks sit under the
+# Glm4Moe branch, so Qwen3-Next never reaches them). The text-only Qwen3.5 classes come in
+# 0.5.19 (`RADIX_ARCHS_FROM_0_5_19`); GraniteMoeHybrid as `granite_in_radix_branch` says.
+LEGACY_RADIX_ARCHS_ADDED: tuple[tuple[str, frozenset[str]], ...] = (
+    ("0.5.8", frozenset({
+        "NemotronHForCausalLM", "FalconH1ForCausalLM", "JetNemotronForCausalLM", "JetVLMForConditionalGeneration",
+        "KimiLinearForCausalLM",
+    })),
+    ("0.5.9", frozenset({
+        "Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+        "BailingMoeV2_5ForCausalLM", "Lfm2ForCausalLM",
+    })),
+    ("0.5.12", frozenset({"InternS2PreviewForConditionalGeneration", "MiniCPMV4_6ForConditionalGeneration"})),
+    ("0.5.13", frozenset({"NemotronHPuzzleForCausalLM"})),
+)
+# `support_mamba_cache=False`: the handler switches the radix cache off and returns.
+LEGACY_RADIX_OFF: tuple[tuple[str, str, frozenset[str]], ...] = (
+    ("0.5.8", "0.5.13", frozenset({"KimiLinearForCausalLM"})),
+    ("0.5.9", "0.5.12", frozenset({"BailingMoeV2_5ForCausalLM"})),
+)
+# `support_mamba_cache_extra_buffer=True`, by the release that turned it on.
+LEGACY_EXTRA_BUFFER_ARCHS_ADDED: tuple[tuple[str, frozenset[str]], ...] = (
+    ("0.5.9", frozenset({"Qwen3NextForCausalLM", "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration"})),
+    ("0.5.12", frozenset({"InternS2PreviewForConditionalGeneration", "MiniCPMV4_6ForConditionalGeneration"})),
+    ("0.5.13", frozenset({
+        "NemotronHForCausalLM", "NemotronHPuzzleForCausalLM", "FalconH1ForCausalLM", "JetNemotronForCausalLM",
+        "JetVLMForConditionalGeneration", "BailingMoeV2_5ForCausalLM",
+    })),
+)
+# Added to the radix branch (and the extra-buffer list) in 0.5.19: before, these classes keep
+# the strategy as given (0.5.14-0.5.18: `auto` stays `auto`).
+RADIX_ARCHS_FROM_0_5_19 = frozenset({"Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM", "BailingMoeV3ForCausalLM"})
+# extra_buffer with --disable-radix-cache raises from 0.5.10 (0.5.13 adds the full stop).
+LEGACY_EXTRA_BUFFER_NO_RADIX_FROM = "0.5.10"
+LEGACY_EXTRA_BUFFER_NO_RADIX_ERROR = (
+    "mamba extra_buffer is not compatible with --disable-radix-cache{stop} "
+    "Overlap scheduling is already supported with no_buffer + disable_radix_cache. "
+    "Please use --mamba-scheduler-strategy no_buffer instead."
+)
+# 0.5.13: extra_buffer_lazy refuses speculative decoding (the strategy choice arrived then).
+LEGACY_LAZY_SPEC_ERROR = "extra_buffer_lazy is not yet supported with speculative decoding. Use --mamba-scheduler-strategy extra_buffer instead."
+# no_buffer with speculative decoding: <=0.5.9 switches the radix cache off; 0.5.10 raises.
+LEGACY_SPEC_NO_BUFFER_RAISES_FROM = "0.5.10"
+# no_buffer sets a page size above 1 to 1 from 0.5.11 (0.5.10 and before keep it).
+LEGACY_NO_BUFFER_PAGE_ONE_FROM = "0.5.11"
+# The extra-buffer chunk check: <=0.5.12 against FLA's 64 only, with this wording; 0.5.13-0.5.14
+# against the model's chunk size, naming `self.page_size`; 0.5.15+ `page_size`.
+LEGACY_FLA_CHUNK_UNTIL = "0.5.12"
+LEGACY_FLA_CHUNK = 64
+CHUNK_MESSAGE_NAMES_SELF_UNTIL = "0.5.14"
+
+# Nemotron-H asserts a non-triton attention backend until 0.5.18 (its model override, after
+# the radix handling); the assertion is gone from 0.5.19's model-override declarations.
+NEMOTRON_H_REFUSES_TRITON_UNTIL = "0.5.18"
+# 0.5.15-0.5.18 assert it in server_args before the radix handling (moved to overrides.py);
+# 0.5.8-0.5.14 after it.
+NEMOTRON_H_TRITON_BEFORE_RADIX_FROM = "0.5.15"
+NEMOTRON_H_ARCHS = frozenset({"NemotronHForCausalLM", "NemotronHPuzzleForCausalLM"})
+NEMOTRON_H_TRITON_ERROR = "NemotronHForCausalLM does not support triton attention backend,as the first layer might not be an attention layer"
+
+# 0.5.8's Falcon-H1 / Jet branch turns overlap off with the radix cache on, speculative or not.
+SPEC_KEEPS_RADIX_0_5_8 = frozenset({"FalconH1ForCausalLM", "JetNemotronForCausalLM", "JetVLMForConditionalGeneration"})
+
+# EAGLE / EAGLE3 / STANDALONE and the overlap schedule: <=0.5.10 runs spec v1 (the
+# SGLANG_ENABLE_SPEC_V2 default is off), which turns overlap off; 0.5.11-0.5.12 (spec v2 on by
+# default) turn it off only for --speculative-eagle-topk > 1; 0.5.13 keeps it.
+SPEC_V1_OVERLAP_OFF_UNTIL = "0.5.10"
+SPEC_V2_TREE_OVERLAP_OFF_UNTIL = "0.5.12"
+
+
+def eagle_disables_overlap(release: str, topk: int | None) -> bool:
+    if _until(release, SPEC_V1_OVERLAP_OFF_UNTIL):
+        return True
+    return _until(release, SPEC_V2_TREE_OVERLAP_OFF_UNTIL) and topk is not None and topk > 1
+
+
+# NGRAM: <=0.5.13 turns the overlap schedule off and leaves --speculative-num-steps unset;
+# 0.5.14 keeps overlap and derives the steps from the draft tokens.
+NGRAM_DISABLES_OVERLAP_UNTIL = "0.5.13"
+
+
+def _added(table, release: str) -> frozenset[str]:
+    out: frozenset[str] = frozenset()
+    for first, archs in table:
+        if at_least(release, first):
+            out = out | archs
+    return out
+
+
+def legacy_radix_era(release: str) -> bool:
+    return _until(release, LEGACY_RADIX_UNTIL)
+
+
+def radix_arch_before_0_5_19(release: str, arch: str) -> bool:
+    """False for the classes that join the radix branch only in 0.5.19."""
+    return at_least(release, "0.5.19") or arch not in RADIX_ARCHS_FROM_0_5_19
+
+
+def nemotron_h_refuses_triton(release: str, arch: str, backend: str | None) -> bool:
+    return backend == "triton" and arch in NEMOTRON_H_ARCHS and _until(release, NEMOTRON_H_REFUSES_TRITON_UNTIL)
+
+
+# LFM2's triton refusal follows its radix handling up to 0.5.14 (server_args), precedes it
+# from 0.5.15 (the radix resolution moved to overrides.py, after the model checks).
+LFM2_TRITON_AFTER_RADIX_UNTIL = "0.5.14"
+
+
+def lfm2_triton_after_radix(release: str) -> bool:
+    return _until(release, LFM2_TRITON_AFTER_RADIX_UNTIL)
+
+
+def nemotron_h_triton_before_radix(release: str) -> bool:
+    return at_least(release, NEMOTRON_H_TRITON_BEFORE_RADIX_FROM)
+
+
+# --enable-linear-replayssm with a (resolved) extra buffer: 0.5.15's refusal names the
+# pre-0.5.14 attribute `mamba_scheduler_strategy` and so raises AttributeError instead;
+# 0.5.16-0.5.18 print the strategy as given (`auto` when defaulted), 0.5.19+ as resolved.
+REPLAYSSM_ATTRIBUTE_ERROR_IN = ("0.5.15",)
+REPLAYSSM_NAMES_GIVEN_STRATEGY_UNTIL = "0.5.18"
+
+
+def replayssm_extra_buffer_refusal(release: str, given: str, resolved: str) -> tuple[str, str]:
+    if release in REPLAYSSM_ATTRIBUTE_ERROR_IN:
+        return "AttributeError", "'ServerArgs' object has no attribute 'mamba_scheduler_strategy'"
+    shown = given if _until(release, REPLAYSSM_NAMES_GIVEN_STRATEGY_UNTIL) else resolved
+    return "ValueError", (
+        "--enable-linear-replayssm requires --mamba-radix-cache-strategy no_buffer (the default); the extra_buffer ping-pong "
+        f"donation path is not yet supported (follow-up). Got --mamba-radix-cache-strategy={shown!r}."
+    )
+
+
+def ngram_disables_overlap(release: str) -> bool:
+    return _until(release, NGRAM_DISABLES_OVERLAP_UNTIL)
+
+
+def chunk_page_message(release: str, chunk: int, page: int) -> str:
+    if _until(release, LEGACY_FLA_CHUNK_UNTIL):
+        return ("For SSM models with extra buffer, either FLA_CHUNK_SIZE or page_size must be divisible by the other, "
+                f"got FLA_CHUNK_SIZE={chunk}, self.page_size={page}")
+    name = "self.page_size" if _until(release, CHUNK_MESSAGE_NAMES_SELF_UNTIL) else "page_size"
+    return f"For SSM models, either chunk_size or page_size must be divisible by the other, got chunk_size={chunk}, {name}={page}"
+
+
+class LegacyRadix(NamedTuple):
+    page: int | None
+    disable_overlap: bool
+    disable_radix: bool
+    rejection: tuple[str, str] | None
+
+
+def legacy_radix(
+    release: str, *, arch: str, strategy: str, page: int | None, disable_overlap: bool, disable_radix: bool,
+    speculative: bool, num_draft: int | None, track_interval: int, chunk: int,
+) -> LegacyRadix:
+    """<=0.5.13's radix-cache handling of one model class (`strategy`: `auto` already
+    no_buffer). Returns the page size, overlap and radix switches it leaves, and its first
+    refusal as (exception class, message)."""
+    def out(rejection=None):
+        return LegacyRadix(page, disable_overlap, disable_radix, rejection)
+
+    if arch not in _added(LEGACY_RADIX_ARCHS_ADDED, release):
+        return out()
+    if any(at_least(release, first) and _until(release, last) and arch in archs for first, last, archs in LEGACY_RADIX_OFF):
+        disable_radix = True
+        return out()
+    extra = strategy in ("extra_buffer", "extra_buffer_lazy")
+    if extra and arch not in _added(LEGACY_EXTRA_BUFFER_ARCHS_ADDED, release):
+        return out(("AssertionError", f"mamba extra_buffer is not supported for {arch} model"))
+    if extra:
+        if disable_radix and at_least(release, LEGACY_EXTRA_BUFFER_NO_RADIX_FROM):
+            stop = "." if at_least(release, "0.5.13") else ""
+            return out(("ValueError", LEGACY_EXTRA_BUFFER_NO_RADIX_ERROR.format(stop=stop)))
+        if num_draft is not None:
+            if strategy == "extra_buffer_lazy":
+                return out(("AssertionError", LEGACY_LAZY_SPEC_ERROR))
+            if track_interval < num_draft:
+                return out(("AssertionError", f"mamba_track_interval {track_interval} must be greater than or equal to speculative_num_draft_tokens {num_draft}"))
+        if page is not None:
+            if track_interval % page != 0:
+                return out(("AssertionError", f"mamba_track_interval {track_interval} must be divisible by page_size {page}"))
+            if _until(release, LEGACY_FLA_CHUNK_UNTIL):
+                chunk = LEGACY_FLA_CHUNK
+            if max(chunk, page) % min(chunk, page) != 0:
+                return out(("AssertionError", chunk_page_message(release, chunk, page)))
+        return out()
+    if disable_radix:
+        return out()
+    if page not in (None, 1) and at_least(release, LEGACY_NO_BUFFER_PAGE_ONE_FROM):
+        page = 1
+    if not speculative or (_until(release, "0.5.8") and arch in SPEC_KEEPS_RADIX_0_5_8):
+        disable_overlap = True
+    elif at_least(release, LEGACY_SPEC_NO_BUFFER_RAISES_FROM):
+        return out(("ValueError", LEGACY_NO_BUFFER_SPEC_ERROR.format(arch=arch)))
+    else:
+        disable_radix = True
+    return out()
