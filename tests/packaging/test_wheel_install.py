@@ -200,10 +200,18 @@ def test_recommend_every_example(installed, example):
     """The installed `mambasizer recommend` answers the shipped recommend requests as the
     source tree does (the same search, the same re-planned candidates)."""
     shutil.copy2(EXAMPLES / example, installed.run_dir / example)
-    out = installed.cli("recommend", "--json", example)
+    disaggregated = example.startswith("recommend-disaggregated-")
+    out = installed.cli("recommend", "--json", *(["--disaggregated"] if disaggregated else []), example)
     assert out.returncode in (0, 1) and "Traceback" not in out.stderr, out.stderr[-2000:]
     body = json.loads(out.stdout)
+    raw = json.loads((EXAMPLES / example).read_text())
+    if disaggregated:
+        from mambasizer.service.recommend.disaggregated import recommend_disaggregated
+
+        expected = json.loads(recommend_disaggregated(raw).model_dump_json())
+        assert body["prefill"] and body["decode"] and body == expected
+        return
     from mambasizer.service.recommend import recommend, response_json
 
-    expected = json.loads(response_json(recommend(json.loads((EXAMPLES / example).read_text()))))
+    expected = json.loads(response_json(recommend(raw)))
     assert body["candidates"] and body == expected
