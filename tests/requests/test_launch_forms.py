@@ -223,8 +223,8 @@ BUDGETS = ("gpu (e.g. gpu: h200, planned from the GPU alone; with gpuMemoryMib w
 
 @pytest.mark.parametrize("preflight, line", [
     ({"gpu": "h200", "sglangArgs": ["--tp", "4"]},  # no model named anywhere
-     "mambasizer preflight: set preset (or modelPath) or request; the forms: preset or modelPath (or --model-path in sglangArgs) "
-     f"with {BUDGETS}, and sglangArgs; or request (a PlanRequest); or prefill and decode (a 1P1D pair)"),
+     ("mambasizer preflight: set preset (or modelPath) or request; the forms: preset or modelPath (or --model-path in sglangArgs) "
+     f"with {BUDGETS}, and sglangArgs; or request (a PlanRequest); or prefill and decode (a 1P1D pair)")),
     ({"modelPath": NEMOTRON, "sglangArgs": ["--tp", "4"]}, f"mambasizer preflight: modelPath needs a budget: set {BUDGETS}"),
     ({"sglangArgs": ["--model-path", NEMOTRON]}, f"mambasizer preflight: sglangArgs (its --model-path) needs a budget: set {BUDGETS}"),
     ({"modelPath": NEMOTRON, "gpuMemoryMib": 294896, "budgetGiB": 40},
