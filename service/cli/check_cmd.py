@@ -12,6 +12,7 @@ that `kubectl describe pod` and `helm install` show it.
     mambasizer check --preset NAME --gpu h200 -- <sglang launch args...>
     mambasizer check --gpu mi355x --gpu-memory-mib 294896 --sglang-version 0.5.17 -- --model-path ID ...
     mambasizer check --preset NAME --budget-gib X -- <sglang launch args...>
+    mambasizer check --gpu h200 -- <prefill node's launch args> -- <decode node's launch args>
     mambasizer check REQUEST.json --sglang-version 0.5.16 --upgrade-to 0.5.23
 
 The launch form is the body POST /v1/plan takes (the model from --preset or the launch line's
@@ -114,6 +115,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             "  mambasizer check --preset NAME --gpu h200 -- --tp-size 8 --max-running-requests 64 ...\n"
             "  mambasizer check --gpu mi355x --gpu-memory-mib 294896 --sglang-version 0.5.17 -- --model-path ID ...\n"
             "  mambasizer check --preset NAME --budget-gib X -- --tp-size 8 --max-running-requests 64 ...\n"
+            "  mambasizer check --gpu h200 -- --model-path ID --tp 4 -- --model-path ID --tp 4 --max-running-requests 32\n"
+            "      (a 1P1D pair: the prefill node's launch line, then the decode node's)\n"
             "  mambasizer check REQUEST.json --gpu h100     (replaces the file's budget)\n"
             "  mambasizer check REQUEST.json --sglang-version 0.5.16 --upgrade-to 0.5.23 [--max-capacity-loss 0.1] [--max-slack-loss 0.5]\n"
             "exit codes: 0 pass, 1 would not start, a requirement is missed or the --upgrade-to release regresses, 2 invalid input"
@@ -326,7 +329,7 @@ def _request_from_args(args: argparse.Namespace) -> dict:
     try:
         budget = command_line.budget_of(args.gpu, args.gpu_memory_mib, args.reserved_gib, args.budget_gib)
         if _is_launch_line(args):
-            return command_line.launch_body(list(args.inputs), budget=budget, preset=args.preset, release=args.sglang_version)
+            return command_line.launch_request(list(args.inputs), budget=budget, preset=args.preset, release=args.sglang_version)
     except command_line.UsageError as exc:
         raise _invalid(str(exc)) from None
     if args.budget_gib is not None:

@@ -2,6 +2,7 @@
 
     mambasizer check [--preset NAME] (--gpu NAME [--gpu-memory-mib N] | --gpu-memory-mib N | --budget-gib X)
                      [--reserved-gib X] [--sglang-version RELEASE] -- <sglang launch args...>
+    mambasizer check ... -- <the prefill node's launch args> -- <the decode node's launch args>
 
 The Helm preflight hook renders exactly this form (helm/mambasizer-preflight), so a values
 block reaches the front door through it. The launch words are not parsed here: they become
@@ -58,3 +59,30 @@ def launch_body(argv: list[str], *, budget: dict | None, preset: str | None = No
         body["sglang_version"] = release
     return body
 
+
+PAIR_SEPARATOR = "--"
+
+
+def launch_sides(argv: list[str]) -> list[list[str]]:
+    """The launch lines in `argv`: one, or a 1P1D pair's two (prefill, then decode) split at a
+    second `--` (the first ends the command's own options)."""
+    words = [str(a) for a in argv]
+    if PAIR_SEPARATOR not in words:
+        return [words]
+    at = words.index(PAIR_SEPARATOR)
+    sides = [words[:at], words[at + 1:]]
+    if PAIR_SEPARATOR in sides[1]:
+        raise UsageError("a launch pair is two lines: -- <prefill launch args> -- <decode launch args>; give `--` twice at most")
+    if not all(sides):
+        raise UsageError("a launch pair needs both lines: -- <prefill launch args> -- <decode launch args>")
+    return sides
+
+
+def launch_request(argv: list[str], *, budget: dict | None, preset: str | None = None, release: str | None = None) -> dict:
+    """The body for one launch line, or `{"prefill": ..., "decode": ...}` for a pair's two
+    (each side gets its role from its place unless its line sets --disaggregation-mode)."""
+    sides = launch_sides(argv)
+    if len(sides) == 1:
+        return launch_body(sides[0], budget=budget, preset=preset, release=release)
+    return {role: launch_body(line, budget=budget, preset=preset, release=release)
+            for role, line in zip(("prefill", "decode"), sides, strict=True)}

@@ -151,6 +151,21 @@ def test_a_pair_file_on_a_part_given_by_gpu_and_capacity(tmp_path, capsys):
     assert f"max_total_num_tokens={answer['decode']['max_total_num_tokens']}," in out
 
 
+def test_a_pair_of_launch_lines_is_the_pair_file(capsys):
+    """`-- <prefill line> -- <decode line>`: the shipped 1P1D example, written as its two
+    nodes' launch lines, answers exactly what the example file answers."""
+    prefill = ["--model-path", "Qwen/Qwen3-Next-80B-A3B-Instruct", "--tp", "4", "--disaggregation-mode", "prefill"]
+    decode = ["--model-path", "Qwen/Qwen3-Next-80B-A3B-Instruct", "--tp", "4", "--disaggregation-mode", "decode",
+              "--max-running-requests", "32"]
+    by_lines = check(capsys, "--gpu", "h200", "--", *prefill, "--", *decode)
+    by_file = check(capsys, str(ROOT / "examples" / "disaggregated" / "qwen3-next-h200-1p1d.json"))
+    assert by_lines[0] == 0 and by_lines == by_file
+    assert by_lines[1].startswith("mambasizer check: OK: disaggregated pair starts (decode_concurrency=32, prefill_in_flight_requests=")
+    code, _, err = check(capsys, "--gpu", "h200", "--", *prefill, "--")
+    assert code == 2 and err == ("mambasizer check: invalid input: a launch pair needs both lines: "
+                                 "-- <prefill launch args> -- <decode launch args>\n")
+
+
 # --------------------------------------------------------------------------- the chart
 
 
