@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """`mambasizer serve` with other server settings, for the benchmark's "does another setting
 lift both endpoints" question. Same app, same JSON logging, same uvicorn options as
-service/cli/serve_cmd.py; only the flags below differ.
+service/api/serve_cmd.py; only the flags below differ.
 
     python bench/run.py --skip-inprocess \\
         --server-cmd "{python} bench/serve_variant.py --host {host} --port {port} --workers 2"

@@ -8,7 +8,8 @@ when they drift):
 Covered: every `$ mambasizer plan examples/F` block (the CLI's stdout, as many lines as the
 README shows), every `$ mambasizer check-log ...` block (its stdout; a `...` line in the README
 stands for output lines left out, and each run of lines between them must be the real output's,
-in order), every `$ mambasizer recommend examples/F ...` block (its stdout, whole), the
+in order), every `$ mambasizer check --gpu|--preset ...; echo "exit $?"` line (the launch form: its
+stdout and stderr, then the exit code), every `$ mambasizer recommend examples/F ...` block (its stdout, whole), the
 `POST /v1/check-log` curl example (its jq projection), the `POST /v1/sweep` JSON example
 (its jq projection, computed here) and the `POST /v1/recommend/disaggregated` examples
 (`-d @examples/F`, the jq projections `.prefill, .decode | {KEYS}`, `.pair`, `-r .why`).
@@ -34,6 +35,8 @@ CHECKLOG_CURL = re.compile(
     r"    \| jq -c '\.ranks\[0\]\.figures\.(\w+)'\n(.*?)\n"
 )
 ELIDED = "..."
+# `$ mambasizer check <launch form>; echo "exit $?"`, then its output lines and `exit N`.
+CHECK_LAUNCH = re.compile(r'\$ mambasizer check ((?:--gpu|--preset) [^\n]*?); echo "exit \$\?"\n(.*?)\n(?=\$ |```)', re.S)
 # `$ mambasizer recommend examples/F [flags]` and its whole stdout, in one ```bash block.
 RECOMMEND_BLOCK = re.compile(r"\$ mambasizer recommend (examples/[^\n]+)\n(.*?)\n```", re.S)
 SWEEP_BLOCK = re.compile(
@@ -88,6 +91,37 @@ def cli_output(argv: list[str]) -> list[str]:
     finally:
         os.chdir(here)
     return [line.rstrip() for line in out.getvalue().rstrip("\n").split("\n")]
+
+
+def check_launch_blocks(text: str) -> list[tuple[list[str], list[str]]]:
+    """(argv after `mambasizer`, the lines shown) per `check` launch-form example."""
+    return [(["check", *shlex.split(m.group(1))], m.group(2).split("\n")) for m in CHECK_LAUNCH.finditer(text)]
+
+
+def check_output(argv: list[str]) -> list[str]:
+    """What a shell shows for `mambasizer ARGV; echo "exit $?"`: stdout, stderr, `exit N`."""
+    _path()
+    import os
+    import tempfile
+
+    from mambasizer.service.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    saved = os.environ.get("MAMBASIZER_TERMINATION_LOG")
+    with tempfile.TemporaryDirectory() as tmp:
+        # A failing check also writes its line where a pod's termination message goes
+        # (/dev/termination-log by default): keep this run's out of the machine's /dev.
+        os.environ["MAMBASIZER_TERMINATION_LOG"] = os.path.join(tmp, "termination-log")
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                code = main(argv)
+        finally:
+            if saved is None:
+                os.environ.pop("MAMBASIZER_TERMINATION_LOG", None)
+            else:
+                os.environ["MAMBASIZER_TERMINATION_LOG"] = saved
+    lines = [line.rstrip() for line in (out.getvalue() + err.getvalue()).rstrip("\n").split("\n") if line]
+    return [*lines, f"exit {code}"]
 
 
 def recommend_blocks(text: str) -> list[tuple[list[str], list[str]]]:
@@ -204,6 +238,12 @@ def render(text: str) -> str:
         return m.group(0)[: m.start(2) - m.start(0)] + "\n".join(real) + m.group(0)[m.end(2) - m.start(0):]
 
     text = RECOMMEND_BLOCK.sub(recommend, text)
+
+    def check_launch(m: re.Match) -> str:
+        real = check_output(["check", *shlex.split(m.group(1))])
+        return m.group(0)[: m.start(2) - m.start(0)] + "\n".join(real) + m.group(0)[m.end(2) - m.start(0):]
+
+    text = CHECK_LAUNCH.sub(check_launch, text)
     curl = CHECKLOG_CURL.search(text)
     if curl is not None:
         text = text[: curl.start(3)] + checklog_curl_output(curl.group(1), curl.group(2)) + text[curl.end(3):]

@@ -125,14 +125,14 @@ def summarize(plans: dict[str, Plan], replicas: dict[str, int]) -> PairSummary:
 def plan_sides(raw: dict) -> tuple[dict[str, Any], dict[str, Plan], dict[str, int]]:
     """({role: prepared request}, {role: Plan}, {role: replicas}) for a pair body.
     PlanInputError names the side's field."""
-    from mambasizer.service.api import wire
+    from mambasizer.service import requests as front_door
     from mambasizer.service.planner import plan
 
     sides, replicas = split(raw)
     prepared = {}
     for role, side in sides.items():
         try:
-            prepared[role] = wire.prepare(side, allow_trial=False)
+            prepared[role] = front_door.prepare(side, allow_trial=False)
         except PlanInputError as exc:
             raise within(role, exc) from None
     check_roles({role: p.request for role, p in prepared.items()})
@@ -150,13 +150,13 @@ def plan_pair(raw: dict) -> dict:
     side exactly as it answers that side alone). PlanInputError names the side's field."""
     import json
 
-    from mambasizer.service.api import wire
+    from mambasizer.service import requests as front_door
 
     prepared, plans, replicas = plan_sides(raw)
     out = {}
     for role, p in prepared.items():
-        body = wire.plan_json(plans[role])
+        body = front_door.plan_json(plans[role])
         extra = p.extra_fields()
-        out[role] = json.loads(wire.with_fields(body, extra) if extra else body)
+        out[role] = json.loads(front_door.with_fields(body, extra) if extra else body)
     out["pair"] = summarize(plans, replicas).model_dump(mode="json")
     return out

@@ -2,7 +2,9 @@
 request names another in `sglang_version`), turned into a PlanRequest.
 
     parse_sglang_args(["--tp", "4", "--mem-fraction-static=0.85", "--speculative-algorithm", "NEXTN"])
-    request_from_launch_args("qwen3-next-80b-a3b-instruct", 60.0, argv)
+
+A request carries a launch line as `sglang_args`; the request front door
+(mambasizer.service.requests) reads it with this parser, whichever way the request came in.
 
 The command line is read the way SGLang's own argparse parser reads it
 (`ServerArgs.add_cli_args`): the same flag names and aliases (`--tp-size` /
@@ -94,7 +96,7 @@ class ParsedArgs:
     served_model_name: str | None = None
     # Flags that change what a rank loads (weights moved, added or requantized): a measured
     # budget already holds their effect; a GPU-only estimate does not model them and refuses
-    # them by name (service/api/wire.prepare). (option as given, value)
+    # them by name (service/requests/launch_line.py). (option as given, value)
     weight_moving: list[tuple[str, Any]] = field(default_factory=list)
     # The SGLang release whose parser read the command line.
     release: str = DEFAULT_RELEASE
@@ -633,19 +635,3 @@ def _resolve_dp(values: dict, out: ParsedArgs) -> None:
         )
     if dp > 1:
         out.warnings.append(f"--dp-size {dp}: {dp} independent replicas; each is sized like this one")
-
-
-def request_from_launch_args(preset: str, budget_gib: float | dict, argv: list[str], release: str = DEFAULT_RELEASE) -> dict:
-    """A PlanRequest dict for a shipped preset, a budget and an SGLang command line. The
-    budget is a rest budget in GiB, or a budget object (e.g. `{"gpu": "h200"}`)."""
-    parsed = parse_sglang_args(argv, release)
-    budget = dict(budget_gib) if isinstance(budget_gib, dict) else {"rest_gib": budget_gib}
-    request: dict[str, Any] = {
-        "model": {"preset": preset},
-        "server_args": parsed.server_args,
-        "env": parsed.env,
-        "budget": budget,
-    }
-    if release != DEFAULT_RELEASE:
-        request["sglang_version"] = release
-    return request

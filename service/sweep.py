@@ -33,7 +33,7 @@ from mambasizer.schemas.sweep import (
     MAX_STAGES,
     SweepAxis,
 )
-from mambasizer.service.api import wire
+from mambasizer.service import requests as front_door
 from mambasizer.service.planner import model_layout
 from mambasizer.service.presets import get_preset
 from mambasizer.service.solver import PlanInputError
@@ -141,10 +141,10 @@ def expand(body: dict) -> Sweep:
         raise PlanInputError("base", "must be a POST /v1/plan body (a JSON object with model, budget, ...)")
     axes = _check_axes(body.get("axes"))
     try:
-        prepared = wire.prepare(base, allow_trial=False)
+        prepared = front_door.prepare(base, allow_trial=False)
     except PlanInputError as exc:
         exc.field = f"base.{exc.field}" if exc.field else "base"
-        if isinstance(exc, wire.InvalidRequest):
+        if isinstance(exc, front_door.InvalidRequest):
             exc.errors = [{**e, "field": f"base.{e['field']}"} for e in exc.errors]
         raise
     sections = _base_sections(prepared.request)
@@ -183,7 +183,7 @@ def expand(body: dict) -> Sweep:
         try:
             requests.append(PlanRequest.model_validate(raw))
         except ValidationError as exc:
-            first = wire.validation_error(exc)
+            first = front_door.validation_error(exc)
             where = _blame(axes, index, first.field)
             shown = ", ".join(f"{k}={v!r}" for k, v in point.items())
             raise SweepPointError(where, f"at the point {shown}: {first.field}: {first.message}", point, first.errors, first.allowed) from None

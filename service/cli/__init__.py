@@ -34,15 +34,21 @@ EPILOG = (
     "exit codes: 0 ok, 1 SGLang would not start (or a requirement is missed, or a log differs), 2 invalid input"
 )
 
-# subcommand -> module under mambasizer.service.cli; imported lazily so `plan` never pays for
-# FastAPI or torch.
+# subcommand -> the module that adds and runs it; imported lazily so `plan` never pays for
+# FastAPI or torch. `serve` and `worker` start HTTP servers with the API's server plumbing
+# (read timeouts, the timed h11 protocol, the app factory), so their modules live in
+# service/api/ and are named here by string: nothing outside service/api/ imports it (the
+# layering tests/structure/test_api_imports.py holds), and an install without the API
+# simply has no `serve` (build_parser skips a module that is not there). A string in this
+# table rather than an entry point: one table, one lazy import, no packaging metadata to
+# keep in step.
 SUBCOMMANDS = {
     "plan": "mambasizer.service.cli.plan_cmd",
     "check": "mambasizer.service.cli.check_cmd",
     "check-log": "mambasizer.service.cli.checklog_cmd",
     "recommend": "mambasizer.service.cli.recommend_cmd",
-    "serve": "mambasizer.service.cli.serve_cmd",
-    "worker": "mambasizer.service.cli.worker_cmd",
+    "serve": "mambasizer.service.api.serve_cmd",
+    "worker": "mambasizer.service.api.worker_cmd",
     "presets": "mambasizer.service.cli.presets_cmd",
 }
 

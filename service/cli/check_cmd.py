@@ -8,9 +8,16 @@ container's termination log (`/dev/termination-log`, or `$MAMBASIZER_TERMINATION
 that `kubectl describe pod` and `helm install` show it.
 
     mambasizer check REQUEST.json            # a PlanRequest; `-` reads it from stdin
+    mambasizer check --gpu h200 -- --model-path ID <sglang launch args...>
     mambasizer check --preset NAME --gpu h200 -- <sglang launch args...>
+    mambasizer check --gpu mi355x --gpu-memory-mib 294896 --sglang-version 0.5.17 -- --model-path ID ...
     mambasizer check --preset NAME --budget-gib X -- <sglang launch args...>
+    mambasizer check --gpu h200 -- <prefill node's launch args> -- <decode node's launch args>
     mambasizer check REQUEST.json --sglang-version 0.5.16 --upgrade-to 0.5.23
+
+The launch form is the body POST /v1/plan takes (the model from --preset or the launch line's
+`--model-path`, a shipped checkpoint id; both must name one checkpoint), parsed by the
+`--sglang-version` release's own parser: a flag the API refuses is refused here, by name.
 
 With `--upgrade-to VERSION` the deployment is also planned at VERSION, and the check fails
 (exit 1, one line per failure) when VERSION would not start it, or would lose more than
@@ -104,8 +111,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
             "forms:\n"
             "  mambasizer check REQUEST.json\n"
             "  mambasizer check - < REQUEST.json\n"
+            "  mambasizer check --gpu h200 -- --model-path nvidia/NVIDIA-Nemotron-3-Super-120B-A12B-FP8 --tp 4 ...\n"
             "  mambasizer check --preset NAME --gpu h200 -- --tp-size 8 --max-running-requests 64 ...\n"
+            "  mambasizer check --gpu mi355x --gpu-memory-mib 294896 --sglang-version 0.5.17 -- --model-path ID ...\n"
             "  mambasizer check --preset NAME --budget-gib X -- --tp-size 8 --max-running-requests 64 ...\n"
+            "  mambasizer check --gpu h200 -- --model-path ID --tp 4 -- --model-path ID --tp 4 --max-running-requests 32\n"
+            "      (a 1P1D pair: the prefill node's launch line, then the decode node's)\n"
             "  mambasizer check REQUEST.json --gpu h100     (replaces the file's budget)\n"
             "  mambasizer check REQUEST.json --sglang-version 0.5.16 --upgrade-to 0.5.23 [--max-capacity-loss 0.1] [--max-slack-loss 0.5]\n"
             "exit codes: 0 pass, 1 would not start, a requirement is missed or the --upgrade-to release regresses, 2 invalid input"
@@ -115,16 +126,21 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "inputs",
         nargs="*",
         metavar="REQUEST.json | SGLANG_ARG",
-        help="a PlanRequest JSON file (`-` for stdin); with --preset, the SGLang launch "
-        "arguments after `--`",
+        help="a PlanRequest JSON file (`-` for stdin); or the SGLang launch arguments after `--` "
+        "(with --model-path ID, or with --preset)",
     )
-    p.add_argument("--preset", metavar="NAME", help="a shipped model preset (see `mambasizer presets`)")
+    p.add_argument(
+        "--preset",
+        metavar="NAME",
+        help="a shipped model preset (see `mambasizer presets`); without it the launch line's --model-path names the model "
+        "(a preset name or a shipped checkpoint's HF repo id); with both, they must name one checkpoint",
+    )
     p.add_argument(
         "--budget-gib",
         type=_budget,
         metavar="X",
         help="GiB per GPU that SGLang hands to the mamba/KV split after weights and "
-        "activations (the request's budget.rest_gib; needed with --preset)",
+        "activations (the request's budget.rest_gib; a launch line needs it or --gpu / --gpu-memory-mib)",
     )
     p.add_argument(
         "--gpu",
@@ -148,8 +164,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument(
         "--sglang-version",
         metavar="RELEASE",
-        help="the SGLang release whose start-up rules apply (0.5.8 ... 0.5.23, post-releases included; "
-        "default: the request's sglang_version, else 0.5.23)",
+        help="the SGLang release whose start-up rules apply and whose parser reads the launch line (0.5.8 ... 0.5.23, "
+        "post-releases included; default: the request's sglang_version, else 0.5.23)",
     )
     p.add_argument(
         "--upgrade-to",
@@ -270,13 +286,8 @@ def _input_error_line(exc: BaseException) -> str:
 
 
 def _plan_input_error() -> type[Exception]:
-    """The solver's input-error class; a stand-in that matches nothing before it exists."""
-    try:
-        from mambasizer.service.solver.errors import PlanInputError
-    except ImportError:
-
-        class PlanInputError(Exception):  # type: ignore[no-redef]
-            pass
+    """The solver's input-error class (imported late: `mambasizer --help` stays fast)."""
+    from mambasizer.service.solver.errors import PlanInputError
 
     return PlanInputError
 
@@ -284,21 +295,11 @@ def _plan_input_error() -> type[Exception]:
 # --------------------------------------------------------------------------- request
 
 
-def _wire():
-    """`mambasizer.service.api.wire`: the request decoding `mambasizer plan` and `POST /v1/plan` share
-    (JSON rules, `sglang_args` in place of `server_args`). None in a build without it."""
-    import importlib
-    import importlib.util
-
-    try:
-        if importlib.util.find_spec("mambasizer.service.api.wire") is None:
-            return None
-    except ImportError:  # no mambasizer.service.api package at all
-        return None
-    return importlib.import_module("mambasizer.service.api.wire")
-
-
 def _read_request(source: str) -> dict:
+    """The JSON object in file `source` (stdin for `-`), decoded by the front door's rules
+    (the ones `mambasizer plan` and POST /v1/plan use)."""
+    from mambasizer.service.requests import decode_json
+
     label = "stdin" if source == "-" else source
     try:
         if source == "-":
@@ -308,69 +309,43 @@ def _read_request(source: str) -> dict:
                 text = fh.read()
     except (OSError, UnicodeDecodeError) as exc:
         raise _invalid(f"cannot read {label}: {getattr(exc, 'strerror', None) or exc}") from None
-    wire = _wire()
-    if wire is not None:
-        try:
-            return wire.decode_json(text, label=label)
-        except _plan_input_error() as exc:
-            raise _invalid(_input_error_line(exc)) from None
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _invalid(f"{label} is not valid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})") from None
-    if not isinstance(data, dict):
-        raise _invalid(f"{label} must be a JSON object (a PlanRequest), not {type(data).__name__}")
-    return data
+        return decode_json(text, label=label)
+    except _plan_input_error() as exc:
+        raise _invalid(_input_error_line(exc)) from None
 
 
-def _gpu_budget(args: argparse.Namespace) -> dict | None:
-    """The estimated-budget object the GPU flags ask for, or None."""
-    gpu, mib, reserved = getattr(args, "gpu", None), getattr(args, "gpu_memory_mib", None), getattr(args, "reserved_gib", None)
-    if gpu is None and mib is None:
-        if reserved is not None:
-            raise _invalid("--reserved-gib needs --gpu or --gpu-memory-mib")
-        return None
-    if args.budget_gib is not None:
-        raise _invalid("give --budget-gib or --gpu / --gpu-memory-mib, not both")
-    budget: dict = {k: v for k, v in (("gpu", gpu), ("gpu_memory_mib", mib)) if v is not None}
-    if reserved is not None:
-        budget["reserved_gib"] = reserved
-    return budget
+def _is_launch_line(args: argparse.Namespace) -> bool:
+    """The launch form: --preset, or SGLang launch arguments after `--` (a word that is a flag)."""
+    return args.preset is not None or any(str(w).startswith("--") for w in args.inputs)
 
 
 def _request_from_args(args: argparse.Namespace) -> dict:
-    gpu_budget = _gpu_budget(args)
-    if args.preset is not None:
-        if args.budget_gib is None and gpu_budget is None:
-            raise _invalid("--preset needs --budget-gib X, or --gpu NAME (or --gpu-memory-mib N) to plan from the GPU alone")
-        try:
-            from mambasizer.service.sglang_args import request_from_launch_args
-        except ImportError as exc:
-            raise _invalid(f"the --preset form needs mambasizer.service.sglang_args, which this install lacks ({exc})") from None
-        PlanInputError = _plan_input_error()
-        try:
-            request = request_from_launch_args(args.preset, gpu_budget if gpu_budget is not None else args.budget_gib, list(args.inputs))
-        except PlanInputError as exc:
-            raise _invalid(_input_error_line(exc)) from None
-        except ValueError as exc:  # pydantic's ValidationError is a ValueError
-            if hasattr(exc, "errors"):
-                raise _invalid(_validation_line(exc)) from None
-            raise _invalid(_one_line(exc)) from None
-        if hasattr(request, "model_dump"):
-            request = request.model_dump(mode="json", exclude_none=True)
-        if args.sglang_version is not None:
-            request["sglang_version"] = args.sglang_version
-        return request
+    """The request body the command line gives: a PlanRequest file as written, or the launch
+    form made into the body POST /v1/plan takes (service/requests/command_line.py), so the
+    front door parses and refuses its flags exactly as the API does."""
+    from mambasizer.service.requests import command_line
+
+    try:
+        budget = command_line.budget_of(args.gpu, args.gpu_memory_mib, args.reserved_gib, args.budget_gib)
+        if _is_launch_line(args):
+            return command_line.launch_request(list(args.inputs), budget=budget, preset=args.preset, release=args.sglang_version)
+    except command_line.UsageError as exc:
+        raise _invalid(str(exc)) from None
     if args.budget_gib is not None:
-        raise _invalid("--budget-gib is only used with --preset")
+        raise _invalid("--budget-gib is only used with --preset or a launch line (-- <sglang args>)")
     if len(args.inputs) != 1:
         if not args.inputs:
-            raise _invalid("give a PlanRequest file (or `-` for stdin), or --preset NAME --gpu NAME (or --budget-gib X) -- <sglang args>")
+            raise _invalid(
+                "give a PlanRequest file (or `-` for stdin), or a launch line: --gpu NAME (or --budget-gib X) "
+                "[--preset NAME] -- <sglang args, with --model-path ID when there is no --preset>"
+            )
         raise _invalid(
             f"expected one PlanRequest file, got {len(args.inputs)} arguments "
-            "(SGLang launch arguments need --preset and --gpu or --budget-gib)"
+            "(SGLang launch arguments go after `--`, with --gpu or --budget-gib)"
         )
     request = _read_request(args.inputs[0])
+    gpu_budget = command_line.gpu_budget(args.gpu, args.gpu_memory_mib, args.reserved_gib)
     if gpu_budget is not None:
         if _is_pair(request):  # both sides from the GPU alone
             for role in ("prefill", "decode"):
@@ -433,13 +408,12 @@ def _plan_in_process(request: dict) -> dict:
     from pydantic import ValidationError
 
     from mambasizer.service.planner import plan
+    from mambasizer.service.requests import prepare
 
     PlanInputError = _plan_input_error()
-    wire = _wire()
     try:
-        if wire is not None:  # exactly as `mambasizer plan` decodes it (sglang_args included)
-            request = wire.prepare(dict(request), allow_trial=False).request
-        result = plan(request)  # validates a plain dict itself, with the API's wording
+        # Through the front door, exactly as `mambasizer plan` and POST /v1/plan take it.
+        result = plan(prepare(dict(request), allow_trial=False).request)
     except PlanInputError as exc:
         if getattr(exc, "field", None) == "trial":
             raise _invalid("trial: is only run by the HTTP API; drop it, or use --url") from None

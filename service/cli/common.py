@@ -104,14 +104,14 @@ class UnreadableInput(Exception):
 
 
 def read_json_request(source: str) -> dict:
-    """The JSON object in file `source` (stdin for `-`), decoded by the API's rules. Raises
+    """The JSON object in file `source` (stdin for `-`), decoded by the front door's rules (the API's). Raises
     UnreadableInput when it cannot be read, the solver's PlanInputError when it is not a JSON
     object."""
-    from mambasizer.service.api import wire
+    from mambasizer.service import requests as front_door
 
     label = source_label(source)
     try:
         data = read_source(source)
     except OSError as exc:
         raise UnreadableInput(f"{label}: cannot read: {exc.strerror or exc}") from None
-    return wire.decode_json(data, label=label)
+    return front_door.decode_json(data, label=label)

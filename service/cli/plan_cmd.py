@@ -143,7 +143,7 @@ def _run_pair(raw: dict, as_json: bool) -> int:
     import json
 
     from mambasizer.service import disaggregated
-    from mambasizer.service.api import wire
+    from mambasizer.service import requests as front_door
     from mambasizer.service.solver import PlanInputError
 
     try:
@@ -157,7 +157,7 @@ def _run_pair(raw: dict, as_json: bool) -> int:
             print(render_pair(prepared, plans, summary))
             feasible = summary.feasible
     except PlanInputError as exc:
-        return error(wire.input_error_line(exc))
+        return error(front_door.input_error_line(exc))
     sys.stdout.flush()
     return EXIT_OK if feasible else EXIT_WOULD_NOT_START
 
@@ -165,7 +165,7 @@ def _run_pair(raw: dict, as_json: bool) -> int:
 def run(args: argparse.Namespace) -> int:
     # Imported here, not at module level: `mambasizer --help` stays fast.
     from mambasizer.service import disaggregated
-    from mambasizer.service.api import wire
+    from mambasizer.service import requests as front_door
     from mambasizer.service.planner import plan
     from mambasizer.service.solver import PlanInputError
 
@@ -173,18 +173,18 @@ def run(args: argparse.Namespace) -> int:
         raw = read_json_request(args.request)
         if disaggregated.is_pair(raw):
             return _run_pair(raw, args.json)
-        prepared = wire.prepare(raw, allow_trial=False)
+        prepared = front_door.prepare(raw, allow_trial=False)
         result = plan(prepared.request)
     except UnreadableInput as exc:
         return error(str(exc))
     except PlanInputError as exc:
         if exc.field == "trial":
             return error("trial: is only run by the HTTP API (POST /v1/plan); remove it to plan from the command line")
-        return error(wire.input_error_line(exc))
+        return error(front_door.input_error_line(exc))
 
     if args.json:
-        body = wire.plan_json(result)
-        body = wire.with_fields(body, prepared.extra_fields())
+        body = front_door.plan_json(result)
+        body = front_door.with_fields(body, prepared.extra_fields())
         sys.stdout.write(body.decode() + "\n")
         if not result.feasible and result.error is not None:
             print(f"mambasizer: SGLang {result.reference.removeprefix('sglang==')} would not start {result.model_name}: {result.error.message}", file=sys.stderr)

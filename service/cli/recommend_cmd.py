@@ -144,7 +144,7 @@ def render_disaggregated(result: Any) -> str:
 
 
 def _run_disaggregated(args: argparse.Namespace) -> int:
-    from mambasizer.service.api import wire
+    from mambasizer.service import requests as front_door
     from mambasizer.service.recommend.disaggregated import recommend_disaggregated
     from mambasizer.service.solver import PlanInputError
 
@@ -155,7 +155,7 @@ def _run_disaggregated(args: argparse.Namespace) -> int:
     except UnreadableInput as exc:
         return error(str(exc))
     except PlanInputError as exc:
-        return error(wire.input_error_line(exc))
+        return error(front_door.input_error_line(exc))
     if args.json:
         sys.stdout.write(result.model_dump_json() + "\n")
     else:
@@ -167,7 +167,7 @@ def _run_disaggregated(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.disaggregated:
         return _run_disaggregated(args)
-    from mambasizer.service.api import wire
+    from mambasizer.service import requests as front_door
     from mambasizer.service.recommend import recommend, response_json
     from mambasizer.service.recommend.kinds import compares_kinds, kinds_of
     from mambasizer.service.recommend.search import parse
@@ -181,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
     except BadFlag as exc:
         return error(str(exc))
     except PlanInputError as exc:
-        return error(wire.input_error_line(exc))
+        return error(front_door.input_error_line(exc))
     if args.json:
         sys.stdout.write(response_json(result).decode() + "\n")
     else:

@@ -20,7 +20,7 @@ the pipeline without remedies). For every parallel layout and dtype choice in th
    keeps) out of the pre-load free memory.
 
 The best setting per grid point is ranked by the objective; every returned setting is then
-re-planned from its own launch flags through POST /v1/plan's parsing (wire.prepare + plan()).
+re-planned from its own launch flags through the request front door POST /v1/plan uses (service/requests.prepare + plan()).
 
 Several GPU kinds (`"gpu": ["h200", "b200", "mi300x"]`, kinds.py): one search per kind, each
 planned from its GPU alone exactly as a single-GPU request, walked grid point by grid point
@@ -735,7 +735,7 @@ def _budget_body(req: RecommendRequest, kind: Kind) -> dict:
 
 def _candidate(req: RecommendRequest, kinds: list[Kind], s: Setting) -> Candidate | None:
     """Re-plan the setting from its own launch flags, as POST /v1/plan would, on its GPU."""
-    from mambasizer.service.api import wire
+    from mambasizer.service import requests as front_door
     from mambasizer.service.planner import plan
 
     flags = launch_flags(s.args)
@@ -752,7 +752,7 @@ def _candidate(req: RecommendRequest, kinds: list[Kind], s: Setting) -> Candidat
         body["env"] = env
     if req.draft_model is not None:
         body["draft_model"] = req.draft_model.model_dump()
-    p = plan(wire.prepare(body).request)
+    p = plan(front_door.prepare(body).request)
     if not p.feasible or (p.max_running_requests, p.max_total_num_tokens, p.max_mamba_cache_size) != (
         s.plan.max_running_requests, s.plan.max_total_num_tokens, s.plan.max_mamba_cache_size
     ):
@@ -844,7 +844,7 @@ def _kind_of(kinds: list[Kind], c: Candidate) -> Kind:
 
 def _against_default(req: RecommendRequest, kind: Kind, c: Candidate) -> str:
     """What SGLang's default (even) partition gives with the same flags."""
-    from mambasizer.service.api import wire
+    from mambasizer.service import requests as front_door
     from mambasizer.service.planner import plan
 
     env = {k: v for k, v in c.env.items() if k != "SGLANG_PP_LAYER_PARTITION"}
@@ -854,7 +854,7 @@ def _against_default(req: RecommendRequest, kind: Kind, c: Candidate) -> str:
         body["env"] = env
     if req.draft_model is not None:
         body["draft_model"] = req.draft_model.model_dump()
-    p = plan(wire.prepare(body).request)
+    p = plan(front_door.prepare(body).request)
     if not p.feasible:
         return f" (SGLang's default partition would not start: {p.error.kind if p.error else 'refused'})"
     n, tokens = _totals(p)

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from mambasizer.service import disaggregated
-from mambasizer.service.api import wire
+from mambasizer.service import requests as wire
 from mambasizer.service.cli import main
 from mambasizer.service.planner import plan
 

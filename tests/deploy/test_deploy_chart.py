@@ -440,7 +440,7 @@ def test_library_chart_fails_readably_without_a_model(tmp_path):
     copy_chart(LIBRARY_CHART, chart / "charts" / "mambasizer-preflight")
     with pytest.raises(helm().HelmError) as info:
         render(chart)
-    assert "mambasizer preflight: set preset or request; the forms: preset with gpu (e.g. gpu: h200" in str(info.value)
+    assert "mambasizer preflight: set preset (or modelPath) or request; the forms: preset or modelPath (or --model-path in sglangArgs) with gpu (e.g. gpu: h200" in str(info.value)
 
 
 def test_copy_paste_template_in_an_sglang_chart(tmp_path):

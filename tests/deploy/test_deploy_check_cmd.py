@@ -8,7 +8,6 @@ import re
 import subprocess
 import sys
 import threading
-import types
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
@@ -158,7 +157,7 @@ def test_invalid_request_exits_2_naming_the_problem(tmp_path, capsys, terminatio
         (["/nonexistent/request.json"], "cannot read /nonexistent/request.json"),
         (["a.json", "b.json"], "expected one PlanRequest file, got 2"),
         (["--budget-gib", "4", "a.json"], "--budget-gib is only used with --preset"),
-        (["--preset", PRESET, "--", "--tp-size", "4"], "--preset needs --budget-gib"),
+        (["--preset", PRESET, "--", "--tp-size", "4"], "a launch line needs a budget: --gpu NAME (or --gpu-memory-mib N)"),
     ],
 )
 def test_invalid_usage_exits_2(capsys, argv, expect):
@@ -192,15 +191,8 @@ def test_timeout_must_be_a_positive_number_of_seconds(value, capsys):
 def test_request_file_decodes_like_mambasizer_plan(tmp_path, capsys):
     """`check REQUEST.json` reads the JSON `mambasizer plan` and POST /v1/plan read:
     `sglang_args` in place of `server_args`, and `trial` refused outside the API."""
-    import importlib.util
-
-    if importlib.util.find_spec("mambasizer.service.api.wire") is None:
-        pytest.skip("mambasizer.service.api.wire is not in this tree yet (issue 3)")
-    from mambasizer.service.api import wire
     code, _, err = check(capsys, write(tmp_path, {**GOOD, "trial": {}}))
     assert code == 2 and "trial: is only run by the HTTP API" in one_line(err)
-    if wire.parse_sglang_args is None:
-        pytest.skip("mambasizer.service.sglang_args is not in this tree yet")
     with_args = {"model": GOOD["model"], "budget": GOOD["budget"], "sglang_args": ["--tp-size", "4"]}
     assert check(capsys, write(tmp_path, with_args)) == check(capsys, write(tmp_path, GOOD))
 
@@ -216,32 +208,14 @@ def test_stdin_form(monkeypatch, capsys):
 # --------------------------------------------------------------------------- --preset form
 
 
-def test_preset_form_turns_sglang_args_into_the_request(tmp_path, capsys, monkeypatch):
-    """The `--` arguments reach mambasizer.service.sglang_args.request_from_launch_args unchanged."""
-    seen = {}
-
-    def request_from_launch_args(preset, budget_gib, argv):
-        seen.update(preset=preset, budget_gib=budget_gib, argv=argv)
-        return {"model": {"preset": preset}, "server_args": {"tp_size": int(argv[argv.index("--tp-size") + 1])},
-                "budget": {"rest_gib": budget_gib}}
-
-    fake = types.ModuleType("mambasizer.service.sglang_args")
-    fake.request_from_launch_args = request_from_launch_args
-    monkeypatch.setitem(sys.modules, "mambasizer.service.sglang_args", fake)
-    code, out, err = check(capsys, "--preset", PRESET, "--budget-gib", "40", "--require-context-length", "1024",
-                           "--", "--model-path", "Qwen/Qwen3-Next-80B-A3B-Instruct", "--tp-size", "4")
-    assert code == 0, err
-    assert seen == {"preset": PRESET, "budget_gib": 40.0,
-                    "argv": ["--model-path", "Qwen/Qwen3-Next-80B-A3B-Instruct", "--tp-size", "4"]}
-    assert "context_length" in verdict_line(out)
-
-    def rejects(preset, budget_gib, argv):
-        raise ValueError("--speculative-algorithm EAGLE needs a draft model")
-
-    fake.request_from_launch_args = rejects
-    code, out, err = check(capsys, "--preset", PRESET, "--budget-gib", "40", "--", "--speculative-algorithm", "EAGLE")
-    assert code == 2
-    assert one_line(err) == "mambasizer check: invalid input: --speculative-algorithm EAGLE needs a draft model"
+def test_preset_form_is_the_request_file_with_sglang_args(tmp_path, capsys):
+    """`--preset P --budget-gib X -- ARGS` answers exactly what the file {model, budget,
+    sglang_args} answers: the launch form is that body (service/requests/command_line.py)."""
+    argv = ["--model-path", "Qwen/Qwen3-Next-80B-A3B-Instruct", "--tp-size", "4"]
+    by_flags = check(capsys, "--preset", PRESET, "--budget-gib", "40", "--require-context-length", "1024", "--", *argv)
+    body = {"model": {"preset": PRESET}, "budget": {"rest_gib": 40.0}, "sglang_args": argv}
+    assert by_flags == check(capsys, "--require-context-length", "1024", write(tmp_path, body))
+    assert by_flags[0] == 0 and "context_length" in verdict_line(by_flags[1])
 
 
 def test_preset_form_with_the_real_sglang_args_module(capsys):

@@ -33,7 +33,9 @@ def test_chart_renders_the_gpu_form_and_the_real_cli_passes_it(tmp_path, monkeyp
     assert "budget=estimated" in out
 
 
-BUDGET_FORMS = "gpu (e.g. gpu: h200, planned from the GPU alone) or budgetGiB (e.g. budgetGiB: 40, GiB per GPU left for the mamba/KV split)"
+BUDGET_FORMS = ("gpu (e.g. gpu: h200, planned from the GPU alone; with gpuMemoryMib where its capacity is unconfirmed) or budgetGiB "
+                "(e.g. budgetGiB: 40, GiB per GPU left for the mamba/KV split)")
+FORMS = "preset or modelPath (or --model-path in sglangArgs) with " + BUDGET_FORMS
 
 
 def _refusal_line(error: BaseException) -> str:
@@ -50,10 +52,10 @@ def _refusal_line(error: BaseException) -> str:
         ({"gpu": "", "budgetGiB": 0}, f"mambasizer preflight: preset needs a budget: set {BUDGET_FORMS}"),
         ({}, f"mambasizer preflight: preset needs a budget: set {BUDGET_FORMS}"),  # budgetGiB left out
         ({"gpu": "h200", "budgetGiB": 40}, f"mambasizer preflight: preset takes gpu or budgetGiB, not both: keep {BUDGET_FORMS}"),
-        ({"preset": ""}, "mambasizer preflight: set preset or request; the forms: preset with " + BUDGET_FORMS
+        ({"preset": ""}, "mambasizer preflight: set preset (or modelPath) or request; the forms: " + FORMS
          + ", and sglangArgs; or request (a PlanRequest); or prefill and decode (a 1P1D pair)"),
         ({"request": {"model": {"preset": "p"}, "budget": {"rest_gib": 4}}, "budgetGiB": 4},
-         "mambasizer preflight: set preset or request, not both; the forms: preset with " + BUDGET_FORMS
+         "mambasizer preflight: set preset (or modelPath) or request, not both; the forms: " + FORMS
          + ", and sglangArgs; or request (a PlanRequest)"),
     ],
 )

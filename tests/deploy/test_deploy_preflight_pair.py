@@ -111,16 +111,17 @@ GPU_SIDE = {"preset": QWEN, "gpu": "h200", "sglangArgs": ["--tp-size", "4"]}
 
 
 @pytest.mark.parametrize("preflight, line", [
-    ({"prefill": GPU_SIDE}, ("mambasizer preflight: a 1P1D pair needs both prefill and decode (each a PlanRequest, or preset with "
+    ({"prefill": GPU_SIDE}, ("mambasizer preflight: a 1P1D pair needs both prefill and decode (each a PlanRequest, or preset or modelPath with "
                              "gpu or budgetGiB, and sglangArgs)")),
     ({"prefill": GPU_SIDE, "decode": GPU_SIDE, "preset": QWEN, "gpu": "h200"},
      "mambasizer preflight: set prefill and decode (a 1P1D pair), or preset / request (one deployment), not both"),
     ({"prefill": GPU_SIDE, "decode": {"preset": QWEN, "sglangArgs": ["--tp-size", "4"]}},
-     ("mambasizer preflight: decode.preset needs a budget: set decode.gpu (e.g. gpu: h200, planned from the GPU alone) or "
+     ("mambasizer preflight: decode.preset needs a budget: set decode.gpu (e.g. gpu: h200, planned from the GPU alone; with "
+      "gpuMemoryMib where its capacity is unconfirmed) or "
       "decode.budgetGiB (e.g. budgetGiB: 40, GiB per GPU left for the mamba/KV split)")),
     ({"prefill": {**GPU_SIDE, "budgetGiB": 40}, "decode": GPU_SIDE},
      ("mambasizer preflight: prefill.preset takes gpu or budgetGiB, not both: keep prefill.gpu (e.g. gpu: h200, planned from the "
-      "GPU alone) or prefill.budgetGiB (e.g. budgetGiB: 40, GiB per GPU left for the mamba/KV split)")),
+      "GPU alone; with gpuMemoryMib where its capacity is unconfirmed) or prefill.budgetGiB (e.g. budgetGiB: 40, GiB per GPU left for the mamba/KV split)")),
 ])
 def test_bad_pair_forms_are_one_line_naming_the_field(preflight, line):
     with pytest.raises(helm().HelmError) as info:

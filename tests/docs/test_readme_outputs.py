@@ -32,6 +32,15 @@ def test_every_recommend_block_is_the_real_output():
         assert shown == readme_outputs.cli_output(argv), f"README's block {argv} drifted: run scripts/readme_outputs.py"
 
 
+def test_every_check_launch_example_is_the_real_output():
+    """`check`'s launch form as deployments write it (--model-path, --gpu-memory-mib, a refusal)."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = readme_outputs.check_launch_blocks(text)
+    assert len(blocks) >= 3
+    for argv, shown in blocks:
+        assert shown == readme_outputs.check_output(argv), f"README's check example {argv} drifted: run scripts/readme_outputs.py"
+
+
 def test_the_sweep_example_is_the_real_output():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     body, shown = readme_outputs.sweep_block(text)

@@ -8,7 +8,7 @@ import pytest
 
 from mambasizer.schemas.recommend_disaggregated import RecommendDisaggregatedResponse
 from mambasizer.service import disaggregated
-from mambasizer.service.api import wire
+from mambasizer.service import requests as wire
 from mambasizer.service.planner import plan
 from mambasizer.service.recommend.disaggregated import PLANS_PER_SIDE, recommend_disaggregated
 from mambasizer.service.solver import PlanInputError

@@ -10,7 +10,7 @@ import json
 import pytest
 
 from mambasizer.schemas.recommend import MAX_GPU_KINDS
-from mambasizer.service.api import wire
+from mambasizer.service import requests as wire
 from mambasizer.service.api.recommend import THREE_GPUS
 from mambasizer.service.planner import plan
 from mambasizer.service.recommend import recommend, response_json

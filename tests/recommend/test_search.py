@@ -12,7 +12,7 @@ from typing import get_args
 import pytest
 
 from mambasizer.schemas.plan import PlanError
-from mambasizer.service.api import wire
+from mambasizer.service import requests as wire
 from mambasizer.service.planner import plan
 from mambasizer.service.recommend import recommend
 from mambasizer.service.recommend.partition import all_partitions

@@ -10,10 +10,10 @@ import json
 
 import pytest
 
-from mambasizer.service.api.wire import prepare
 from mambasizer.service.cli import main
 from mambasizer.service.planner import plan
 from mambasizer.service.presets import PRESETS, get_preset
+from mambasizer.service.requests import prepare
 from mambasizer.service.solver.errors import PlanInputError
 
 GIB = 1 << 30

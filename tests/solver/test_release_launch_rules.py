@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from mambasizer.schemas.request import Env, ServerArgs
-from mambasizer.service.api import wire
+from mambasizer.service import requests as wire
 from mambasizer.service.sglang_args import parse_sglang_args
 from mambasizer.service.solver.errors import PlanInputError
 from mambasizer.service.solver.families import layout_from_hf_config

@@ -19,10 +19,9 @@ import sys
 
 import pytest
 
-from mambasizer.schemas.request import Env, PlanRequest, ServerArgs
+from mambasizer.schemas.request import Env, ServerArgs
 from mambasizer.service import sglang_args as sa
-from mambasizer.service.planner import plan
-from mambasizer.service.sglang_args import parse_sglang_args, request_from_launch_args
+from mambasizer.service.sglang_args import parse_sglang_args
 from mambasizer.service.solver.errors import PlanInputError
 
 HAS_SGLANG = importlib.util.find_spec("sglang") is not None
@@ -147,15 +146,6 @@ def test_env_words_and_launcher_words():
     assert p.server_args == {"tp_size": 2} and "CUDA_VISIBLE_DEVICES=0,1" in p.ignored
     with pytest.raises(PlanInputError):
         parse_sglang_args(["SGLANG_ENABLE_POST_CAPTURE_KV_SIZING=1", "--tp", "2"])
-
-
-def test_request_from_launch_args_is_a_plan_request_that_sizes():
-    body = request_from_launch_args("qwen3-next-80b-a3b-instruct", 60.0, ["--tp", "4", "--speculative-algorithm", "NEXTN"])
-    assert body == {"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "server_args": {"tp_size": 4, "speculative_algorithm": "NEXTN"},
-                    "env": {}, "budget": {"rest_gib": 60.0}}
-    PlanRequest.model_validate(body)
-    p = plan(body)
-    assert p.feasible and p.resolved.max_running_requests == 48 and p.resolved.speculative_num_draft_tokens == 4
 
 
 def test_every_modelled_flag_is_a_server_args_field():

@@ -19,7 +19,7 @@ def test_torch_is_not_imported_by_the_solver_the_api_or_the_worker_modules():
     code = (
         "import sys, importlib\n"
         "mods = ['mambasizer.schemas.trial', 'mambasizer.service.solver', 'mambasizer.service.solver.allocation', 'mambasizer.service.worker.client',\n"
-        "        'mambasizer.service.worker.trial', 'mambasizer.service.worker.runner', 'mambasizer.service.worker.app', 'mambasizer.service.cli.worker_cmd']\n"
+        "        'mambasizer.service.worker.trial', 'mambasizer.service.worker.runner', 'mambasizer.service.worker.app', 'mambasizer.service.api.worker_cmd']\n"
         "for extra in ('mambasizer.service.api.app', 'mambasizer.service.api.trial_seam'):\n"
         "    try:\n"
         "        importlib.import_module(extra)\n"

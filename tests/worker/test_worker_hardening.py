@@ -18,7 +18,7 @@ pytest.importorskip("torch")
 import httpx
 from fastapi.testclient import TestClient
 
-from mambasizer.service.cli.worker_cmd import is_loopback
+from mambasizer.service.api.worker_cmd import is_loopback
 from mambasizer.service.worker.app import MAX_BODY_BYTES, create_app
 from mambasizer.service.worker.runner import RunnerConfig, TrialRunner
 from samples import TINY

@@ -12,17 +12,26 @@ Call it from any chart:
 
   {{- include "mambasizer-preflight.job" (dict "root" $ "values" .Values.mambasizerPreflight) }}
 
-`values` keys (all optional except image.repository and one of request / preset):
+`values` keys (all optional except image.repository and one of request / preset / modelPath):
   enabled                 bool    render nothing when false (default true)
   image.repository/tag/pullPolicy  an image with `mambasizer` on PATH (the api target)
   hookWeight              int     helm.sh/hook-weight (default -5)
   activeDeadlineSeconds   int     Job deadline (default 300)
   request                 object  a PlanRequest, or {"prefill": ..., "decode": ...} (form 1)
   prefill, decode                 form 3, a 1P1D pair checked as a whole: each side a PlanRequest
-                                  or {preset, gpu | budgetGiB, sglangArgs}; the install fails when
-                                  either side would not start (requirements are the decode side's)
+                                  or {preset | modelPath, gpu [gpuMemoryMib] | gpuMemoryMib |
+                                  budgetGiB, sglangArgs}; the install fails when either side would
+                                  not start (requirements are the decode side's)
   preset, gpu, sglangArgs         form 2: `check --preset P --gpu G -- ARGS` (planned from the
                                   GPU alone: `mambasizer check --help`, GET /v1/gpus)
+  modelPath                       the launch's --model-path (a preset name or a shipped checkpoint's
+                                  HF repo id), in place of preset or beside it (then both must name
+                                  one checkpoint): `check --gpu G -- --model-path M ARGS`; a
+                                  `--model-path` inside sglangArgs does the same
+  gpuMemoryMib            int     the GPU's capacity in MiB (`check --gpu-memory-mib`, nvidia-smi
+                                  memory.total; rocminfo Pool 1 KB / 1024): with gpu, that part at
+                                  this capacity (needed where the catalog has it unconfirmed,
+                                  e.g. mi355x); alone, Hopper's rules
   preset, budgetGiB, sglangArgs   form 2b: `check --preset P --budget-gib X -- ARGS`
   require.maxRunningRequests / maxTotalTokens / contextLength   int, 0 = none
   sglangVersion           string  the release the deployment runs (`check --sglang-version`)
@@ -68,28 +77,45 @@ the preset form turned into one (plan_pair adds --disaggregation-mode itself). *
 {{- define "mambasizer-preflight.side" -}}
 {{- $role := .role -}}
 {{- $side := .side | default dict -}}
-{{- $budgets := printf "%s.gpu (e.g. gpu: h200, planned from the GPU alone) or %s.budgetGiB (e.g. budgetGiB: 40, GiB per GPU left for the mamba/KV split)" $role $role -}}
+{{- $budgets := printf "%s.gpu (e.g. gpu: h200, planned from the GPU alone; with gpuMemoryMib where its capacity is unconfirmed) or %s.budgetGiB (e.g. budgetGiB: 40, GiB per GPU left for the mamba/KV split)" $role $role -}}
 {{- if not (kindIs "map" $side) }}
-{{- fail (printf "mambasizer preflight: %s must be a mapping: a PlanRequest, or preset with %s, and sglangArgs" $role $budgets) }}
+{{- fail (printf "mambasizer preflight: %s must be a mapping: a PlanRequest, or preset (or modelPath) with %s, and sglangArgs" $role $budgets) }}
 {{- end }}
-{{- if $side.preset }}
-{{- if and (empty $side.gpu) (not $side.budgetGiB) }}
-{{- fail (printf "mambasizer preflight: %s.preset needs a budget: set %s" $role $budgets) }}
+{{- if or $side.preset $side.modelPath (include "mambasizer-preflight.namesModelPath" $side.sglangArgs) }}
+{{- $gpuBudget := or (not (empty $side.gpu)) $side.gpuMemoryMib -}}
+{{- $what := $side.preset | empty | ternary ($side.modelPath | empty | ternary "sglangArgs (its --model-path)" "modelPath") "preset" -}}
+{{- if and (not $gpuBudget) (not $side.budgetGiB) }}
+{{- fail (printf "mambasizer preflight: %s.%s needs a budget: set %s" $role $what $budgets) }}
 {{- end }}
-{{- if and (not (empty $side.gpu)) $side.budgetGiB }}
-{{- fail (printf "mambasizer preflight: %s.preset takes gpu or budgetGiB, not both: keep %s" $role $budgets) }}
+{{- if and $gpuBudget $side.budgetGiB }}
+{{- fail (printf "mambasizer preflight: %s.%s takes gpu or budgetGiB, not both: keep %s" $role $what $budgets) }}
 {{- end }}
-{{- $req := dict "model" (dict "preset" (toString $side.preset)) -}}
-{{- if $side.gpu }}{{ $_ := set $req "budget" (dict "gpu" (toString $side.gpu)) }}{{ else }}{{ $_ := set $req "budget" (dict "rest_gib" $side.budgetGiB) }}{{ end -}}
+{{- $req := dict -}}
+{{- if $side.preset }}{{ $_ := set $req "model" (dict "preset" (toString $side.preset)) }}{{ end -}}
+{{- if $gpuBudget -}}
+{{- $budget := dict -}}
+{{- if $side.gpu }}{{ $_ := set $budget "gpu" (toString $side.gpu) }}{{ end -}}
+{{- if $side.gpuMemoryMib }}{{ $_ := set $budget "gpu_memory_mib" (int64 $side.gpuMemoryMib) }}{{ end -}}
+{{- $_ := set $req "budget" $budget -}}
+{{- else }}{{ $_ := set $req "budget" (dict "rest_gib" $side.budgetGiB) }}{{ end -}}
 {{- $args := list -}}
+{{- if $side.modelPath }}{{ $args = list "--model-path" (toString $side.modelPath) }}{{ end -}}
 {{- range $side.sglangArgs }}{{ $args = append $args (toString .) }}{{ end -}}
 {{- $_ := set $req "sglang_args" $args -}}
 {{- toJson $req -}}
 {{- else if $side.model -}}
 {{- toJson $side -}}
 {{- else }}
-{{- fail (printf "mambasizer preflight: %s needs preset (with %s, and sglangArgs) or a PlanRequest (model, budget, server_args or sglang_args)" $role $budgets) }}
+{{- fail (printf "mambasizer preflight: %s needs preset or modelPath (with %s, and sglangArgs) or a PlanRequest (model, budget, server_args or sglang_args)" $role $budgets) }}
 {{- end }}
+{{- end -}}
+
+{{- /* "true" when launch arguments name the model themselves (--model-path / --model, as
+SGLang spells it), so the launch form needs no preset. */ -}}
+{{- define "mambasizer-preflight.namesModelPath" -}}
+{{- $found := false -}}
+{{- range . }}{{ $a := toString . }}{{ if or (eq $a "--model-path") (eq $a "--model") (hasPrefix "--model-path=" $a) (hasPrefix "--model=" $a) }}{{ $found = true }}{{ end }}{{ end -}}
+{{- if $found }}true{{ end -}}
 {{- end -}}
 
 {{- define "mambasizer-preflight.job" -}}
@@ -101,11 +127,13 @@ the preset form turned into one (plan_pair adds --disaggregation-mode itself). *
 {{- fail "mambasizer preflight: set image.repository (an image with `mambasizer` on PATH, e.g. the mambasizer api image)" }}
 {{- end }}
 {{- $hasRequest := not (empty $v.request) -}}
-{{- $hasPreset := not (empty $v.preset) -}}
+{{- /* The launch form: a model from preset, modelPath or the launch line's own --model-path. */ -}}
+{{- $hasPreset := or (not (empty $v.preset)) (not (empty $v.modelPath)) (not (empty (include "mambasizer-preflight.namesModelPath" $v.sglangArgs))) -}}
+{{- $gpuBudget := or (not (empty $v.gpu)) $v.gpuMemoryMib -}}
 {{- $request := $v.request -}}
 {{- if or (not (empty $v.prefill)) (not (empty $v.decode)) }}
 {{- if or (empty $v.prefill) (empty $v.decode) }}
-{{- fail "mambasizer preflight: a 1P1D pair needs both prefill and decode (each a PlanRequest, or preset with gpu or budgetGiB, and sglangArgs)" }}
+{{- fail "mambasizer preflight: a 1P1D pair needs both prefill and decode (each a PlanRequest, or preset or modelPath with gpu or budgetGiB, and sglangArgs)" }}
 {{- end }}
 {{- if or $hasRequest $hasPreset }}
 {{- fail "mambasizer preflight: set prefill and decode (a 1P1D pair), or preset / request (one deployment), not both" }}
@@ -115,19 +143,21 @@ the preset form turned into one (plan_pair adds --disaggregation-mode itself). *
 {{- end }}
 {{- /* One line per refusal, naming the field and the forms accepted (a values-schema oneOf
      would answer with a nested dump of every branch). */ -}}
-{{- $forms := "preset with gpu (e.g. gpu: h200, planned from the GPU alone) or budgetGiB (e.g. budgetGiB: 40, GiB per GPU left for the mamba/KV split), and sglangArgs; or request (a PlanRequest)" -}}
+{{- $budgets := "gpu (e.g. gpu: h200, planned from the GPU alone; with gpuMemoryMib where its capacity is unconfirmed) or budgetGiB (e.g. budgetGiB: 40, GiB per GPU left for the mamba/KV split)" -}}
+{{- $forms := printf "preset or modelPath (or --model-path in sglangArgs) with %s, and sglangArgs; or request (a PlanRequest)" $budgets -}}
 {{- $pairForm := "; or prefill and decode (a 1P1D pair)" -}}
 {{- if and $hasRequest $hasPreset }}
-{{- fail (printf "mambasizer preflight: set preset or request, not both; the forms: %s" $forms) }}
+{{- fail (printf "mambasizer preflight: set preset (or modelPath) or request, not both; the forms: %s" $forms) }}
 {{- end }}
 {{- if not (or $hasRequest $hasPreset) }}
-{{- fail (printf "mambasizer preflight: set preset or request; the forms: %s%s" $forms $pairForm) }}
+{{- fail (printf "mambasizer preflight: set preset (or modelPath) or request; the forms: %s%s" $forms $pairForm) }}
 {{- end }}
-{{- if and $hasPreset (empty $v.gpu) (not $v.budgetGiB) }}
-{{- fail "mambasizer preflight: preset needs a budget: set gpu (e.g. gpu: h200, planned from the GPU alone) or budgetGiB (e.g. budgetGiB: 40, GiB per GPU left for the mamba/KV split)" }}
+{{- $what := $v.preset | empty | ternary ($v.modelPath | empty | ternary "sglangArgs (its --model-path)" "modelPath") "preset" -}}
+{{- if and $hasPreset (not $gpuBudget) (not $v.budgetGiB) }}
+{{- fail (printf "mambasizer preflight: %s needs a budget: set %s" $what $budgets) }}
 {{- end }}
-{{- if and $hasPreset (not (empty $v.gpu)) $v.budgetGiB }}
-{{- fail "mambasizer preflight: preset takes gpu or budgetGiB, not both: keep gpu (e.g. gpu: h200, planned from the GPU alone) or budgetGiB (e.g. budgetGiB: 40, GiB per GPU left for the mamba/KV split)" }}
+{{- if and $hasPreset $gpuBudget $v.budgetGiB }}
+{{- fail (printf "mambasizer preflight: %s takes gpu or budgetGiB, not both: keep %s" $what $budgets) }}
 {{- end }}
 {{- $extra := include "mambasizer-preflight.args" . | fromJsonArray -}}
 {{- $ctx := . }}
@@ -196,12 +226,19 @@ spec:
             - mambasizer
           args:
             - check
+            {{- if $v.preset }}
             - --preset
             - {{ $v.preset | quote }}
+            {{- end }}
             {{- if $v.gpu }}
             - --gpu
             - {{ $v.gpu | toString | quote }}
-            {{- else }}
+            {{- end }}
+            {{- if $v.gpuMemoryMib }}
+            - --gpu-memory-mib
+            - {{ int64 $v.gpuMemoryMib | toString | quote }}
+            {{- end }}
+            {{- if not $gpuBudget }}
             - --budget-gib
             - {{ $v.budgetGiB | toString | quote }}
             {{- end }}
@@ -209,6 +246,10 @@ spec:
             - {{ . | quote }}
             {{- end }}
             - "--"
+            {{- if $v.modelPath }}
+            - --model-path
+            - {{ $v.modelPath | toString | quote }}
+            {{- end }}
             {{- range $v.sglangArgs }}
             - {{ . | toString | quote }}
             {{- end }}

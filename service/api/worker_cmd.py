@@ -18,6 +18,7 @@ import ipaddress
 from typing import Any
 
 from mambasizer.service.api.read_timeouts import TimeoutSettingError
+from mambasizer.service.api.serve_cmd import add_read_timeouts, http_protocol
 from mambasizer.service.cli import EXIT_OK
 from mambasizer.service.cli.common import (
     add_command,
@@ -26,7 +27,6 @@ from mambasizer.service.cli.common import (
     error,
     whole_number,
 )
-from mambasizer.service.cli.serve_cmd import add_read_timeouts, http_protocol
 
 
 def is_loopback(host: str) -> bool:
