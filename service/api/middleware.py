@@ -102,3 +102,18 @@ class ObservabilityMiddleware:
                         }
                     },
                 )
+
+
+class CheckpointPolicyMiddleware:
+    """Every request resolves model paths under the server's checkpoint ReadPolicy (its model
+    roots and Hub setting), whichever route prepares it (service/checkpoints/policy.py)."""
+
+    def __init__(self, app, policy) -> None:
+        self.app = app
+        self.policy = policy
+
+    async def __call__(self, scope, receive, send) -> None:
+        from mambasizer.service.checkpoints.policy import policy_scope
+
+        with policy_scope(self.policy):
+            await self.app(scope, receive, send)

@@ -61,6 +61,13 @@ class PlanResponse(Plan):
     sglang_args_warnings: list[str] | None = Field(
         None, description="What the launch arguments imply beyond the plan (only with `sglang_args`, when there is any)."
     )
+    checkpoint: dict[str, Any] | None = Field(
+        None,
+        description="Only with `--model-path` in sglang_args: where the checkpoint was found (`source`: shipped, "
+        "directory, hf-cache or hub; `repo_id`, `revision`), the files read (`files_read`: config.json, "
+        "hf_quant_config.json, the safetensors index and headers), the tensor inventory and its `cross_check` "
+        "against SGLang's model classes (a difference loading does not explain is reported there).",
+    )
     trial: TrialResult | TrialRefusal | None = Field(
         None,
         description="Only with `trial`: the TrialResult, or a TrialRefusal "
@@ -115,10 +122,14 @@ class Prepared:
     sglang_args_warnings: tuple[str, ...] = ()
     # The model_name SGLang's own metrics carry (from sglang_args), so gauges can join them.
     metrics_model_name: str | None = None
+    # Where --model-path was found and what was read (service/checkpoints), when it was given.
+    checkpoint: dict | None = None
 
     def extra_fields(self) -> dict:
         """The fields a response adds to the Plan for this request's sglang_args."""
         out: dict = {}
+        if self.checkpoint is not None:
+            out["checkpoint"] = self.checkpoint
         if self.ignored_sglang_args is not None:
             out["ignored_sglang_args"] = self.ignored_sglang_args
         if self.sglang_args_warnings:
@@ -310,10 +321,16 @@ def prepare(raw: dict, allow_trial: bool = True) -> Prepared:
         if value is not None:
             raw, parsed = _take_sglang_args(raw, value)
     ignored = list(parsed.ignored or []) if parsed is not None else []
+    checkpoint = None
     if parsed is not None and parsed.model_path and "model" not in raw:
-        # `--model-path ID` names the checkpoint when the body does not: a preset name or HF repo id.
-        raw["model"] = {"preset": parsed.model_path}
-        ignored = [a for a in ignored if a not in ("--model-path", "--model")]
+        # >>> checkpoint resolution: THE one place a model path becomes the request's model
+        # (service/checkpoints: a shipped checkpoint, a directory, the HF cache or the Hub,
+        # within the ReadPolicy in force). Move as one call with the request preparation.
+        from mambasizer.service.checkpoints import model_for
+
+        raw["model"], checkpoint = model_for(parsed.model_path, parsed.revision)
+        # <<< checkpoint resolution
+        ignored = [a for a in ignored if a not in ("--model-path", "--model", "--revision")]
     try:
         request = PlanRequest.model_validate(raw)
     except ValidationError as exc:
@@ -323,7 +340,7 @@ def prepare(raw: dict, allow_trial: bool = True) -> Prepared:
     warnings = tuple(parsed.warnings or ())
     if parsed.weight_moving:
         warnings += _weight_moving(request, parsed.weight_moving)
-    return Prepared(request, ignored, trial, warnings, parsed.metrics_model_name)
+    return Prepared(request, ignored, trial, warnings, parsed.metrics_model_name, checkpoint)
 
 
 def _checkpoint_is_quantized(request: PlanRequest) -> bool:
