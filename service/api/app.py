@@ -198,7 +198,7 @@ def create_app(deployments_path: str | None = None, worker: Any = None,
     for module in (plan, compare, checklog, recommend, recommend_disaggregated, sweep, presets, gpus, health, metrics, explorer, docs_page):
         app.include_router(module.router)
     openapi.install(app)
-    app.add_middleware(CheckpointPolicyMiddleware, policy=checkpoints)
+    app.add_middleware(CheckpointPolicyMiddleware)
     app.add_middleware(ObservabilityMiddleware, metrics=app_metrics, max_body_bytes=MAX_BODY_BYTES,
                        large_bodies={"/v1/check-log": MAX_LOG_BODY_BYTES})
     return app

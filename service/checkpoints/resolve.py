@@ -186,7 +186,7 @@ def _allowed_root(model_path: str, policy: ReadPolicy) -> tuple[str | None, str 
         if _under(lexical, root) and _under(real, root):
             return root, None
     return None, (f"it is outside the server's model roots ({', '.join(policy.roots)}), '..' and symlinks resolved; "
-                  "give a directory under one of them")
+                  "give a directory under one of them, or add its folder as a root (--model-root / MAMBASIZER_MODEL_ROOTS)")
 
 
 def _looks_like_path(model_path: str) -> bool:

@@ -59,12 +59,12 @@ def fill_cache(hub: FakeHub, repo_id: str, cache_dir: str) -> None:
     for name in repo.files:
         if name.endswith(".safetensors"):
             blob = folder / "blobs" / repo.etag(name)
-            _copy_sparse(repo.folder / name, blob)
+            copy_sparse(repo.folder / name, blob)
             link = folder / "snapshots" / repo.commit / name
             link.symlink_to(os.path.relpath(blob, link.parent))
 
 
-def _copy_sparse(src: pathlib.Path, dst: pathlib.Path) -> None:
+def copy_sparse(src: pathlib.Path, dst: pathlib.Path) -> None:
     with open(src, "rb") as f:
         n = int.from_bytes(f.read(8), "little")
         f.seek(0)
