@@ -44,10 +44,10 @@ from mambasizer.service.api.deployment_trials import DeploymentTrials, concurren
 from mambasizer.service.api.deployments import DeploymentsFileError, DeploymentStore
 from mambasizer.service.api.metrics import Metrics
 from mambasizer.service.api.middleware import CheckpointPolicyMiddleware, ObservabilityMiddleware
-from mambasizer.service.checkpoints.policy import ReadPolicy, serve_policy
 from mambasizer.service.api.trials import TrialSettings, TrialSettingsError
 from mambasizer.service.api.wire import MAX_BODY_BYTES
 from mambasizer.service.api.workpool import HeavyPool, PoolSettingError, PoolSettings
+from mambasizer.service.checkpoints.policy import ReadPolicy, serve_policy
 
 log = logging.getLogger("mambasizer.api")
 

@@ -23,7 +23,6 @@ from mambasizer.schemas import Plan
 from mambasizer.schemas.request import PresetModel
 from mambasizer.service import disaggregated
 from mambasizer.service.api import wire
-from mambasizer.service.checkpoints.policy import policy_scope
 from mambasizer.service.api.problems import (
     INVALID_INPUT,
     PROBLEM_JSON,
@@ -31,6 +30,7 @@ from mambasizer.service.api.problems import (
     memory_problem,
     problem_bytes,
 )
+from mambasizer.service.checkpoints.policy import policy_scope
 from mambasizer.service.planner import model_layout
 from mambasizer.service.planner import plan as solve
 from mambasizer.service.solver import PlanInputError, gpu_budget

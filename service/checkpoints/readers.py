@@ -10,7 +10,12 @@ import json
 import os
 from typing import Any
 
-from mambasizer.service.checkpoints.inventory import HeaderError, Tensor, parse_header, read_local_header
+from mambasizer.service.checkpoints.inventory import (
+    HeaderError,
+    Tensor,
+    parse_header,
+    read_local_header,
+)
 from mambasizer.service.checkpoints.policy import ReadPolicy
 
 
@@ -104,7 +109,7 @@ class HubReader:
             meta = get_hf_file_metadata(url, token=self.token, timeout=self.policy.hub_timeout_s, endpoint=self.endpoint)
         except EntryNotFoundError:
             return None
-        except Exception as exc:  # noqa: BLE001 - every client failure is mapped to one message
+        except Exception as exc:
             raise _hub_error(exc, self.repo_id, name, self.policy.hub_timeout_s, self.token) from None
         if self.commit is None and meta.commit_hash:
             self.commit = meta.commit_hash
@@ -124,7 +129,7 @@ class HubReader:
         try:
             path = hf_hub_download(self.repo_id, name, revision=self.commit or self.revision, cache_dir=self.cache_dir,
                                    endpoint=self.endpoint, token=self.token, etag_timeout=self.policy.hub_timeout_s)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise _hub_error(exc, self.repo_id, name, self.policy.hub_timeout_s, self.token) from None
         return _loads(name, open(path, "rb").read(self.policy.max_json_bytes + 1))
 
@@ -135,7 +140,7 @@ class HubReader:
         try:
             meta = api.parse_safetensors_file_metadata(self.repo_id, name, revision=self.commit or self.revision,
                                                        timeout=self.policy.hub_timeout_s)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise _hub_error(exc, self.repo_id, name, self.policy.hub_timeout_s, self.token) from None
         header = {k: {"dtype": t.dtype, "shape": list(t.shape), "data_offsets": list(t.data_offsets)}
                   for k, t in meta.tensors.items()}

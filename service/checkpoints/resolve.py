@@ -22,7 +22,13 @@ from typing import Any
 
 from mambasizer.service.checkpoints.inventory import Inventory, Tensor
 from mambasizer.service.checkpoints.policy import ReadPolicy, current_policy, offline
-from mambasizer.service.checkpoints.readers import DirectoryReader, HubError, HubReader, ReadError, scrub
+from mambasizer.service.checkpoints.readers import (
+    DirectoryReader,
+    HubError,
+    HubReader,
+    ReadError,
+    scrub,
+)
 from mambasizer.service.solver.errors import PlanInputError
 
 CONFIG = "config.json"

@@ -15,6 +15,7 @@ import struct
 
 DATA = pathlib.Path(__file__).resolve().parents[1] / "data" / "checkpoints"
 BLOCK = 128
+Item = tuple[str, str, tuple[int, ...]]  # (tensor name, safetensors dtype, shape)
 # dtype -> bytes per element (F4 is not used: packed formats store U8)
 ITEMSIZE = {"F32": 4, "BF16": 2, "F16": 2, "I32": 4, "I64": 8, "U8": 1, "I8": 1, "F8_E4M3": 1}
 
@@ -87,9 +88,9 @@ def _linear(name: str, out: int, inp: int, qc: dict | None) -> list[tuple[str, s
             (f"{name}.scales", "F16", (inp // g, out)), (f"{name}.g_idx", "I32", (inp,))]
 
 
-def _decoder_layer(p: str, kind: str, t: dict, qc: dict | None) -> list:
+def _decoder_layer(p: str, kind: str, t: dict, qc: dict | None) -> list[Item]:
     H, inter = t["hidden_size"], t["intermediate_size"]
-    out = [(f"{p}.input_layernorm.weight", "BF16", (H,)), (f"{p}.post_attention_layernorm.weight", "BF16", (H,))]
+    out: list[Item] = [(f"{p}.input_layernorm.weight", "BF16", (H,)), (f"{p}.post_attention_layernorm.weight", "BF16", (H,))]
     out += _linear(f"{p}.mlp.gate_proj", inter, H, qc) + _linear(f"{p}.mlp.up_proj", inter, H, qc)
     out += _linear(f"{p}.mlp.down_proj", H, inter, qc)
     if kind == "linear_attention":
@@ -129,7 +130,7 @@ def tensors(scheme: str) -> list[tuple[str, str, tuple[int, ...]]]:
     qc = cfg.get("quantization_config")
     t = cfg["text_config"]
     H, V = t["hidden_size"], t["vocab_size"]
-    out = [("model.language_model.embed_tokens.weight", "BF16", (V, H)), ("model.language_model.norm.weight", "BF16", (H,))]
+    out: list[Item] = [("model.language_model.embed_tokens.weight", "BF16", (V, H)), ("model.language_model.norm.weight", "BF16", (H,))]
     for i, kind in enumerate(t["layer_types"]):
         out += _decoder_layer(f"model.language_model.layers.{i}", kind, t, qc)
     if not t.get("tie_word_embeddings"):

@@ -11,10 +11,9 @@ import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-import ckpt_fixtures as F  # noqa: E402
-from fake_hub import FakeHub  # noqa: E402
-
-from mambasizer.service.checkpoints import CACHE  # noqa: E402
+import ckpt_fixtures as F
+from fake_hub import FakeHub
+from mambasizer.service.checkpoints import CACHE
 
 
 @pytest.fixture(scope="session")

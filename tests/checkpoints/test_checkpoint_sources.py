@@ -7,11 +7,11 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import fill_cache
-from fake_hub import COMMIT
 from fastapi.testclient import TestClient
 
 import ckpt_fixtures as F
+from conftest import fill_cache
+from fake_hub import COMMIT
 from mambasizer.service.api import wire
 from mambasizer.service.api.app import create_app
 from mambasizer.service.checkpoints import resolve, serve_policy
@@ -25,7 +25,7 @@ def _request(path: str) -> dict:
     return {"sglang_args": ["--model-path", path, "--tp-size", "2"], "budget": {"gpu": "h100"}}
 
 
-def _plan(path: str) -> tuple[dict, dict]:
+def _plan(path: str) -> tuple[dict, dict | None]:
     prepared = wire.prepare(_request(path), allow_trial=False)
     body = json.loads(wire.plan_json(plan(prepared.request)))
     return body, prepared.checkpoint

@@ -20,7 +20,7 @@ from mambasizer.service.solver.stages import pp_stages
 from mambasizer.service.solver.weights import stage_weight_bytes
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "checkpoints"))
-import ckpt_fixtures as F  # noqa: E402
+import ckpt_fixtures as F
 
 
 @pytest.fixture(scope="module")
