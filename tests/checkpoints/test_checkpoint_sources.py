@@ -113,3 +113,17 @@ def test_compressed_tensors_nvfp4_is_read_then_refused_with_the_solver_reason(ch
     assert found.config["quantization_config"]["format"] == "nvfp4-pack-quantized"
     with pytest.raises(Exception, match="nvfp4-pack-quantized"):
         plan(wire.prepare(_request(str(checkpoints["nvfp4-ct"])), allow_trial=False).request)
+
+
+def test_check_cli_sizes_a_directory_and_refuses_an_offline_miss(checkpoints, monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv("MAMBASIZER_TERMINATION_LOG", str(tmp_path / "termination.log"))
+    req = tmp_path / "req.json"
+    req.write_text(json.dumps(_request(str(checkpoints["fp8"]))))
+    assert main(["check", str(req)]) == 0
+    out = capsys.readouterr().out
+    assert out.strip(), out
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    req.write_text(json.dumps(_request("Qwen/Qwen3.8-27B-FP8")))
+    assert main(["check", str(req)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "not in the Hugging Face cache" in err[0] and "model.hf_config" in err[0], err
