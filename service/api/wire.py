@@ -329,8 +329,17 @@ def prepare(raw: dict, allow_trial: bool = True) -> Prepared:
         from mambasizer.service.checkpoints import model_for
 
         raw["model"], checkpoint = model_for(parsed.model_path, parsed.revision)
-        # <<< checkpoint resolution
         ignored = [a for a in ignored if a not in ("--model-path", "--model", "--revision")]
+    draft_note = ""
+    if parsed is not None and parsed.draft_model_path and "draft_model" not in raw:
+        from mambasizer.service.checkpoints import draft_for
+
+        draft, draft_info, draft_note = draft_for(parsed.draft_model_path, parsed.model_path)
+        if draft is not None:
+            raw["draft_model"] = draft
+        if draft_info is not None and checkpoint is not None:
+            checkpoint = {**checkpoint, "draft": draft_info}
+        # <<< checkpoint resolution
     try:
         request = PlanRequest.model_validate(raw)
     except ValidationError as exc:
@@ -338,6 +347,10 @@ def prepare(raw: dict, allow_trial: bool = True) -> Prepared:
     if parsed is None:
         return Prepared(request, None, trial)
     warnings = tuple(parsed.warnings or ())
+    if draft_note:
+        if "draft_model" in raw:  # read: the "cannot be read without its files" warning no longer holds
+            warnings = tuple(w for w in warnings if "cannot be read without its files" not in w)
+        warnings += (draft_note,)
     if parsed.weight_moving:
         warnings += _weight_moving(request, parsed.weight_moving)
     return Prepared(request, ignored, trial, warnings, parsed.metrics_model_name, checkpoint)
