@@ -53,5 +53,19 @@ def draft_for(draft_path: str, target_path: str | None) -> tuple[dict | None, di
     return {"num_layers": layers}, info, note
 
 
-__all__ = ["CACHE", "draft_for", "CLI_POLICY", "Checkpoint", "CheckpointError", "Inventory", "ReadPolicy", "Tensor", "cross_check",
-           "current_policy", "model_for", "policy_scope", "resolve", "serve_policy"]
+__all__ = [
+    "CACHE",
+    "CLI_POLICY",
+    "Checkpoint",
+    "CheckpointError",
+    "Inventory",
+    "ReadPolicy",
+    "Tensor",
+    "cross_check",
+    "current_policy",
+    "draft_for",
+    "model_for",
+    "policy_scope",
+    "resolve",
+    "serve_policy",
+]
