@@ -127,3 +127,47 @@ def test_check_cli_sizes_a_directory_and_refuses_an_offline_miss(checkpoints, mo
     assert main(["check", str(req)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "not in the Hugging Face cache" in err[0] and "model.hf_config" in err[0], err
+
+
+def test_api_estimated_plan_runs_in_the_pool_under_the_server_policy(checkpoints):
+    """An estimated budget on a config goes to the work pool (another process): it resolves
+    the path again there, under the policy the server passed along with the job."""
+    root = str(checkpoints["fp8"].parent)
+    body = _request(str(checkpoints["fp8"]))
+    with _api(serve_policy([root], False)) as client:
+        ok = client.post("/v1/plan", json=body)
+        client.app.state.checkpoint_policy = serve_policy([str(checkpoints["fp8"].parent / "elsewhere")], False)
+        refused = client.post("/v1/plan", json=body)
+    assert ok.status_code == 200, ok.text
+    expected, _ = _plan(str(checkpoints["fp8"]))
+    got = ok.json()
+    assert got.pop("checkpoint")["source"] == "directory"
+    got.pop("ignored_sglang_args")
+    assert got == expected
+    assert refused.status_code == 422 and "outside the server's model roots" in refused.json()["detail"]
+
+
+def test_a_pool_job_resolves_under_the_policy_it_is_given(checkpoints):
+    from mambasizer.service.api import jobs
+
+    body = json.dumps(_request(str(checkpoints["fp8"]))).encode()
+    inside = jobs.run("plan", body, "/v1/plan", {jobs.CHECKPOINT_POLICY_OPTION: serve_policy([str(checkpoints["fp8"].parent)], False)})
+    outside = jobs.run("plan", body, "/v1/plan", {jobs.CHECKPOINT_POLICY_OPTION: serve_policy([], False)})
+    assert inside.status == 200 and json.loads(inside.body)["checkpoint"]["source"] == "directory"
+    assert outside.status == 422 and b"no --model-root" in outside.body
+
+
+def test_resolved_checkpoints_are_a_bounded_cache(checkpoints):
+    from mambasizer.service.checkpoints import CACHE
+
+    first = resolve(str(checkpoints["fp8"]))
+    assert resolve(str(checkpoints["fp8"])) is first  # served from the cache
+    size = CACHE.size
+    try:
+        CACHE.size = 2
+        for scheme in ("int4-gptq", "bf16-mtp"):
+            resolve(str(checkpoints[scheme]))
+        assert len(CACHE.items) == 2
+        assert resolve(str(checkpoints["fp8"])) is not first  # evicted, read again
+    finally:
+        CACHE.size = size
