@@ -64,16 +64,20 @@ def test_directory_cache_and_hub_size_the_same(scheme, checkpoints, hub, monkeyp
     print(f"{scheme}: {ck_dir['cross_check']['note']}")
 
 
-def test_plan_cli_sizes_a_directory_and_the_cache_alike(checkpoints, hub, monkeypatch, tmp_path, capsys):
+def test_plan_cli_sizes_a_directory_the_cache_and_the_hub_alike(checkpoints, hub, monkeypatch, tmp_path, capsys):
     code_dir, out_dir, _ = _cli(capsys, tmp_path, str(checkpoints["fp8"]))
+    code_hub, out_hub, _ = _cli(capsys, tmp_path, F.REPO_IDS["fp8"])
     fill_cache(hub, F.REPO_IDS["fp8"], str(tmp_path / "hf-cache"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    from mambasizer.service.checkpoints import CACHE
+
+    CACHE.clear()  # the Hub answer was kept; offline, the cache must answer on its own
     code_cache, out_cache, _ = _cli(capsys, tmp_path, F.REPO_IDS["fp8"])
-    assert code_dir == code_cache == 0
-    assert out_dir is not None and out_cache is not None
-    ck_dir, ck_cache = out_dir.pop("checkpoint"), out_cache.pop("checkpoint")
-    assert out_dir == out_cache
-    assert ck_dir["source"] == "directory" and ck_cache["source"] == "hf-cache"
+    assert code_dir == code_cache == code_hub == 0
+    assert out_dir is not None and out_cache is not None and out_hub is not None
+    ck_dir, ck_cache, ck_hub = out_dir.pop("checkpoint"), out_cache.pop("checkpoint"), out_hub.pop("checkpoint")
+    assert out_dir == out_cache == out_hub
+    assert (ck_dir["source"], ck_cache["source"], ck_hub["source"]) == ("directory", "hf-cache", "hub")
     # FP8 weights, not the BF16 sibling's: 27B at ~1 byte per weight over tp 2.
     weights = out_dir["stages"][0]["weights_bytes"] / 2**30
     assert 13.5 < weights < 15.5, weights
