@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import pathlib
 import sys
 
@@ -42,32 +41,3 @@ def _isolated_cache(tmp_path, monkeypatch):
     CACHE.clear()
     yield
     CACHE.clear()
-
-
-def fill_cache(hub: FakeHub, repo_id: str, cache_dir: str) -> None:
-    """The repo in the HF cache, standard layout: its JSON files downloaded from the fake Hub
-    with the real client; its safetensors blobs placed sparse under the etag the Hub gives
-    (downloading them would write every zero of the data region)."""
-    from huggingface_hub import hf_hub_download
-
-    repo = hub.repos[repo_id]
-    for name in repo.files:
-        if name.endswith(".json"):
-            hf_hub_download(repo_id, name, cache_dir=cache_dir, endpoint=hub.url)
-    folder = pathlib.Path(cache_dir) / ("models--" + repo_id.replace("/", "--"))
-    for name in repo.files:
-        if name.endswith(".safetensors"):
-            blob = folder / "blobs" / repo.etag(name)
-            copy_sparse(repo.folder / name, blob)
-            link = folder / "snapshots" / repo.commit / name
-            link.symlink_to(os.path.relpath(blob, link.parent))
-
-
-def copy_sparse(src: pathlib.Path, dst: pathlib.Path) -> None:
-    with open(src, "rb") as f:
-        n = int.from_bytes(f.read(8), "little")
-        f.seek(0)
-        head = f.read(8 + n)
-    with open(dst, "wb") as f:
-        f.write(head)
-        f.truncate(os.path.getsize(src))

@@ -12,7 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 import ckpt_fixtures as F
-from conftest import copy_sparse
+from fake_hub import copy_sparse
 from mambasizer.service.api.app import create_app
 from mambasizer.service.checkpoints import CheckpointError, ReadPolicy, resolve, serve_policy
 from mambasizer.service.cli import main

@@ -10,8 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 import ckpt_fixtures as F
-from conftest import fill_cache
-from fake_hub import COMMIT
+from fake_hub import COMMIT, fill_cache
 from mambasizer.service.api import wire
 from mambasizer.service.api.app import create_app
 from mambasizer.service.checkpoints import resolve, serve_policy
