@@ -172,3 +172,22 @@ def test_missing_directory_is_exit_2(tmp_path, capsys):
 
 def test_unknown_repo_on_the_hub_is_exit_2(hub, tmp_path, capsys):
     _one_line(*_cli(capsys, tmp_path, "nobody/nothing"), "HTTP 404")
+
+
+def test_serve_refuses_a_missing_model_root(tmp_path, capsys):
+    missing = tmp_path / "no-such-root"
+    assert main(["serve", "--model-root", str(missing), "--port", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"--model-root {missing}: no such directory" in err[0], err
+
+
+def test_serve_policy_from_flags_and_environment(tmp_path):
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    (tmp_path / "link").symlink_to(a)
+    env = {"MAMBASIZER_MODEL_ROOTS": f"{a}{os.pathsep}{b}", "MAMBASIZER_HUB": "1"}
+    from_env = serve_policy(None, None, env)
+    assert from_env.roots == (str(a), str(b)) and from_env.hub and from_env.hf_cache
+    from_flags = serve_policy([str(tmp_path / "link")], None, {})
+    assert from_flags.roots == (str(a),) and not from_flags.hub  # roots kept resolved; Hub off by default
