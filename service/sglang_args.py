@@ -93,6 +93,8 @@ class ParsedArgs:
     # --speculative-draft-model-path: its layer count cannot be read without the files.
     draft_model_path: str | None = None
     model_path: str | None = None
+    # --revision: the checkpoint revision --model-path is read at (service/checkpoints).
+    revision: str | None = None
     served_model_name: str | None = None
     # Flags that change what a rank loads (weights moved, added or requantized): a measured
     # budget already holds their effect; a GPU-only estimate does not model them and refuses
@@ -267,14 +269,14 @@ MODELLED: dict[str, Callable[[str], Any] | None] = {
 # Flags read for their meaning, not copied into server_args.
 SPECIAL = {
     "dp_size", "enable_dp_attention", "speculative_draft_model_path", "enable_int8_mamba_checkpoint",
-    "int8_mamba_ckpt_size", "device", "config", "model_path", "served_model_name",
+    "int8_mamba_ckpt_size", "device", "config", "model_path", "served_model_name", "revision",
 }
 
 # Flags that cannot change the sizing. Weight-related flags are here because weights are
 # inside the measured budget (free memory after load), not sized by mambasizer.
 IGNORED = frozenset("""
     tokenizer_path tokenizer_mode tokenizer_backend tokenizer_worker_num detokenizer_worker_num
-    skip_tokenizer_init load_format model_loader_extra_config trust_remote_code revision
+    skip_tokenizer_init load_format model_loader_extra_config trust_remote_code
     quantization quantization_param_path enable_fp32_lm_head modelopt_quant
     modelopt_checkpoint_restore_path modelopt_checkpoint_save_path modelopt_export_path
     quantize_and_serve rl_quant_profile enable_tf32_matmul max_queued_requests
@@ -579,6 +581,9 @@ def _special(dest: str, option: str, value: Any, out: ParsedArgs) -> None:
         out.ignored.append(option)
     elif dest == "served_model_name":
         out.served_model_name = value
+        out.ignored.append(option)
+    elif dest == "revision":
+        out.revision = value
         out.ignored.append(option)
     elif dest == "speculative_draft_model_path":
         out.draft_model_path = value

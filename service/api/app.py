@@ -43,10 +43,11 @@ from mambasizer.service.api import (
 from mambasizer.service.api.deployment_trials import DeploymentTrials, concurrency_from_env
 from mambasizer.service.api.deployments import DeploymentsFileError, DeploymentStore
 from mambasizer.service.api.metrics import Metrics
-from mambasizer.service.api.middleware import ObservabilityMiddleware
+from mambasizer.service.api.middleware import CheckpointPolicyMiddleware, ObservabilityMiddleware
 from mambasizer.service.api.trials import TrialSettings, TrialSettingsError
 from mambasizer.service.api.wire import MAX_BODY_BYTES
 from mambasizer.service.api.workpool import HeavyPool, PoolSettingError, PoolSettings
+from mambasizer.service.checkpoints.policy import ReadPolicy, serve_policy
 
 log = logging.getLogger("mambasizer.api")
 
@@ -108,7 +109,8 @@ def _coalescing_reload(loop: asyncio.AbstractEventLoop, store: DeploymentStore) 
 
 
 def create_app(deployments_path: str | None = None, worker: Any = None,
-               trials: TrialSettings | None = None, pool: PoolSettings | None = None) -> FastAPI:
+               trials: TrialSettings | None = None, pool: PoolSettings | None = None,
+               checkpoints: ReadPolicy | None = None) -> FastAPI:
     """Build the app. Raises DeploymentsFileError when the deployments file cannot be
     used at start-up (a later SIGHUP reload with a broken file keeps the old one),
     TrialSettingsError when `trials` is None and the trial environment variables cannot
@@ -118,6 +120,10 @@ def create_app(deployments_path: str | None = None, worker: Any = None,
         trials = TrialSettings.from_env()
     if pool is None:
         pool = PoolSettings.resolve()
+    if checkpoints is None:
+        # Where a model path may be read: the model roots and Hub setting of the environment
+        # (none by default: only shipped checkpoints, until the operator configures a root or the Hub).
+        checkpoints = serve_policy(None, None)
     jobs.warm()
     store = DeploymentStore(deployments_path)
     deployment_trials = DeploymentTrials(trials, _trial_hook(worker), concurrency_from_env())
@@ -185,12 +191,14 @@ def create_app(deployments_path: str | None = None, worker: Any = None,
     app.state.trial_hook = _trial_hook(worker)
     app.state.trials = trials
     app.state.heavy = heavy
+    app.state.checkpoint_policy = checkpoints
     _log_trial_settings(trials)
 
     problems.install(app)
     for module in (plan, compare, checklog, recommend, recommend_disaggregated, sweep, presets, gpus, health, metrics, explorer, docs_page):
         app.include_router(module.router)
     openapi.install(app)
+    app.add_middleware(CheckpointPolicyMiddleware)
     app.add_middleware(ObservabilityMiddleware, metrics=app_metrics, max_body_bytes=MAX_BODY_BYTES,
                        large_bodies={"/v1/check-log": MAX_LOG_BODY_BYTES})
     return app

@@ -30,6 +30,7 @@ from mambasizer.service.api.problems import (
     memory_problem,
     problem_bytes,
 )
+from mambasizer.service.checkpoints.policy import policy_scope
 from mambasizer.service.planner import model_layout
 from mambasizer.service.planner import plan as solve
 from mambasizer.service.solver import PlanInputError, gpu_budget
@@ -132,6 +133,9 @@ def warm() -> None:
                 log.warning("preset cannot be sized", extra={"fields": {"event": "preset_unsizable", "preset": preset.name}})
 
 
+# The job option that carries the server's checkpoint ReadPolicy into the pool's processes.
+CHECKPOINT_POLICY_OPTION = "_checkpoint_policy"
+
 JOBS = {"plan": plan_job, "compare": compare_job, "recommend": recommend_job, "sweep": sweep_job,
         "recommend_disaggregated": recommend_disaggregated_job}
 
@@ -139,8 +143,11 @@ JOBS = {"plan": plan_job, "compare": compare_job, "recommend": recommend_job, "s
 def run(kind: str, body: bytes, instance: str, options: dict) -> Answer:
     """The entry point the pool schedules: the job's Answer, a 422 for input that cannot be
     sized, a 503 problem when the job ran out of the process's memory ceiling."""
+    options = dict(options)
+    policy = options.pop(CHECKPOINT_POLICY_OPTION, None)
     try:
-        return JOBS[kind](body, options)
+        with policy_scope(policy):
+            return JOBS[kind](body, options)
     except SweepPointError as exc:
         problem = problem_bytes(
             422, exc.message, type_=INVALID_INPUT, title="The request cannot be sized",

@@ -102,3 +102,19 @@ class ObservabilityMiddleware:
                         }
                     },
                 )
+
+
+class CheckpointPolicyMiddleware:
+    """Every request resolves model paths under the server's checkpoint ReadPolicy (its model
+    roots and Hub setting, `app.state.checkpoint_policy`, which the work pool's jobs get too),
+    whichever route prepares it (service/checkpoints/policy.py)."""
+
+    def __init__(self, app) -> None:
+        self.app = app
+
+    async def __call__(self, scope, receive, send) -> None:
+        from mambasizer.service.checkpoints.policy import policy_scope
+
+        app = scope.get("app")
+        with policy_scope(getattr(getattr(app, "state", None), "checkpoint_policy", None)):
+            await self.app(scope, receive, send)

@@ -11,6 +11,7 @@ finish (up to --graceful-timeout seconds) and run the app's shutdown.
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 from mambasizer.service.api import pool_settings as workpool
@@ -67,6 +68,18 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help="YAML file: deployment name -> PlanRequest, exported as mambasizer_plan_* gauges; re-read on SIGHUP",
     )
     add_read_timeouts(p)
+    models = p.add_argument_group("checkpoints", "where a --model-path (in sglang_args) may be read; shipped checkpoints need neither")
+    models.add_argument(
+        "--model-root", action="append", metavar="DIR",
+        help="a folder whose subdirectories are model checkpoints the API may read (config.json, hf_quant_config.json, "
+        "safetensors index and headers); repeatable; nothing outside a root is read, symlinks and '..' resolved "
+        "(env MAMBASIZER_MODEL_ROOTS, os.pathsep-separated; default: none)",
+    )
+    models.add_argument(
+        "--hub", action="store_true", default=None,
+        help="let the API read repo ids from the Hugging Face Hub (HF_ENDPOINT, HF_TOKEN; the HF cache with it); "
+        "off by default (env MAMBASIZER_HUB=1)",
+    )
     trials = p.add_argument_group(
         "trials",
         "`trial` on POST /v1/plan allocates memory; off unless enabled. Each flag wins over its environment variable.",
@@ -138,7 +151,13 @@ def run(args: argparse.Namespace) -> int:
     except (TrialSettingsError, TimeoutSettingError, workpool.PoolSettingError) as exc:
         return error(str(exc))
     try:
-        app = create_app(deployments_path=args.deployments, trials=trials, pool=pool)
+        from mambasizer.service.checkpoints.policy import serve_policy
+
+        checkpoints = serve_policy(args.model_root, args.hub)
+        for root in checkpoints.roots or ():
+            if not os.path.isdir(root):
+                return error(f"--model-root {root}: no such directory; give a folder that holds model checkpoints")
+        app = create_app(deployments_path=args.deployments, trials=trials, pool=pool, checkpoints=checkpoints)
     except DeploymentsFileError as exc:
         return error(f"--deployments {args.deployments}: {exc}")
     uvicorn.run(

@@ -69,6 +69,13 @@ class PlanResponse(Plan):
     sglang_args_warnings: list[str] | None = Field(
         None, description="What the launch arguments imply beyond the plan (only with `sglang_args`, when there is any)."
     )
+    checkpoint: dict[str, Any] | None = Field(
+        None,
+        description="Only with `--model-path` in sglang_args: where the checkpoint was found (`source`: shipped, "
+        "directory, hf-cache or hub; `repo_id`, `revision`), the files read (`files_read`: config.json, "
+        "hf_quant_config.json, the safetensors index and headers), the tensor inventory and its `cross_check` "
+        "against SGLang's model classes (a difference loading does not explain is reported there).",
+    )
     trial: TrialResult | TrialRefusal | None = Field(
         None,
         description="Only with `trial`: the TrialResult, or a TrialRefusal "

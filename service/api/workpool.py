@@ -37,6 +37,7 @@ from pebble import ProcessExpired, ProcessPool
 from starlette.responses import Response
 
 from mambasizer.service.api import jobs
+from mambasizer.service.api.jobs import CHECKPOINT_POLICY_OPTION
 from mambasizer.service.api.pool_settings import PoolSettingError, PoolSettings
 from mambasizer.service.api.problems import PROBLEM_JSON, TYPE_PREFIX, memory_problem, problem_bytes
 from mambasizer.service.client_watch import disconnected
@@ -154,7 +155,11 @@ class HeavyPool:
         self.admitted += 1
         self._gauges()
         started = time.monotonic()
-        future = self._pool.schedule(jobs.run, args=(kind, body, instance, options or {}), timeout=s.deadline_s)
+        # The server's checkpoint ReadPolicy goes with the job: the pool's processes resolve model
+        # paths under the same roots and Hub setting as this one (service/checkpoints/policy.py).
+        policy = getattr(request.app.state, "checkpoint_policy", None)
+        options = {**(options or {}), CHECKPOINT_POLICY_OPTION: policy} if policy is not None else (options or {})
+        future = self._pool.schedule(jobs.run, args=(kind, body, instance, options), timeout=s.deadline_s)
         try:
             return await self._await(request, kind, future, started)
         finally:

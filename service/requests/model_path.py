@@ -1,10 +1,9 @@
 """`--model-path` -> the model to size: THE one place a launch's model path is resolved.
 
-Today a model path resolves to a shipped checkpoint: a preset name, or the HF repo id of a
-preset's checkpoint (any case), exactly as `model.preset` accepts them. Reading a local
-directory, the HF cache or the Hub belongs here too (checkpoint resolution plugs in behind
-`resolve_model_path`); every front (the API's `sglang_args`, `plan`, `check`, the preflight)
-reaches the model path through this module only.
+A model path resolves as SGLang resolves it (service/checkpoints): a shipped checkpoint (a preset
+name, or the HF repo id of a preset's checkpoint, any case: the fast path, no file read), else a
+local directory, the HF cache or the Hub, within the ReadPolicy in force. Every front (the API's
+`sglang_args`, `plan`, `check`, the preflight) reaches the model path through this module only.
 """
 
 from __future__ import annotations
@@ -25,13 +24,23 @@ class ResolvedModel:
 
     model: dict
     preset: str | None
+    # Where it was found and what was read (the plan's `checkpoint` object).
+    checkpoint: dict | None = None
 
 
-def resolve_model_path(path: str) -> ResolvedModel:
-    """The model `--model-path PATH` names."""
-    # As given: model.preset answers to a preset name and to a shipped checkpoint's repo id
-    # (any case), and an unknown path is quoted by its refusal with the closest names.
-    return ResolvedModel({"preset": path}, preset_name(path))
+def resolve_model_path(path: str, revision: str | None = None) -> ResolvedModel:
+    """The model `--model-path PATH` (at `--revision`) names."""
+    from mambasizer.service.checkpoints import model_for
+
+    model, info = model_for(path, revision)
+    return ResolvedModel(model, preset_name(path), info)
+
+
+def resolve_draft_path(draft_path: str, target_path: str | None) -> tuple[dict | None, dict | None, str]:
+    """`--speculative-draft-model-path`, resolved like the target: (draft_model, checkpoint.draft, note)."""
+    from mambasizer.service.checkpoints import draft_for
+
+    return draft_for(draft_path, target_path)
 
 
 def check_agrees(model: Any, path: str, option: str = "--model-path") -> None:
@@ -43,7 +52,7 @@ def check_agrees(model: Any, path: str, option: str = "--model-path") -> None:
         return
     given = model["preset"]
     ours = preset_name(given)
-    theirs = resolve_model_path(path).preset
+    theirs = preset_name(path)  # by name only: no file is read to compare two names
     if ours is None or theirs is None or ours == theirs:
         return
     raise PlanInputError(

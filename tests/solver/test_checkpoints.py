@@ -52,11 +52,12 @@ def test_model_path_picks_the_checkpoint_and_is_not_ignored():
     assert p.request.model.preset == "qwen3.5-27b" and "--model-path" in p.ignored_sglang_args
 
 
-def test_unknown_model_path_is_a_422_on_model_preset():
-    p = prepare({"sglang_args": ["--model-path", "/models/my-private-ckpt"], "budget": H200})
+def test_unknown_model_path_is_a_422_naming_the_three_ways():
+    # Read where SGLang reads it (service/checkpoints): no such directory here, so refused at once.
     with pytest.raises(PlanInputError) as e:
-        plan(p.request)
-    assert e.value.field == "model.preset" and "paste its config.json as model.hf_config" in e.value.message
+        prepare({"sglang_args": ["--model-path", "/models/my-private-ckpt"], "budget": H200})
+    assert e.value.field == "sglang_args" and "no such directory" in e.value.message
+    assert "a directory holding its config.json" in e.value.message and "paste its config.json as model.hf_config" in e.value.message
 
 
 def test_qwen36_27b_is_the_bf16_checkpoint_and_the_nvfp4_release_its_own():

@@ -1,0 +1,71 @@
+"""Checkpoints read where SGLang reads them: a model directory, the Hugging Face cache, the Hub
+(through huggingface_hub), within the operator's ReadPolicy. The one entry point for a request
+is `model_for` (a model path -> the PlanRequest's `model` and what the plan says about it)."""
+
+from __future__ import annotations
+
+from mambasizer.service.checkpoints.crosscheck import cross_check
+from mambasizer.service.checkpoints.inventory import Inventory, Tensor
+from mambasizer.service.checkpoints.policy import (
+    CLI_POLICY,
+    ReadPolicy,
+    current_policy,
+    policy_scope,
+    serve_policy,
+)
+from mambasizer.service.checkpoints.resolve import CACHE, Checkpoint, CheckpointError, resolve
+
+
+def model_for(model_path: str, revision: str | None = None, *, field_name: str = "sglang_args") -> tuple[dict, dict]:
+    """(the request's `model` for this path, the `checkpoint` object the plan carries).
+    A shipped checkpoint stays a preset (the fast path); any other becomes its config.json
+    (with hf_quant_config.json), checked against its tensor inventory."""
+    found = resolve(model_path, revision, field_name=field_name)
+    info = found.describe()
+    if found.preset is not None:
+        return {"preset": model_path}, info  # as given: the preset lookup takes a name or repo id, any case
+    if found.inventory is not None:
+        info["cross_check"] = cross_check(found.config, found.inventory)
+    return {"hf_config": dict(found.config)}, info
+
+def draft_for(draft_path: str, target_path: str | None) -> tuple[dict | None, dict | None, str]:
+    """(the request's `draft_model`, the `checkpoint.draft` object, a note) for
+    --speculative-draft-model-path, resolved like the target. The target's own path is its MTP
+    head (SGLang builds the draft from the same checkpoint; num_nextn_predict_layers prices it):
+    no draft_model. A draft that cannot be read keeps today's answer (its KV unpriced, said in
+    the note) rather than refusing the launch: the target is what is sized."""
+    if target_path is not None and draft_path.rstrip("/") == target_path.rstrip("/"):
+        return None, None, ""
+    try:
+        found = resolve(draft_path, None, field_name="sglang_args")
+    except CheckpointError as exc:
+        return None, None, f"--speculative-draft-model-path {draft_path[:200]!r} was not read ({exc.message})"
+    text = found.config.get("text_config") if isinstance(found.config.get("text_config"), dict) else found.config
+    layers = text.get("num_hidden_layers") if isinstance(text, dict) else None
+    info = found.describe()
+    if not isinstance(layers, int) or isinstance(layers, bool) or layers < 0:
+        return None, info, f"--speculative-draft-model-path {draft_path[:200]!r}: its config.json has no num_hidden_layers"
+    stored = found.inventory.total_bytes if found.inventory is not None else None
+    weights = (f"its weights ({stored:,} bytes stored) are not in an estimated budget; a measured one holds them"
+               if stored is not None else "its weights are not in an estimated budget; a measured one holds them")
+    note = (f"--speculative-draft-model-path {draft_path[:200]!r}: read from {found.source} "
+            f"({', '.join(found.files) or 'shipped'}); its {layers} layer(s) priced as the draft's KV layers; {weights}")
+    return {"num_layers": layers}, info, note
+
+
+__all__ = [
+    "CACHE",
+    "CLI_POLICY",
+    "Checkpoint",
+    "CheckpointError",
+    "Inventory",
+    "ReadPolicy",
+    "Tensor",
+    "cross_check",
+    "current_policy",
+    "draft_for",
+    "model_for",
+    "policy_scope",
+    "resolve",
+    "serve_policy",
+]
