@@ -50,7 +50,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "arguments for a log cut without its server_args record (they win over the record)",
     )
     p.add_argument("--config", metavar="CONFIG_JSON", help="the model's config.json (when model_path matches no preset)")
-    p.add_argument("--gpu", metavar="NAME", help="the GPU the log was written on: a catalog name (h100, h100-nvl, h200) or its total memory in MiB (nvidia-smi's memory.total), for the memory estimates; wins over the log's GPU line")
+    from mambasizer.service.solver.gpus import CATALOG
+
+    p.add_argument(
+        "--gpu", metavar="NAME",
+        help=f"the GPU the log was written on: a catalog name ({', '.join(CATALOG)}; GET /v1/gpus), resolved exactly as the plan's "
+        "budget.gpu (backend, page size, the HIP mem_fraction_static factor), or its total memory in MiB (nvidia-smi's memory.total) "
+        "for the memory estimates; wins over the log's GPU line",
+    )
     p.add_argument("--sglang-version", metavar="RELEASE", help="the SGLang release that wrote the log (0.5.8 ... 0.5.23): its plan is compared with, whatever the log tells")
     p.add_argument("--prefill", metavar="FILE", help="a disaggregated pair's prefill log (with --decode): each log is compared with its role's plan")
     p.add_argument("--decode", metavar="FILE", help="a disaggregated pair's decode log (with --prefill)")

@@ -217,7 +217,7 @@ def _read_kv(body: str, figures: dict) -> bool:
 
 _VERSION = re.compile(r"(?i)sglang(?:==|[ :=]+v?|:v|/v| version[ :=]+v?)(\d+\.\d+\.\d+(?:\.?(?:post|dev|rc)\d+)?(?:\+[0-9a-z.]+)?)")
 _SGLANG_WORD = re.compile(r"(?i)sglang")
-_GPU = re.compile(r"(?:NVIDIA |AMD |Intel )?(?:[HBAL]\d{2,3}|GB\d{2,3}|RTX \d{4}(?: Ti)?|MI\d{3}X?|A\d{2,3})(?: [A-Z0-9]{2,8})?")
+_GPU = re.compile(r"(?:NVIDIA |AMD (?:Instinct )?|Intel )?(?:[HBAL]\d{2,3}|GB\d{2,3}|RTX \d{4}(?: Ti)?|MI\d{3}X?|A\d{2,3})(?: [A-Z0-9]{2,8})?")
 _GPU_KEYS = ("device_name=", "device_name:", "GPU:", "gpu_name=", "Device name:")
 
 
