@@ -567,6 +567,7 @@ def check_log(
                 estimated[name] = checked
         if figures:
             ranks.append({"rank": rank, "figures": figures, "estimated": estimated})
+    reading = _reading_notes(log)
     data = {
         "sglang_version": log.sglang_version,
         "release": _release_data(found),
@@ -574,8 +575,9 @@ def check_log(
         "gpu": log.gpu,
         "estimate_gpu": est.gpu.name if est.gpu is not None else None,
         "ranks": ranks,
+        "notes": reading,
     }
-    notes = list(ctx.approximations)
+    notes = [*reading, *ctx.approximations]
     if ctx.request is not None:
         shown = dict(ctx.request)
         if "hf_config" in shown["model"]:
@@ -584,6 +586,17 @@ def check_log(
     if found.note:
         notes.insert(0, f"release: {found.note}")
     return CheckResult(data=data, all_match=all_match and predicted_any, notes=notes, plan=ctx.plan)
+
+
+def _reading_notes(log: BootLog) -> list[str]:
+    """What reading the log skipped (the answer's `notes`)."""
+    if not log.undecodable_bytes:
+        return []
+    lines = "line" if log.undecodable_lines == 1 else "lines"
+    return [
+        f"{log.undecodable_bytes} byte(s) that are not UTF-8 text, in {log.undecodable_lines} {lines} check-log does not "
+        "read (none of the start-up lines), were skipped"
+    ]
 
 
 def _narrow_by_figures(log: BootLog, ctx: _Context, found: ReleaseFinding) -> ReleaseFinding | None:

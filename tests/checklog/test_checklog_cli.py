@@ -42,7 +42,8 @@ def test_synthetic_log_from_a_real_plan_matches_everywhere(tmp_path, capsys):
     code, out, err = run(capsys, "check-log", write(tmp_path, text), "--json")
     assert (code, err) == (0, "")
     data = json.loads(out)
-    assert list(data) == ["sglang_version", "release", "role", "gpu", "estimate_gpu", "ranks"]
+    assert list(data) == ["sglang_version", "release", "role", "gpu", "estimate_gpu", "ranks", "notes"]
+    assert data["notes"] == []
     assert (data["sglang_version"], data["gpu"], data["estimate_gpu"]) == ("0.5.23", "NVIDIA H200", "h200")
     assert data["release"] == {"sglang_version": "0.5.23", "source": "printed", "how": "printed in the log (SGLang 0.5.23)", "candidates": None, "note": None}
     assert data["role"] == {"disaggregation_mode": "null", "source": "default", "dcp_size": 1, "moe_a2a_backend": "none", "enable_two_batch_overlap": False}
