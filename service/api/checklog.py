@@ -36,9 +36,9 @@ from mambasizer.schemas.checklog import (
 from mambasizer.schemas.json_schema import standard_bounds
 from mambasizer.service.api import wire
 from mambasizer.service.api.plan import read_body
-from mambasizer.service.api.problems import TYPE_PREFIX, problem_doc, problem_response
+from mambasizer.service.api.problems import TYPE_PREFIX, input_problem, problem_doc, problem_response
 from mambasizer.service.startlog.compare import check_log
-from mambasizer.service.startlog.pair import SideError, check_pair
+from mambasizer.service.startlog.pair import PairRefused, SideError, check_pair
 from mambasizer.service.startlog.parse import BootLogError, BootLogReader
 
 router = APIRouter(tags=["plan"])
@@ -177,6 +177,8 @@ async def _post_pair(request: Request, raw: dict) -> Response:
     }
     try:
         result = await run_in_threadpool(check_pair, sides)
+    except PairRefused as exc:  # two models: the 422 POST /v1/plan answers for that pair
+        return input_problem(exc.error, request.url.path)
     except SideError as exc:
         if exc.field.endswith(".log"):
             return problem_response(422, f"{exc.field}: {exc.message}", type_=UNREADABLE_LOG, title="The log cannot be read", instance=request.url.path, field=exc.field)

@@ -152,7 +152,7 @@ def render_pair(data: dict) -> str:
 
 
 def _run_pair(args: argparse.Namespace, hf_config: dict | None) -> int:
-    from mambasizer.service.startlog.pair import SideError, check_pair
+    from mambasizer.service.startlog.pair import PairRefused, SideError, check_pair
     from mambasizer.service.startlog.parse import BootLogError
 
     if args.prefill is None or args.decode is None:
@@ -170,6 +170,8 @@ def _run_pair(args: argparse.Namespace, hf_config: dict | None) -> int:
             return error(f"--{role}: {source_label(source)}: {exc}")
     try:
         result = check_pair(sides)
+    except PairRefused as exc:  # two models: as `mambasizer plan` refuses that pair
+        return error(f"{exc.field}: {exc.message}")
     except SideError as exc:
         role, _, rest = exc.field.partition(".")
         if rest == "sglang_version":

@@ -67,6 +67,7 @@ class CheckResult:
     all_match: bool
     notes: list[str] = field(default_factory=list)
     plan: Any = None  # the plan compared with (None when there is none)
+    request: dict | None = None  # the plan request rebuilt from the log (None when there is none)
 
 
 class RoleMismatch(ValueError):
@@ -585,7 +586,7 @@ def check_log(
         notes.insert(0, "plan request: " + json.dumps(shown, sort_keys=True))
     if found.note:
         notes.insert(0, f"release: {found.note}")
-    return CheckResult(data=data, all_match=all_match and predicted_any, notes=notes, plan=ctx.plan)
+    return CheckResult(data=data, all_match=all_match and predicted_any, notes=notes, plan=ctx.plan, request=ctx.request)
 
 
 def _reading_notes(log: BootLog) -> list[str]:
