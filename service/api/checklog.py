@@ -13,8 +13,14 @@ chunk by chunk, keeping only the start-up records (mambasizer.service.startlog.p
 size costs time, not memory. The JSON form is bounded as every JSON body (1 MiB). A body over
 its limit is refused with 413 while it streams in (the observability middleware's limit). The
 answer is what `mambasizer check-log --json` prints; an unreadable log (empty, no start-up
-line, nothing to compare) is a 422 problem+json naming `log`. Reading and planning run in
-the thread pool.
+line, nothing to compare) is a 422 problem+json naming `log`.
+
+Reading, matching the client's config and planning run in the heavy-work pool
+(mambasizer.service.api.workpool), every form and the pair too, under the same deadline,
+disconnect cancellation, memory ceiling and concurrency bound as a heavy `/v1/plan`; a full
+pool is a 429 before the body is read. The text/plain log is filtered as it streams in
+(mambasizer.service.startlog.prefilter: the lines the start-up reader can use, found at C
+speed), and only those lines go to the pool.
 """
 
 from __future__ import annotations
@@ -24,7 +30,6 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import TypeAdapter, ValidationError
-from starlette.concurrency import run_in_threadpool
 
 from mambasizer.schemas.checklog import (
     MAX_LOG_BODY_BYTES,
@@ -35,11 +40,21 @@ from mambasizer.schemas.checklog import (
 )
 from mambasizer.schemas.json_schema import standard_bounds
 from mambasizer.service.api import wire
+from mambasizer.service.api.jobs import APPLICATION_JSON, Answer
 from mambasizer.service.api.plan import read_body
-from mambasizer.service.api.problems import TYPE_PREFIX, input_problem, problem_doc, problem_response
+from mambasizer.service.api.problems import (
+    PROBLEM_JSON,
+    TYPE_PREFIX,
+    heavy_docs,
+    input_problem_bytes,
+    problem_bytes,
+    problem_doc,
+)
+from mambasizer.service.api.workpool import pool_of, rejection_response, run_heavy
 from mambasizer.service.startlog.compare import check_log
 from mambasizer.service.startlog.pair import PairRefused, SideError, check_pair
-from mambasizer.service.startlog.parse import BootLogError, BootLogReader
+from mambasizer.service.startlog.parse import BootLogError
+from mambasizer.service.startlog.prefilter import StartupLines
 
 router = APIRouter(tags=["plan"])
 
@@ -84,6 +99,7 @@ _RESPONSES: dict[Any, Any] = {
     },
     413: problem_doc("The body is larger than its limit: 64 MiB for the text/plain log, 1 MiB for the JSON form."),
     422: problem_doc("The log cannot be read (`field`: `log`), or the JSON form, the config.json or the launch arguments are invalid (`field` names which)."),
+    **heavy_docs(),
 }
 
 _BODY = {
@@ -115,75 +131,84 @@ def _is_json(request: Request) -> bool:
     return media == "application/json" or media.endswith("+json")
 
 
-def _unreadable(request: Request, detail: str) -> Response:
-    return problem_response(422, detail, type_=UNREADABLE_LOG, title="The log cannot be read", instance=request.url.path, field="log")
+def _unreadable(detail: str, instance: str, field: str = "log") -> Answer:
+    return Answer(422, PROBLEM_JSON, problem_bytes(422, detail, type_=UNREADABLE_LOG, title="The log cannot be read", instance=instance, field=field))
 
 
-async def _read_log_stream(request: Request) -> Any:
-    """The text/plain log read chunk by chunk into a BootLogReader (each chunk parsed in the
-    thread pool): the body is never held whole. A BootLog; BootLogError when unreadable."""
-    reader = BootLogReader()
-    async for chunk in request.stream():
-        if chunk:
-            await run_in_threadpool(reader.feed, chunk)
-    return await run_in_threadpool(reader.finish)
-
-
-async def post_check_log(request: Request) -> Response:
-    hf_config = None
-    sglang_args = None
-    gpu = None
-    sglang_version = None
-    if _is_json(request):
-        body = await read_body(request)
-        raw = wire.decode_json(body)
-        if "log" not in raw and ("prefill" in raw or "decode" in raw):
-            return await _post_pair(request, raw)
-        try:
-            parsed = CheckLogRequest.model_validate(raw)
-        except ValidationError as exc:
-            return _invalid(request, exc)
-        text: Any = parsed.log
-        hf_config = parsed.hf_config
-        sglang_args = parsed.sglang_args
-        gpu = parsed.gpu
-        sglang_version = parsed.sglang_version
-    else:
-        try:
-            text = await _read_log_stream(request)
-        except BootLogError as exc:
-            return _unreadable(request, str(exc))
-    try:
-        result = await run_in_threadpool(check_log, text, hf_config, sglang_args, gpu, sglang_version)
-    except BootLogError as exc:
-        return _unreadable(request, str(exc))
-    return Response(CheckLogResponse.model_validate(result.data).model_dump_json(), media_type="application/json")
-
-
-def _invalid(request: Request, exc: ValidationError) -> Response:
+def _invalid(exc: ValidationError, instance: str) -> Answer:
     err = exc.errors()[0]
     field = ".".join(str(p) for p in err.get("loc", ())) or "request"
-    return problem_response(422, f"{field}: {err.get('msg')}", type_=TYPE_PREFIX + "invalid-input", title="The request cannot be read", instance=request.url.path, field=field)
+    detail = f"{field}: {err.get('msg')}"
+    return Answer(422, PROBLEM_JSON, problem_bytes(422, detail, type_=TYPE_PREFIX + "invalid-input", title="The request cannot be read", instance=instance, field=field))
 
 
-async def _post_pair(request: Request, raw: dict) -> Response:
+def _single(text: Any, instance: str, hf_config: dict | None = None, sglang_args: list[str] | None = None,
+            gpu: str | None = None, sglang_version: str | None = None) -> Answer:
+    try:
+        result = check_log(text, hf_config, sglang_args, gpu, sglang_version)
+    except BootLogError as exc:
+        return _unreadable(str(exc), instance)
+    return Answer(200, APPLICATION_JSON, CheckLogResponse.model_validate(result.data).model_dump_json().encode())
+
+
+def _pair(raw: dict, instance: str) -> Answer:
     try:
         parsed = CheckLogPairRequest.model_validate(raw)
     except ValidationError as exc:
-        return _invalid(request, exc)
+        return _invalid(exc, instance)
     sides = {
         role: {"text": side.log, "hf_config": side.hf_config, "sglang_args": side.sglang_args, "gpu": side.gpu, "sglang_version": side.sglang_version}
         for role, side in (("prefill", parsed.prefill), ("decode", parsed.decode))
     }
     try:
-        result = await run_in_threadpool(check_pair, sides)
+        result = check_pair(sides)
     except PairRefused as exc:  # two models: the 422 POST /v1/plan answers for that pair
-        return input_problem(exc.error, request.url.path)
+        return Answer(422, PROBLEM_JSON, input_problem_bytes(exc.error, instance))
     except SideError as exc:
         if exc.field.endswith(".log"):
-            return problem_response(422, f"{exc.field}: {exc.message}", type_=UNREADABLE_LOG, title="The log cannot be read", instance=request.url.path, field=exc.field)
-        return problem_response(422, f"{exc.field}: {exc.message}", type_=TYPE_PREFIX + "invalid-input", title="The request cannot be used", instance=request.url.path, field=exc.field)
-    return Response(CheckLogPairResponse.model_validate(result.data).model_dump_json(), media_type="application/json")
+            return _unreadable(f"{exc.field}: {exc.message}", instance, exc.field)
+        problem = problem_bytes(422, f"{exc.field}: {exc.message}", type_=TYPE_PREFIX + "invalid-input",
+                                title="The request cannot be used", instance=instance, field=exc.field)
+        return Answer(422, PROBLEM_JSON, problem)
+    return Answer(200, APPLICATION_JSON, CheckLogPairResponse.model_validate(result.data).model_dump_json().encode())
+
+
+def answer(body: bytes, options: dict, instance: str) -> Answer:
+    """The whole answer, computed in a heavy-work process (mambasizer.service.api.jobs): the
+    JSON form (one log or a pair) from its body, the text/plain form from the start-up lines
+    the route kept of it (`options["kept"]`, a prefilter.KeptLines). Matching the client's
+    config (quantization ignore lists) and planning happen here, never on the event loop."""
+    kept = options.get("kept")
+    if kept is not None:
+        try:
+            log = kept.read()
+        except BootLogError as exc:
+            return _unreadable(str(exc), instance)
+        return _single(log, instance)
+    raw = wire.decode_json(body)
+    if "log" not in raw and ("prefill" in raw or "decode" in raw):
+        return _pair(raw, instance)
+    try:
+        parsed = CheckLogRequest.model_validate(raw)
+    except ValidationError as exc:
+        return _invalid(exc, instance)
+    return _single(parsed.log, instance, parsed.hf_config, parsed.sglang_args, parsed.gpu, parsed.sglang_version)
+
+
+async def post_check_log(request: Request) -> Response:
+    # A full pool is said before the body is read (a 64 MiB upload for a 429 helps nobody).
+    full = pool_of(request).refusal(request, "check_log")
+    if full is not None:
+        return rejection_response(full)
+    if _is_json(request):
+        return await run_heavy(request, "check_log", await read_body(request))
+    # The text/plain log as it streams in: only the lines the reader can use are kept, found
+    # at C speed a quarter MiB at a time (prefilter.py), so the body is never held whole and
+    # the event loop is held a few milliseconds at a time.
+    lines = StartupLines()
+    async for chunk in request.stream():
+        lines.feed(chunk)
+    return await run_heavy(request, "check_log", b"", {"kept": lines.finish()})
 
 
 router.add_api_route(
@@ -197,4 +222,4 @@ router.add_api_route(
     openapi_extra={"requestBody": _BODY},
 )
 
-__all__ = ["EXAMPLE_LOG", "post_check_log", "router"]
+__all__ = ["EXAMPLE_LOG", "answer", "post_check_log", "router"]

@@ -132,7 +132,15 @@ def warm() -> None:
                 log.warning("preset cannot be sized", extra={"fields": {"event": "preset_unsizable", "preset": preset.name}})
 
 
-JOBS = {"plan": plan_job, "compare": compare_job, "recommend": recommend_job, "sweep": sweep_job,
+def check_log_job(body: bytes, options: dict) -> Answer:
+    from mambasizer.service.api.checklog import (
+        answer,  # the route module (imported in the fork server)
+    )
+
+    return answer(body, options, "/v1/check-log")
+
+
+JOBS = {"plan": plan_job, "check_log": check_log_job, "compare": compare_job, "recommend": recommend_job, "sweep": sweep_job,
         "recommend_disaggregated": recommend_disaggregated_job}
 
 

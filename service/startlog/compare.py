@@ -594,10 +594,11 @@ def _reading_notes(log: BootLog) -> list[str]:
     if not log.undecodable_bytes:
         return []
     lines = "line" if log.undecodable_lines == 1 else "lines"
-    return [
+    note = (
         f"{log.undecodable_bytes} byte(s) that are not UTF-8 text, in {log.undecodable_lines} {lines} check-log does not "
         "read (none of the start-up lines), were skipped"
-    ]
+    )
+    return [note]
 
 
 def _narrow_by_figures(log: BootLog, ctx: _Context, found: ReleaseFinding) -> ReleaseFinding | None:

@@ -431,6 +431,7 @@ class BootLogReader:
         self.bytes_read = 0
         self._partial = b""  # the bytes of a line not yet ended
         self._partial_dropped = False  # that line passed MAX_RECORD_CHARS: the rest is skipped
+        self._dropped_bytes = 0  # how many (byte offsets stay true after it)
         self._record: tuple[str | None, list[str], int] | None = None  # rank, parts, chars
         self._record_bad: tuple[int, int] | None = None  # the record's (first undecodable byte, count)
         self._line_bad: tuple[int, int] | None = None  # the same, for the line being read
@@ -441,10 +442,11 @@ class BootLogReader:
 
     def feed(self, chunk: bytes | str) -> None:
         if isinstance(chunk, str):
+            text = chunk
             try:
-                chunk = chunk.encode("utf-8")
+                chunk = text.encode("utf-8")
             except UnicodeEncodeError:  # lone surrogates (a surrogateescape'd byte): read as the bytes they stand for
-                chunk = chunk.encode("utf-8", "surrogateescape") if _only_escapes(chunk) else chunk.encode("utf-8", "surrogatepass")
+                chunk = text.encode("utf-8", "surrogateescape" if _only_escapes(text) else "surrogatepass")
         start = 0
         while True:
             nl = chunk.find(b"\n", start)
@@ -455,19 +457,37 @@ class BootLogReader:
             self._end_line()
             start = nl + 1
 
+    def feed_at(self, offset: int, line: bytes) -> None:
+        """Feed one whole line (ending in a newline, or the log's last) found at byte `offset` of
+        the log: the lines between were dropped by mambasizer.service.startlog.prefilter, which
+        keeps every line this reader can use. The offset keeps byte positions in errors true."""
+        if self._partial or self._partial_dropped:
+            self._end_line()
+        self.bytes_read = offset
+        self.feed(line)
+
+    def note_skipped(self, undecodable_bytes: int, undecodable_lines: int, seen_text: bool) -> None:
+        """What the prefilter dropped: undecodable bytes in lines this reader does not read,
+        and whether the log held any text."""
+        self.log.undecodable_bytes += undecodable_bytes
+        self.log.undecodable_lines += undecodable_lines
+        self._seen_text = self._seen_text or seen_text
+
     def _hold(self, piece: bytes) -> None:
         if self._partial_dropped or not piece:
+            self._dropped_bytes += len(piece)
             return
         room = 4 * MAX_RECORD_CHARS - len(self._partial)  # UTF-8: at most 4 bytes a character
         if len(piece) > room:
+            self._dropped_bytes += len(piece) - max(room, 0)
             piece, self._partial_dropped = piece[: max(room, 0)], True
         self._partial += piece
 
     def _end_line(self) -> None:
-        raw_bytes, truncated = self._partial, self._partial_dropped
-        self._partial, self._partial_dropped = b"", False
+        raw_bytes, truncated, dropped = self._partial, self._partial_dropped, self._dropped_bytes
+        self._partial, self._partial_dropped, self._dropped_bytes = b"", False, 0
         offset = self.bytes_read
-        self.bytes_read += len(raw_bytes) + 1
+        self.bytes_read += len(raw_bytes) + dropped + 1
         self._line_bad = None
         try:
             text = raw_bytes.decode("utf-8")
@@ -596,7 +616,7 @@ class BootLogReader:
         return self.log
 
 
-_ESCAPES_TO_REPLACEMENT = {c: "\ufffd" for c in range(0xDC80, 0xDD00)}
+_ESCAPES_TO_REPLACEMENT = dict.fromkeys(range(56448, 56576), "�")
 
 
 def _only_escapes(text: str) -> bool:

@@ -10,11 +10,11 @@ are checked against the planner run on the corners directly.
 from __future__ import annotations
 
 import pytest
-from test_checklog_mi355x import CONFIG, LOG, PLAN_REQUEST
 
 from mambasizer.service.api.checklog import EXAMPLE_LOG
 from mambasizer.service.planner import plan
 from mambasizer.service.startlog.compare import check_log
+from test_checklog_mi355x import CONFIG, LOG, PLAN_REQUEST
 
 # EXAMPLE_LOG: Nemotron-H 8B on one GPU, SGLang 0.5.23, every figure predicted exactly.
 EXAMPLE_REQUEST = {
@@ -29,8 +29,8 @@ EXAMPLE_KV = 1_788_366
 def _span(request: dict, before_pm: float, after_pm: float) -> tuple[int, int]:
     """The KV pool over the box, planned here corner by corner."""
     b = request["budget"]
-    values = [
-        plan({**request, "budget": {**b, "free_gib_before_load": b["free_gib_before_load"] + db, "free_gib_after_load": b["free_gib_after_load"] + da}}).max_total_num_tokens
+    values: list[int] = [
+        plan({**request, "budget": {**b, "free_gib_before_load": b["free_gib_before_load"] + db, "free_gib_after_load": b["free_gib_after_load"] + da}}).max_total_num_tokens or 0
         for db in (-before_pm, before_pm)
         for da in (-after_pm, after_pm)
     ]
