@@ -30,6 +30,7 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 from pydantic import TypeAdapter, ValidationError
+from starlette.concurrency import run_in_threadpool
 
 from mambasizer.schemas.checklog import (
     MAX_LOG_BODY_BYTES,
@@ -203,12 +204,15 @@ async def post_check_log(request: Request) -> Response:
     if _is_json(request):
         return await run_heavy(request, "check_log", await read_body(request))
     # The text/plain log as it streams in: only the lines the reader can use are kept, found
-    # at C speed a quarter MiB at a time (prefilter.py), so the body is never held whole and
-    # the event loop is held a few milliseconds at a time.
+    # at C speed a quarter MiB at a time (prefilter.py), so the body is never held whole.
     lines = StartupLines()
     async for chunk in request.stream():
-        lines.feed(chunk)
-    return await run_heavy(request, "check_log", b"", {"kept": lines.finish()})
+        lines.buffer(chunk)
+        if lines.due:
+            # bytes.find holds the GIL for one needle at a time: in a thread, the event loop
+            # (and /livez) gets it back between them, never waiting a whole block's search.
+            await run_in_threadpool(lines.scan)
+    return await run_heavy(request, "check_log", b"", {"kept": await run_in_threadpool(lines.finish)})
 
 
 router.add_api_route(

@@ -92,13 +92,25 @@ class StartupLines:
         self._buffered = 0  # bytes buffered (the fed ones less the dropped)
 
     def feed(self, chunk: bytes) -> None:
+        self.buffer(chunk)
+        if self.due:
+            self.scan()
+
+    def buffer(self, chunk: bytes) -> None:
+        """Take `chunk` without scanning (cheap); `scan()` when `due`. The API buffers on the
+        event loop and scans in a thread, so the loop is never held for a block's search."""
         if not chunk:
             return
         self.kept.total_bytes += len(chunk)
         for i in range(0, len(chunk), BLOCK):  # each piece is shorter than LINE_LIMIT
             self._piece(chunk[i : i + BLOCK])
-        if self._pending_size >= BLOCK:
-            self._scan(final=False)
+
+    @property
+    def due(self) -> bool:
+        return self._pending_size >= BLOCK
+
+    def scan(self) -> None:
+        self._scan(final=False)
 
     def finish(self) -> KeptLines:
         self._scan(final=True)
