@@ -16,7 +16,7 @@ answer is what `mambasizer check-log --json` prints; an unreadable log (empty, n
 line, nothing to compare) is a 422 problem+json naming `log`.
 
 Reading, matching the client's config and planning run in the heavy-work pool
-(mambasizer.service.api.workpool), every form and the pair too, under the same deadline,
+(mambasizer.service.api.workpool, the job in mambasizer.service.api.checklog_job), every form and the pair too, under the same deadline,
 disconnect cancellation, memory ceiling and concurrency bound as a heavy `/v1/plan`; a full
 pool is a 429 before the body is read. The text/plain log is filtered as it streams in
 (mambasizer.service.startlog.prefilter: the lines the start-up reader can use, found at C
@@ -25,12 +25,12 @@ speed), and only those lines go to the pool.
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
-from pydantic import TypeAdapter, ValidationError
-from starlette.concurrency import run_in_threadpool
+from pydantic import TypeAdapter
 
 from mambasizer.schemas.checklog import (
     MAX_LOG_BODY_BYTES,
@@ -40,26 +40,14 @@ from mambasizer.schemas.checklog import (
     CheckLogResponse,
 )
 from mambasizer.schemas.json_schema import standard_bounds
-from mambasizer.service.api import wire
-from mambasizer.service.api.jobs import APPLICATION_JSON, Answer
+from mambasizer.service.api.checklog_job import UNREADABLE_LOG
 from mambasizer.service.api.plan import read_body
-from mambasizer.service.api.problems import (
-    PROBLEM_JSON,
-    TYPE_PREFIX,
-    heavy_docs,
-    input_problem_bytes,
-    problem_bytes,
-    problem_doc,
-)
+from mambasizer.service.api.problems import heavy_docs, problem_doc
 from mambasizer.service.api.workpool import pool_of, rejection_response, run_heavy
-from mambasizer.service.startlog.compare import check_log
-from mambasizer.service.startlog.pair import PairRefused, SideError, check_pair
-from mambasizer.service.startlog.parse import BootLogError
 from mambasizer.service.startlog.prefilter import StartupLines
 
 router = APIRouter(tags=["plan"])
 
-UNREADABLE_LOG = TYPE_PREFIX + "unreadable-log"
 
 # A log in SGLang 0.5.23's wording for a shipped preset (Nemotron-H 8B on one GPU,
 # --mem-fraction-static 0.85 --max-running-requests 64): every predicted figure matches.
@@ -132,70 +120,6 @@ def _is_json(request: Request) -> bool:
     return media == "application/json" or media.endswith("+json")
 
 
-def _unreadable(detail: str, instance: str, field: str = "log") -> Answer:
-    return Answer(422, PROBLEM_JSON, problem_bytes(422, detail, type_=UNREADABLE_LOG, title="The log cannot be read", instance=instance, field=field))
-
-
-def _invalid(exc: ValidationError, instance: str) -> Answer:
-    err = exc.errors()[0]
-    field = ".".join(str(p) for p in err.get("loc", ())) or "request"
-    detail = f"{field}: {err.get('msg')}"
-    return Answer(422, PROBLEM_JSON, problem_bytes(422, detail, type_=TYPE_PREFIX + "invalid-input", title="The request cannot be read", instance=instance, field=field))
-
-
-def _single(text: Any, instance: str, hf_config: dict | None = None, sglang_args: list[str] | None = None,
-            gpu: str | None = None, sglang_version: str | None = None) -> Answer:
-    try:
-        result = check_log(text, hf_config, sglang_args, gpu, sglang_version)
-    except BootLogError as exc:
-        return _unreadable(str(exc), instance)
-    return Answer(200, APPLICATION_JSON, CheckLogResponse.model_validate(result.data).model_dump_json().encode())
-
-
-def _pair(raw: dict, instance: str) -> Answer:
-    try:
-        parsed = CheckLogPairRequest.model_validate(raw)
-    except ValidationError as exc:
-        return _invalid(exc, instance)
-    sides = {
-        role: {"text": side.log, "hf_config": side.hf_config, "sglang_args": side.sglang_args, "gpu": side.gpu, "sglang_version": side.sglang_version}
-        for role, side in (("prefill", parsed.prefill), ("decode", parsed.decode))
-    }
-    try:
-        result = check_pair(sides)
-    except PairRefused as exc:  # two models: the 422 POST /v1/plan answers for that pair
-        return Answer(422, PROBLEM_JSON, input_problem_bytes(exc.error, instance))
-    except SideError as exc:
-        if exc.field.endswith(".log"):
-            return _unreadable(f"{exc.field}: {exc.message}", instance, exc.field)
-        problem = problem_bytes(422, f"{exc.field}: {exc.message}", type_=TYPE_PREFIX + "invalid-input",
-                                title="The request cannot be used", instance=instance, field=exc.field)
-        return Answer(422, PROBLEM_JSON, problem)
-    return Answer(200, APPLICATION_JSON, CheckLogPairResponse.model_validate(result.data).model_dump_json().encode())
-
-
-def answer(body: bytes, options: dict, instance: str) -> Answer:
-    """The whole answer, computed in a heavy-work process (mambasizer.service.api.jobs): the
-    JSON form (one log or a pair) from its body, the text/plain form from the start-up lines
-    the route kept of it (`options["kept"]`, a prefilter.KeptLines). Matching the client's
-    config (quantization ignore lists) and planning happen here, never on the event loop."""
-    kept = options.get("kept")
-    if kept is not None:
-        try:
-            log = kept.read()
-        except BootLogError as exc:
-            return _unreadable(str(exc), instance)
-        return _single(log, instance)
-    raw = wire.decode_json(body)
-    if "log" not in raw and ("prefill" in raw or "decode" in raw):
-        return _pair(raw, instance)
-    try:
-        parsed = CheckLogRequest.model_validate(raw)
-    except ValidationError as exc:
-        return _invalid(exc, instance)
-    return _single(parsed.log, instance, parsed.hf_config, parsed.sglang_args, parsed.gpu, parsed.sglang_version)
-
-
 async def post_check_log(request: Request) -> Response:
     # A full pool is said before the body is read (a 64 MiB upload for a 429 helps nobody).
     full = pool_of(request).refusal(request, "check_log")
@@ -209,10 +133,11 @@ async def post_check_log(request: Request) -> Response:
     async for chunk in request.stream():
         lines.buffer(chunk)
         if lines.due:
-            # bytes.find holds the GIL for one needle at a time: in a thread, the event loop
-            # (and /livez) gets it back between them, never waiting a whole block's search.
-            await run_in_threadpool(lines.scan)
-    return await run_heavy(request, "check_log", b"", {"kept": await run_in_threadpool(lines.finish)})
+            # One needle's search over a quarter MiB at a time, then the other tasks (and
+            # /livez): the loop is never held longer than one search.
+            for _ in lines.scan_steps():
+                await asyncio.sleep(0)
+    return await run_heavy(request, "check_log", b"", {"kept": lines.finish()})
 
 
 router.add_api_route(
@@ -226,4 +151,4 @@ router.add_api_route(
     openapi_extra={"requestBody": _BODY},
 )
 
-__all__ = ["EXAMPLE_LOG", "answer", "post_check_log", "router"]
+__all__ = ["EXAMPLE_LOG", "UNREADABLE_LOG", "post_check_log", "router"]

@@ -133,11 +133,10 @@ def warm() -> None:
 
 
 def check_log_job(body: bytes, options: dict) -> Answer:
-    from mambasizer.service.api.checklog import (
-        answer,  # the route module (imported in the fork server)
-    )
+    from mambasizer.service.api.checklog_job import answer
 
-    return answer(body, options, "/v1/check-log")
+    status, media_type, out = answer(body, options, "/v1/check-log")
+    return Answer(status, media_type, out)
 
 
 JOBS = {"plan": plan_job, "check_log": check_log_job, "compare": compare_job, "recommend": recommend_job, "sweep": sweep_job,

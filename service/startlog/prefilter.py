@@ -23,7 +23,7 @@ the whole log, on every real and synthetic log of the test data.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
 from mambasizer.service.startlog.parse import MAX_RECORD_CHARS, BootLog, BootLogReader
@@ -38,11 +38,12 @@ NEEDLES: tuple[bytes, ...] = (
     b"server_args=", b"glang",  # the record; `sglang` (the version regex is case-insensitive)
     b"device", b"gpu",  # the GPU line's keys (device_name=, Device name:, GPU:, gpu_name=)
     b"load weight", b"memory pool end",  # their `avail mem=` / `mem usage=` are read after these words
-    b"cache_size:", b"state size:", b"cache size:",  # the mamba pool's sizes, the intermediates'
-    b"kv cache",  # is allocated, VA upper bound, Using KV cache dtype:, Post-capture ... KV cache allocated
-    b"post-capture", b"kv budget",
-    b"max_total_num_tokens=", b"chunked_prefill_size=", b"max_prefill_tokens=", b"max_running_requests",
-    b"context_len=", b"available_",  # available_gpu_mem= / available_cpu_mem=
+    b"size:",  # max_mamba_cache_size:, conv_state / ssm_state size:, the intermediates' cache size:, KV size:
+    b"kv ",  # KV Cache is allocated / VA upper bound, Using KV cache dtype:, the KV budget, Post-capture KV sizing
+    b"post-capture",
+    b"max_",  # max_total_num_tokens=, max_prefill_tokens=, max_running_requests(=, was reduced, is capped to)
+    b"chunked_prefill_size=", b"context_len=",
+    b"available_",  # available_gpu_mem= / available_cpu_mem=
     b"init torch distributed ends", b"finalized token capacity",
 )
 
@@ -110,10 +111,18 @@ class StartupLines:
         return self._pending_size >= BLOCK
 
     def scan(self) -> None:
-        self._scan(final=False)
+        for _ in self.scan_steps():
+            pass
+
+    def scan_steps(self) -> Iterator[None]:
+        """`scan()` one needle's search at a time: the API yields to its event loop after each
+        step, so a request's scan never holds the loop (or the GIL) for more than one search
+        over one block."""
+        return self._scan(final=False)
 
     def finish(self) -> KeptLines:
-        self._scan(final=True)
+        for _ in self._scan(final=True):
+            pass
         return self.kept
 
     # ------------------------------------------------------------------------------------
@@ -156,14 +165,15 @@ class StartupLines:
         self._pending, self._pending_size = [], 0
         return data
 
-    def _scan(self, final: bool) -> None:
+    def _scan(self, final: bool) -> Iterator[None]:
         data = self._carry + self._take_pending()
         base = self._carry_at  # buffered position of data[0]
         end = len(data) if final else data.rfind(b"\n") + 1
         region = data[:end]
         if region.strip():
             self.kept.seen_text = True
-        starts = self._kept_starts(region)
+        starts: set[int] = set()
+        yield from self._kept_starts(region, starts)
         hold = len(region) if final else self._hold_from(region)
         self._emit(region, base, starts, hold)
         # Held back: from the last non-blank, non-soft line (whether it heads a continuation
@@ -182,11 +192,13 @@ class StartupLines:
             pos = start
         return 0
 
-    def _kept_starts(self, region: bytes) -> set[int]:
-        """Starts of the lines kept: those with a needle, the soft ones and their heads."""
+    def _kept_starts(self, region: bytes, starts: set[int]) -> Iterator[None]:
+        """Into `starts`, the starts of the lines kept: those with a needle, the soft ones and
+        their heads (a step per needle)."""
         lower = region.lower()
-        starts: set[int] = set()
+        yield
         for needle in NEEDLES:
+            yield
             at = lower.find(needle)
             while at >= 0:
                 start = region.rfind(b"\n", 0, at) + 1
@@ -202,7 +214,6 @@ class StartupLines:
                 at = region.find(lead, at + 1)
         if region[:1] in (b" ", b"\t"):
             self._keep_soft(region, 0, starts)
-        return starts
 
     def _keep_soft(self, region: bytes, start: int, starts: set[int]) -> None:
         nl = region.find(b"\n", start)
