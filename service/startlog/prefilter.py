@@ -1,7 +1,8 @@
 """The lines of a large log the start-up reader can use, found at C speed.
 
 A production log is mostly per-request lines (`Decode batch. ...`, access logs); the reader
-(mambasizer.service.startlog.parse.BootLogReader) reads every line in Python, about 2 MB/s here.
+(mambasizer.service.startlog.parse.BootLogReader) reads every line in Python (3.4 MB/s against
+the filter's 40.6 MB/s on a loaded 2-core machine: bench/checklog_read_bench.py, BENCHMARKS.md).
 This filter finds, with `bytes.lower` and `bytes.find` over 1 MiB blocks, the lines that can
 change what the reader returns, and hands only those to it, at their byte offsets:
 
