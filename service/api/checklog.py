@@ -42,11 +42,17 @@ from mambasizer.schemas.checklog import (
 from mambasizer.schemas.json_schema import standard_bounds
 from mambasizer.service.api.checklog_job import UNREADABLE_LOG
 from mambasizer.service.api.plan import read_body
-from mambasizer.service.api.problems import heavy_docs, problem_doc
+from mambasizer.service.api.problems import heavy_docs, problem_doc, problem_response
 from mambasizer.service.api.workpool import pool_of, rejection_response, run_heavy
+from mambasizer.service.startlog.parse import BootLogError
 from mambasizer.service.startlog.prefilter import StartupLines
 
 router = APIRouter(tags=["plan"])
+
+# What the text/plain form keeps of a log, at most: SGLang prints a few start-up lines per
+# rank (a 4,096-rank log holds about 8 MiB of them); a log that is nothing but such wordings
+# is refused (422 naming `log`) rather than held whole and sent to the pool.
+MAX_KEPT_BYTES = 16 << 20
 
 
 # A log in SGLang 0.5.23's wording for a shipped preset (Nemotron-H 8B on one GPU,
@@ -129,15 +135,19 @@ async def post_check_log(request: Request) -> Response:
         return await run_heavy(request, "check_log", await read_body(request))
     # The text/plain log as it streams in: only the lines the reader can use are kept, found
     # at C speed a quarter MiB at a time (prefilter.py), so the body is never held whole.
-    lines = StartupLines()
-    async for chunk in request.stream():
-        lines.buffer(chunk)
-        if lines.due:
-            # One needle's search over a quarter MiB at a time, then the other tasks (and
-            # /livez): the loop is never held longer than one search.
-            for _ in lines.scan_steps():
-                await asyncio.sleep(0)
-    return await run_heavy(request, "check_log", b"", {"kept": lines.finish()})
+    lines = StartupLines(MAX_KEPT_BYTES)
+    try:
+        async for chunk in request.stream():
+            lines.buffer(chunk)
+            if lines.due:
+                # One needle's search over a quarter MiB at a time, then the other tasks (and
+                # /livez): the loop is never held longer than one search.
+                for _ in lines.scan_steps():
+                    await asyncio.sleep(0)
+        kept = lines.finish()
+    except BootLogError as exc:
+        return problem_response(422, str(exc), type_=UNREADABLE_LOG, title="The log cannot be read", instance=request.url.path, field="log")
+    return await run_heavy(request, "check_log", b"", {"kept": kept})
 
 
 router.add_api_route(

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from mambasizer.service.startlog.parse import MAX_RECORD_CHARS, BootLog, BootLogReader
+from mambasizer.service.startlog.parse import MAX_RECORD_CHARS, BootLog, BootLogError, BootLogReader
 
 BLOCK = 1 << 18  # a scan holds the event loop for a few milliseconds at most
 LINE_LIMIT = 4 * MAX_RECORD_CHARS + 1  # one byte past what the reader keeps of a line
@@ -81,8 +81,12 @@ def _soft(line: bytes) -> bool:
 class StartupLines:
     """`feed(chunk)` the log's bytes as they come, then `finish()` for the KeptLines."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_kept_bytes: int | None = None) -> None:
         self.kept = KeptLines()
+        # A bound on the lines kept (the API's: a log that is nothing but start-up wordings
+        # would otherwise be held whole); None: any (the CLI).
+        self.max_kept_bytes = max_kept_bytes
+        self._kept_bytes = 0
         self._pending: list[bytes] = []  # fed bytes not yet scanned
         self._pending_size = 0
         self._line_len = 0  # bytes of the current (unfinished) line fed so far
@@ -238,6 +242,14 @@ class StartupLines:
             nl = region.find(b"\n", start)
             stop = len(region) if nl < 0 else nl + 1
             self.kept.lines.append((self._absolute(base + start), region[start:stop]))
+            self._kept_bytes += stop - start
+        if self.max_kept_bytes is not None and self._kept_bytes > self.max_kept_bytes:
+            n = self.max_kept_bytes
+            bound = f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
+            raise BootLogError(
+                f"more than {bound} of its lines are start-up lines check-log reads (SGLang prints a few per rank): "
+                "send the start-up part of the log"
+            )
         self._count_undecodable(region[:hold], set(kept))
         return hold
 
