@@ -70,9 +70,10 @@ class CheckLogRequest(BaseModel):
     gpu: str | None = Field(
         None,
         max_length=64,
-        description="The GPU the log was written on, by catalog name (`h100`, `h100-nvl`, `h200`; GET /v1/gpus) or its total "
-        "memory in MiB as nvidia-smi prints it (`81559`; a capacity outside the catalog is sized with Hopper's calibrated "
-        "residents), for the memory estimates; it wins over the log's GPU line. An unknown name is a 422 naming `gpu`.",
+        description="The GPU the log was written on, by catalog name (`h200`, `b200`, `mi355x`, ...; GET /v1/gpus), resolved "
+        "exactly as the plan's `budget.gpu` (backend, page size, the HIP mem_fraction_static factor), or its total memory in "
+        "MiB as nvidia-smi prints it (`81559`; a capacity outside the catalog is sized with Hopper's calibrated residents), "
+        "for the memory estimates; it wins over the log's GPU line. An unknown name is a 422 naming `gpu`.",
     )
     sglang_version: SglangVersion | None = Field(
         None,
@@ -180,6 +181,11 @@ class CheckLogResponse(BaseModel):
         None, description="The catalog GPU the free-memory estimates assume (the request's `gpu`, else the log's GPU line); null when none."
     )
     ranks: list[RankCheck]
+    notes: list[str] = Field(
+        default_factory=list,
+        description="What reading the log skipped: bytes that are not UTF-8 text in lines check-log does not read, counted "
+        "(such a byte in a start-up line it reads is a 422 naming `log`).",
+    )
 
 
 class CheckLogPairResponse(BaseModel):

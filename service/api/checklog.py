@@ -13,18 +13,24 @@ chunk by chunk, keeping only the start-up records (mambasizer.service.startlog.p
 size costs time, not memory. The JSON form is bounded as every JSON body (1 MiB). A body over
 its limit is refused with 413 while it streams in (the observability middleware's limit). The
 answer is what `mambasizer check-log --json` prints; an unreadable log (empty, no start-up
-line, nothing to compare) is a 422 problem+json naming `log`. Reading and planning run in
-the thread pool.
+line, nothing to compare) is a 422 problem+json naming `log`.
+
+Reading, matching the client's config and planning run in the heavy-work pool
+(mambasizer.service.api.workpool, the job in mambasizer.service.api.checklog_job), every form and the pair too, under the same deadline,
+disconnect cancellation, memory ceiling and concurrency bound as a heavy `/v1/plan`; a full
+pool is a 429 before the body is read. The text/plain log is filtered as it streams in
+(mambasizer.service.startlog.prefilter: the lines the start-up reader can use, found at C
+speed), and only those lines go to the pool.
 """
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
-from pydantic import TypeAdapter, ValidationError
-from starlette.concurrency import run_in_threadpool
+from pydantic import TypeAdapter
 
 from mambasizer.schemas.checklog import (
     MAX_LOG_BODY_BYTES,
@@ -34,16 +40,20 @@ from mambasizer.schemas.checklog import (
     CheckLogResponse,
 )
 from mambasizer.schemas.json_schema import standard_bounds
-from mambasizer.service.api import wire
+from mambasizer.service.api.checklog_job import UNREADABLE_LOG
 from mambasizer.service.api.plan import read_body
-from mambasizer.service.api.problems import TYPE_PREFIX, problem_doc, problem_response
-from mambasizer.service.startlog.compare import check_log
-from mambasizer.service.startlog.pair import SideError, check_pair
-from mambasizer.service.startlog.parse import BootLogError, BootLogReader
+from mambasizer.service.api.problems import heavy_docs, problem_doc, problem_response
+from mambasizer.service.api.workpool import pool_of, rejection_response, run_heavy
+from mambasizer.service.startlog.parse import BootLogError
+from mambasizer.service.startlog.prefilter import StartupLines
 
 router = APIRouter(tags=["plan"])
 
-UNREADABLE_LOG = TYPE_PREFIX + "unreadable-log"
+# What the text/plain form keeps of a log, at most: SGLang prints a few start-up lines per
+# rank (a 4,096-rank log holds about 8 MiB of them); a log that is nothing but such wordings
+# is refused (422 naming `log`) rather than held whole and sent to the pool.
+MAX_KEPT_BYTES = 16 << 20
+
 
 # A log in SGLang 0.5.23's wording for a shipped preset (Nemotron-H 8B on one GPU,
 # --mem-fraction-static 0.85 --max-running-requests 64): every predicted figure matches.
@@ -84,6 +94,7 @@ _RESPONSES: dict[Any, Any] = {
     },
     413: problem_doc("The body is larger than its limit: 64 MiB for the text/plain log, 1 MiB for the JSON form."),
     422: problem_doc("The log cannot be read (`field`: `log`), or the JSON form, the config.json or the launch arguments are invalid (`field` names which)."),
+    **heavy_docs(),
 }
 
 _BODY = {
@@ -115,73 +126,28 @@ def _is_json(request: Request) -> bool:
     return media == "application/json" or media.endswith("+json")
 
 
-def _unreadable(request: Request, detail: str) -> Response:
-    return problem_response(422, detail, type_=UNREADABLE_LOG, title="The log cannot be read", instance=request.url.path, field="log")
-
-
-async def _read_log_stream(request: Request) -> Any:
-    """The text/plain log read chunk by chunk into a BootLogReader (each chunk parsed in the
-    thread pool): the body is never held whole. A BootLog; BootLogError when unreadable."""
-    reader = BootLogReader()
-    async for chunk in request.stream():
-        if chunk:
-            await run_in_threadpool(reader.feed, chunk)
-    return await run_in_threadpool(reader.finish)
-
-
 async def post_check_log(request: Request) -> Response:
-    hf_config = None
-    sglang_args = None
-    gpu = None
-    sglang_version = None
+    # A full pool is said before the body is read (a 64 MiB upload for a 429 helps nobody).
+    full = pool_of(request).refusal(request, "check_log")
+    if full is not None:
+        return rejection_response(full)
     if _is_json(request):
-        body = await read_body(request)
-        raw = wire.decode_json(body)
-        if "log" not in raw and ("prefill" in raw or "decode" in raw):
-            return await _post_pair(request, raw)
-        try:
-            parsed = CheckLogRequest.model_validate(raw)
-        except ValidationError as exc:
-            return _invalid(request, exc)
-        text: Any = parsed.log
-        hf_config = parsed.hf_config
-        sglang_args = parsed.sglang_args
-        gpu = parsed.gpu
-        sglang_version = parsed.sglang_version
-    else:
-        try:
-            text = await _read_log_stream(request)
-        except BootLogError as exc:
-            return _unreadable(request, str(exc))
+        return await run_heavy(request, "check_log", await read_body(request))
+    # The text/plain log as it streams in: only the lines the reader can use are kept, found
+    # at C speed a quarter MiB at a time (prefilter.py), so the body is never held whole.
+    lines = StartupLines(MAX_KEPT_BYTES)
     try:
-        result = await run_in_threadpool(check_log, text, hf_config, sglang_args, gpu, sglang_version)
+        async for chunk in request.stream():
+            lines.buffer(chunk)
+            if lines.due:
+                # One needle's search over a quarter MiB at a time, then the other tasks (and
+                # /livez): the loop is never held longer than one search.
+                for _ in lines.scan_steps():
+                    await asyncio.sleep(0)
+        kept = lines.finish()
     except BootLogError as exc:
-        return _unreadable(request, str(exc))
-    return Response(CheckLogResponse.model_validate(result.data).model_dump_json(), media_type="application/json")
-
-
-def _invalid(request: Request, exc: ValidationError) -> Response:
-    err = exc.errors()[0]
-    field = ".".join(str(p) for p in err.get("loc", ())) or "request"
-    return problem_response(422, f"{field}: {err.get('msg')}", type_=TYPE_PREFIX + "invalid-input", title="The request cannot be read", instance=request.url.path, field=field)
-
-
-async def _post_pair(request: Request, raw: dict) -> Response:
-    try:
-        parsed = CheckLogPairRequest.model_validate(raw)
-    except ValidationError as exc:
-        return _invalid(request, exc)
-    sides = {
-        role: {"text": side.log, "hf_config": side.hf_config, "sglang_args": side.sglang_args, "gpu": side.gpu, "sglang_version": side.sglang_version}
-        for role, side in (("prefill", parsed.prefill), ("decode", parsed.decode))
-    }
-    try:
-        result = await run_in_threadpool(check_pair, sides)
-    except SideError as exc:
-        if exc.field.endswith(".log"):
-            return problem_response(422, f"{exc.field}: {exc.message}", type_=UNREADABLE_LOG, title="The log cannot be read", instance=request.url.path, field=exc.field)
-        return problem_response(422, f"{exc.field}: {exc.message}", type_=TYPE_PREFIX + "invalid-input", title="The request cannot be used", instance=request.url.path, field=exc.field)
-    return Response(CheckLogPairResponse.model_validate(result.data).model_dump_json(), media_type="application/json")
+        return problem_response(422, str(exc), type_=UNREADABLE_LOG, title="The log cannot be read", instance=request.url.path, field="log")
+    return await run_heavy(request, "check_log", b"", {"kept": kept})
 
 
 router.add_api_route(
@@ -195,4 +161,4 @@ router.add_api_route(
     openapi_extra={"requestBody": _BODY},
 )
 
-__all__ = ["EXAMPLE_LOG", "post_check_log", "router"]
+__all__ = ["EXAMPLE_LOG", "UNREADABLE_LOG", "post_check_log", "router"]

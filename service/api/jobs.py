@@ -133,10 +133,17 @@ def warm() -> None:
                 log.warning("preset cannot be sized", extra={"fields": {"event": "preset_unsizable", "preset": preset.name}})
 
 
+def check_log_job(body: bytes, options: dict) -> Answer:
+    from mambasizer.service.api.checklog_job import answer
+
+    status, media_type, out = answer(body, options, "/v1/check-log")
+    return Answer(status, media_type, out)
+
+
 # The job option that carries the server's checkpoint ReadPolicy into the pool's processes.
 CHECKPOINT_POLICY_OPTION = "_checkpoint_policy"
 
-JOBS = {"plan": plan_job, "compare": compare_job, "recommend": recommend_job, "sweep": sweep_job,
+JOBS = {"plan": plan_job, "check_log": check_log_job, "compare": compare_job, "recommend": recommend_job, "sweep": sweep_job,
         "recommend_disaggregated": recommend_disaggregated_job}
 
 

@@ -139,17 +139,9 @@ class HeavyPool:
         """The job's Answer; Rejected (429 full, 503 deadline / resource) or ClientGone."""
         instance = request.url.path
         s = self.settings
-        if self.admitted >= s.capacity:
-            self._count("rejected", kind, "queue_full")
-            retry = max(1, math.ceil(s.deadline_s / 2))
-            raise Rejected(
-                429,
-                problem_bytes(
-                    429, f"the server is running {s.workers} heavy requests and {s.queue} more are waiting; retry in {retry} s",
-                    type_=OVERLOADED, title="Too many heavy requests", instance=instance,
-                ),
-                {"Retry-After": str(retry)}, reason="queue_full",
-            )
+        full = self.refusal(request, kind)
+        if full is not None:
+            raise full
         self.start()
         assert self._pool is not None
         self.admitted += 1
@@ -167,6 +159,23 @@ class HeavyPool:
                 future.cancel()  # kills the process if it is running the job
             self.admitted -= 1
             self._gauges()
+
+    def refusal(self, request: Request, kind: str) -> Rejected | None:
+        """The 429 a job of `kind` gets now (every process busy, the queue full), or None. A
+        route with a large body asks before reading it (check-log's text/plain log)."""
+        s = self.settings
+        if self.admitted < s.capacity:
+            return None
+        self._count("rejected", kind, "queue_full")
+        retry = max(1, math.ceil(s.deadline_s / 2))
+        return Rejected(
+            429,
+            problem_bytes(
+                429, f"the server is running {s.workers} heavy requests and {s.queue} more are waiting; retry in {retry} s",
+                type_=OVERLOADED, title="Too many heavy requests", instance=request.url.path,
+            ),
+            {"Retry-After": str(retry)}, reason="queue_full",
+        )
 
     async def _await(self, request: Request, kind: str, future: Any, started: float) -> jobs.Answer:
         s = self.settings

@@ -50,7 +50,14 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "arguments for a log cut without its server_args record (they win over the record)",
     )
     p.add_argument("--config", metavar="CONFIG_JSON", help="the model's config.json (when model_path matches no preset)")
-    p.add_argument("--gpu", metavar="NAME", help="the GPU the log was written on: a catalog name (h100, h100-nvl, h200) or its total memory in MiB (nvidia-smi's memory.total), for the memory estimates; wins over the log's GPU line")
+    from mambasizer.service.solver.gpus import CATALOG
+
+    p.add_argument(
+        "--gpu", metavar="NAME",
+        help=f"the GPU the log was written on: a catalog name ({', '.join(CATALOG)}; GET /v1/gpus), resolved exactly as the plan's "
+        "budget.gpu (backend, page size, the HIP mem_fraction_static factor), or its total memory in MiB (nvidia-smi's memory.total) "
+        "for the memory estimates; wins over the log's GPU line",
+    )
     p.add_argument("--sglang-version", metavar="RELEASE", help="the SGLang release that wrote the log (0.5.8 ... 0.5.23): its plan is compared with, whatever the log tells")
     p.add_argument("--prefill", metavar="FILE", help="a disaggregated pair's prefill log (with --decode): each log is compared with its role's plan")
     p.add_argument("--decode", metavar="FILE", help="a disaggregated pair's decode log (with --prefill)")
@@ -115,17 +122,17 @@ def read_log(source: str) -> Any:
     """The log of file `source` (stdin for `-`) read as a stream: only the records the parser
     needs are kept, so a log of any size costs the memory of its longest record. A BootLog;
     OSError when it cannot be read, BootLogError when it is not a start-up log."""
-    from mambasizer.service.startlog.parse import BootLogReader
+    from mambasizer.service.startlog.prefilter import StartupLines
 
-    reader = BootLogReader()
+    lines = StartupLines()  # the lines the reader can use, found at C speed (as the API does)
     fh = sys.stdin.buffer if source == "-" else open(source, "rb")
     try:
         while chunk := fh.read(READ_CHUNK):
-            reader.feed(chunk)
+            lines.feed(chunk)
     finally:
         if fh is not sys.stdin.buffer:
             fh.close()
-    return reader.finish()
+    return lines.finish().read()
 
 
 def render_pair(data: dict) -> str:
@@ -145,7 +152,7 @@ def render_pair(data: dict) -> str:
 
 
 def _run_pair(args: argparse.Namespace, hf_config: dict | None) -> int:
-    from mambasizer.service.startlog.pair import SideError, check_pair
+    from mambasizer.service.startlog.pair import PairRefused, SideError, check_pair
     from mambasizer.service.startlog.parse import BootLogError
 
     if args.prefill is None or args.decode is None:
@@ -163,6 +170,8 @@ def _run_pair(args: argparse.Namespace, hf_config: dict | None) -> int:
             return error(f"--{role}: {source_label(source)}: {exc}")
     try:
         result = check_pair(sides)
+    except PairRefused as exc:  # two models: as `mambasizer plan` refuses that pair
+        return error(f"{exc.field}: {exc.message}")
     except SideError as exc:
         role, _, rest = exc.field.partition(".")
         if rest == "sglang_version":

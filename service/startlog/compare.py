@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import ValidationError
@@ -40,6 +40,7 @@ from mambasizer.service.solver import gpus
 from mambasizer.service.solver.releases.registry import base_release
 from mambasizer.service.startlog.parse import FIGURES, BootLog, BootLogError, parse_boot_log
 from mambasizer.service.startlog.release import ReleaseFinding, detect_release
+from mambasizer.service.startlog.rounding import RoundingBox, box, corner_requests
 
 GB = 1 << 30  # SGLang prints GB as bytes / 2**30 with two decimals
 REFERENCE_VERSION = DEFAULT_RELEASE
@@ -66,6 +67,7 @@ class CheckResult:
     all_match: bool
     notes: list[str] = field(default_factory=list)
     plan: Any = None  # the plan compared with (None when there is none)
+    request: dict | None = None  # the plan request rebuilt from the log (None when there is none)
 
 
 class RoleMismatch(ValueError):
@@ -87,6 +89,8 @@ class _Context:
     weights_cause: str | None = None  # why the weights of the logged checkpoint cannot be estimated
     release: str = DEFAULT_RELEASE  # the release whose plan is compared with
     role_source: str = "default"  # where disaggregation_mode came from
+    rounding: RoundingBox | None = None  # ± GB on the printed free memory the budget takes
+    corner_plans: list | None = None  # the plans at the rounding box's corners (made on first need)
 
 
 # --------------------------------------------------------------------------- model
@@ -200,6 +204,7 @@ def _budget(log: BootLog, ctx: _Context) -> dict | None:
         return min(values) if values else None
 
     before, after, usage = low("avail_mem_before_load_gb"), low("avail_mem_after_load_gb"), low("weight_mem_usage_gb")
+    rebuilt = False
     after_all = low("avail_mem_after_last_load_gb")  # set only where a rank loaded twice
     if after is not None and after_all is not None and after_all < after:
         # A draft model loaded after the target: SGLang sizes the pools after both loads.
@@ -215,9 +220,10 @@ def _budget(log: BootLog, ctx: _Context) -> dict | None:
         if usage is None:
             ctx.no_plan = "no 'Load weight begin' nor 'mem usage=' figure: the free memory before the load is not in the log"
             return None
-        before = round(after + usage, 2)
+        before, rebuilt = round(after + usage, 2), True
         ctx.approximations.append("free memory before the load is taken as after-load + weight usage (each printed to 0.01 GB)")
     ctx.approximations.append("free memory is SGLang's printed GB (2 decimals), not the exact bytes its probe returned")
+    ctx.rounding = box(rebuilt)
     return {"free_gib_before_load": before, "free_gib_after_load": after}
 
 
@@ -323,11 +329,15 @@ def _version_cause(found: ReleaseFinding) -> str | None:
 
 def resolution_gpu(gpu: str | None, log_gpu: str | None) -> str | None:
     """The catalog part the run resolved on (the caller's `gpu` first, else the log's device
-    line), named in the rebuilt budget so the plan resolves as SGLang did on it (backend,
-    page, capacity defaults); None when neither names a part whose capacity is confirmed."""
+    line), named in the rebuilt budget as `budget.gpu`, so the plan resolves exactly as a
+    plan with that `budget.gpu` does (backend, page, the HIP mem_fraction_static factor,
+    capacity defaults); None when neither names a catalog part. A part whose capacity no
+    public source confirms (mi325x, mi355x) resolves too: the rebuilt budget is the free
+    memory the log measured, which needs no capacity (the solver's capacity defaults apply
+    as they do to `budget.gpu` alone)."""
     for name in (gpu, log_gpu):
         part = gpus.from_device_name(name) if name else None
-        if part is not None and part.confirmed:
+        if part is not None:
             return part.name
     return None
 
@@ -335,23 +345,59 @@ def resolution_gpu(gpu: str | None, log_gpu: str | None) -> str | None:
 def _platform_cause(gpu: str | None) -> str | None:
     if gpu is None:
         return None
-    part = gpus.from_device_name(gpu)
-    if part is not None and part.confirmed:
+    if gpus.from_device_name(gpu) is not None:
         return None  # a catalog part: its resolution is the solver's (service/solver/platform.py)
     if any(h in gpu.upper() for h in _HOPPER):
         return None
     return f"GPU {gpu}: a platform whose resolution is not modelled (non-Hopper / AMD / XPU / GB10)"
 
 
-def _difference_cause(ctx: _Context) -> str:
+def _rounding_span(name: str, stage_index: int, predicted: Any, ctx: _Context) -> tuple[Any, Any] | None:
+    """(lowest, highest) value of the figure over the log's rounding box (rounding.py): the
+    plan at each corner of the printed free memory's ±; None when it cannot be bounded (no
+    measured budget, or a figure the corner plans do not give)."""
+    if ctx.rounding is None or ctx.request is None:
+        return None
+    if ctx.corner_plans is None:
+        from mambasizer.service.planner import plan
+        from mambasizer.service.solver import PlanInputError
+
+        try:
+            ctx.corner_plans = [plan(r) for r in corner_requests(ctx.request, ctx.rounding)]
+        except PlanInputError:
+            ctx.corner_plans = []
+    values = [predicted]
+    for corner in ctx.corner_plans:
+        value, _ = _predict(name, stage_index, replace(ctx, plan=corner, stage_tensors=None))
+        if value is None:
+            return None
+        values.append(value)
+    return (min(values), max(values)) if len(values) > 1 else None
+
+
+def _difference_cause(ctx: _Context, name: str, stage_index: int, logged: Any, predicted: Any) -> str:
+    """Why a predicted figure differs from the logged one. The log's rounding is the cause
+    only when its bound (the plan over the rounding box) reaches the logged value; otherwise
+    the bound is stated and the difference is the other known causes', or not explained."""
     causes = [c for c in (ctx.version_cause, ctx.platform_cause) if c]
     if ctx.unmodelled:
         more = f" (+{len(ctx.unmodelled) - 8} more)" if len(ctx.unmodelled) > 8 else ""
         causes.append("features not modelled: " + ", ".join(ctx.unmodelled[:8]) + more)
-    causes.extend(a for a in ctx.approximations if "before the load" in a)
+    span = _rounding_span(name, stage_index, predicted, ctx)
+    if span is not None and ctx.rounding is not None:
+        lo, hi = span
+        reach = f"{ctx.rounding.describe()}, which puts {name} between {lo} and {hi}"
+        if lo <= logged <= hi:
+            return "; ".join([f"the log's rounding: {reach}", *causes])
+        rounding_text = f"the log's rounding cannot explain it ({reach})"
+    else:
+        rounding_text = None
     if not causes:
-        return f"not explained: SGLang {ctx.release} on Hopper with these inputs should print the predicted value"
-    return "; ".join(causes)
+        part = ((ctx.request or {}).get("budget") or {}).get("gpu")
+        where = part or "Hopper (assumed: neither the log nor the request names the GPU; give it as --gpu / JSON gpu)"
+        head = f"not explained: SGLang {ctx.release} on {where} with these inputs should print the predicted value"
+        return head + (f"; {rounding_text}" if rounding_text else "")
+    return "; ".join([*causes, *([rounding_text] if rounding_text else [])])
 
 
 def _estimate_cause(ctx: _Context) -> str:
@@ -510,7 +556,7 @@ def check_log(
             else:
                 predicted_any = True
                 all_match = False
-                cause = _difference_cause(ctx)
+                cause = _difference_cause(ctx, name, _stage_index(rank), logged, predicted)
             figures[name] = {"logged": logged, "predicted": predicted, "cause": cause}
         estimated: dict[str, dict] = {}
         for name in checklog_estimate.ESTIMATED:
@@ -522,6 +568,7 @@ def check_log(
                 estimated[name] = checked
         if figures:
             ranks.append({"rank": rank, "figures": figures, "estimated": estimated})
+    reading = _reading_notes(log)
     data = {
         "sglang_version": log.sglang_version,
         "release": _release_data(found),
@@ -529,8 +576,9 @@ def check_log(
         "gpu": log.gpu,
         "estimate_gpu": est.gpu.name if est.gpu is not None else None,
         "ranks": ranks,
+        "notes": reading,
     }
-    notes = list(ctx.approximations)
+    notes = [*reading, *ctx.approximations]
     if ctx.request is not None:
         shown = dict(ctx.request)
         if "hf_config" in shown["model"]:
@@ -538,7 +586,19 @@ def check_log(
         notes.insert(0, "plan request: " + json.dumps(shown, sort_keys=True))
     if found.note:
         notes.insert(0, f"release: {found.note}")
-    return CheckResult(data=data, all_match=all_match and predicted_any, notes=notes, plan=ctx.plan)
+    return CheckResult(data=data, all_match=all_match and predicted_any, notes=notes, plan=ctx.plan, request=ctx.request)
+
+
+def _reading_notes(log: BootLog) -> list[str]:
+    """What reading the log skipped (the answer's `notes`)."""
+    if not log.undecodable_bytes:
+        return []
+    lines = "line" if log.undecodable_lines == 1 else "lines"
+    note = (
+        f"{log.undecodable_bytes} byte(s) that are not UTF-8 text, in {log.undecodable_lines} {lines} check-log does not "
+        "read (none of the start-up lines), were skipped"
+    )
+    return [note]
 
 
 def _narrow_by_figures(log: BootLog, ctx: _Context, found: ReleaseFinding) -> ReleaseFinding | None:

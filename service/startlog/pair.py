@@ -5,7 +5,8 @@
 
 Each side is mambasizer.service.startlog.compare.check_log with `role` set: a log whose
 server_args give no role is planned as its side's; one that names the other role (or
-aggregated serving) is refused, naming the side. The pair's summary is the one POST /v1/plan
+aggregated serving) is refused, naming the side, and two logs of different models are
+refused as POST /v1/plan refuses such a pair (`decode.model`). The pair's summary is the one POST /v1/plan
 answers for a pair (mambasizer.service.disaggregated.summarize), from the two plans compared
 with, one replica each.
 """
@@ -17,6 +18,25 @@ from typing import Any
 from mambasizer.service.startlog.compare import ROLES, CheckResult, check_log
 
 
+def _same_model(results: dict[str, CheckResult]) -> None:
+    """Both sides size one checkpoint, by the rule POST /v1/plan's pair applies to its two
+    requests (mambasizer.service.disaggregated.check_roles: the same field, `decode.model`, and
+    the same reason): SideError when the requests rebuilt from the two logs name different
+    models. A side with no rebuilt request (its log names no model check-log can size) has no
+    model to compare; the pair then has no summary and says why."""
+    from mambasizer.schemas.request import PlanRequest
+    from mambasizer.service.disaggregated import check_roles
+    from mambasizer.service.solver import PlanInputError
+
+    requests = {role: r.request for role, r in results.items()}
+    if any(req is None for req in requests.values()):
+        return
+    try:
+        check_roles({role: PlanRequest.model_validate(req) for role, req in requests.items()})
+    except PlanInputError as exc:
+        raise PairRefused(exc) from None
+
+
 class SideError(ValueError):
     """One side's log or inputs cannot be used: `field` names it inside the pair (`decode.log`)."""
 
@@ -24,6 +44,15 @@ class SideError(ValueError):
         super().__init__(message)
         self.field = field
         self.message = message
+
+
+class PairRefused(SideError):
+    """The two sides are no pair, by POST /v1/plan's own rule: `error` is the PlanInputError it
+    raises for that pair, rendered as it renders it."""
+
+    def __init__(self, error: Any) -> None:
+        super().__init__(error.field, error.message)
+        self.error = error
 
 
 def check_pair(sides: dict[str, dict[str, Any]]) -> CheckResult:
@@ -44,6 +73,7 @@ def check_pair(sides: dict[str, dict[str, Any]]) -> CheckResult:
             raise SideError(f"{role}.log", str(exc)) from None
         except PlanInputError as exc:
             raise SideError(f"{role}.{exc.field}", exc.message) from None
+    _same_model(results)
     notes: list[str] = []
     releases = {role: r.data["release"]["sglang_version"] for role, r in results.items()}
     if releases["prefill"] != releases["decode"]:
@@ -51,11 +81,6 @@ def check_pair(sides: dict[str, dict[str, Any]]) -> CheckResult:
     plans = {role: r.plan for role, r in results.items()}
     pair = None
     if all(p is not None for p in plans.values()):
-        if plans["prefill"].model_name != plans["decode"].model_name:
-            notes.append(
-                f"the two logs size different models (prefill {plans['prefill'].model_name}, decode "
-                f"{plans['decode'].model_name}): a disaggregated pair serves one checkpoint"
-            )
         pair = summarize(plans, {"prefill": 1, "decode": 1}).model_dump(mode="json")
     else:
         missing = [role for role, p in plans.items() if p is None]

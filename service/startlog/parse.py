@@ -75,6 +75,10 @@ class BootLog:
     sglang_version: str | None = None
     gpu: str | None = None
     lines_read: int = 0
+    # Bytes that are not UTF-8, in lines the reader does not need (skipped, counted); one in a
+    # line it needs is a BootLogError.
+    undecodable_bytes: int = 0
+    undecodable_lines: int = 0
     # Wordings that only some releases print (mambasizer.service.startlog.formats): read by
     # mambasizer.service.startlog.release to tell the release when the log does not print it.
     format_marks: set[str] = field(default_factory=set)
@@ -217,7 +221,7 @@ def _read_kv(body: str, figures: dict) -> bool:
 
 _VERSION = re.compile(r"(?i)sglang(?:==|[ :=]+v?|:v|/v| version[ :=]+v?)(\d+\.\d+\.\d+(?:\.?(?:post|dev|rc)\d+)?(?:\+[0-9a-z.]+)?)")
 _SGLANG_WORD = re.compile(r"(?i)sglang")
-_GPU = re.compile(r"(?:NVIDIA |AMD |Intel )?(?:[HBAL]\d{2,3}|GB\d{2,3}|RTX \d{4}(?: Ti)?|MI\d{3}X?|A\d{2,3})(?: [A-Z0-9]{2,8})?")
+_GPU = re.compile(r"(?:NVIDIA |AMD (?:Instinct )?|Intel )?(?:[HBAL]\d{2,3}|GB\d{2,3}|RTX \d{4}(?: Ti)?|MI\d{3}X?|A\d{2,3})(?: [A-Z0-9]{2,8})?")
 _GPU_KEYS = ("device_name=", "device_name:", "GPU:", "gpu_name=", "Device name:")
 
 
@@ -427,7 +431,10 @@ class BootLogReader:
         self.bytes_read = 0
         self._partial = b""  # the bytes of a line not yet ended
         self._partial_dropped = False  # that line passed MAX_RECORD_CHARS: the rest is skipped
+        self._dropped_bytes = 0  # how many (byte offsets stay true after it)
         self._record: tuple[str | None, list[str], int] | None = None  # rank, parts, chars
+        self._record_bad: tuple[int, int] | None = None  # the record's (first undecodable byte, count)
+        self._line_bad: tuple[int, int] | None = None  # the same, for the line being read
         self._seen_text = False
         self._server_args_unread = False  # a `server_args=` record that could not be read
 
@@ -435,7 +442,11 @@ class BootLogReader:
 
     def feed(self, chunk: bytes | str) -> None:
         if isinstance(chunk, str):
-            chunk = chunk.encode("utf-8")
+            text = chunk
+            try:
+                chunk = text.encode("utf-8")
+            except UnicodeEncodeError:  # lone surrogates (a surrogateescape'd byte): read as the bytes they stand for
+                chunk = text.encode("utf-8", "surrogateescape" if _only_escapes(text) else "surrogatepass")
         start = 0
         while True:
             nl = chunk.find(b"\n", start)
@@ -446,27 +457,53 @@ class BootLogReader:
             self._end_line()
             start = nl + 1
 
+    def feed_at(self, offset: int, line: bytes) -> None:
+        """Feed one whole line (ending in a newline, or the log's last) found at byte `offset` of
+        the log: the lines between were dropped by mambasizer.service.startlog.prefilter, which
+        keeps every line this reader can use. The offset keeps byte positions in errors true."""
+        if self._partial or self._partial_dropped:
+            self._end_line()
+        self.bytes_read = offset
+        self.feed(line)
+
+    def note_skipped(self, undecodable_bytes: int, undecodable_lines: int, seen_text: bool) -> None:
+        """What the prefilter dropped: undecodable bytes in lines this reader does not read,
+        and whether the log held any text."""
+        self.log.undecodable_bytes += undecodable_bytes
+        self.log.undecodable_lines += undecodable_lines
+        self._seen_text = self._seen_text or seen_text
+
     def _hold(self, piece: bytes) -> None:
         if self._partial_dropped or not piece:
+            self._dropped_bytes += len(piece)
             return
         room = 4 * MAX_RECORD_CHARS - len(self._partial)  # UTF-8: at most 4 bytes a character
         if len(piece) > room:
+            self._dropped_bytes += len(piece) - max(room, 0)
             piece, self._partial_dropped = piece[: max(room, 0)], True
         self._partial += piece
 
     def _end_line(self) -> None:
-        raw_bytes, truncated = self._partial, self._partial_dropped
-        self._partial, self._partial_dropped = b"", False
+        raw_bytes, truncated, dropped = self._partial, self._partial_dropped, self._dropped_bytes
+        self._partial, self._partial_dropped, self._dropped_bytes = b"", False, 0
         offset = self.bytes_read
-        self.bytes_read += len(raw_bytes) + 1
+        self.bytes_read += len(raw_bytes) + dropped + 1
+        self._line_bad = None
         try:
             text = raw_bytes.decode("utf-8")
         except UnicodeDecodeError as exc:
-            if not (truncated and exc.start >= len(raw_bytes) - 3):  # a character cut at the bound
-                raise BootLogError(f"the log is not UTF-8 text (byte {offset + exc.start})") from None
-            text = raw_bytes[: exc.start].decode("utf-8")
+            if truncated and exc.start >= len(raw_bytes) - 3:  # a character cut at the bound
+                text = raw_bytes[: exc.start].decode("utf-8")
+            else:
+                # Bytes that are not UTF-8 (a progress bar, a locale, a path): each becomes U+FFFD
+                # and the line is read only to tell whether it is one check-log needs (_read_record).
+                escaped = raw_bytes.decode("utf-8", "surrogateescape")
+                bad = sum(1 for c in escaped if "\udc80" <= c <= "\udcff")
+                text = escaped.translate(_ESCAPES_TO_REPLACEMENT)
+                self._line_bad = (offset + exc.start, bad)
         for raw in text.splitlines() or [""]:  # str's line breaks (\r, \x0b, ...) as before
             self._line(raw)
+        self._line_bad = None
 
     def _line(self, raw: str) -> None:
         stripped = raw.strip()
@@ -478,16 +515,48 @@ class BootLogReader:
             if chars + len(stripped) <= MAX_RECORD_CHARS:
                 parts.append(stripped)
                 self._record = (rank, parts, chars + len(stripped) + 1)
+            self._mark_bad()
             return
         self._flush()
         rank, body = _rank_prefix(raw)
         self._record = (rank, [body[:MAX_RECORD_CHARS]], min(len(body), MAX_RECORD_CHARS))
+        self._mark_bad()
+
+    def _mark_bad(self) -> None:
+        """The current record holds the current line's undecodable bytes (counted once a line)."""
+        if self._line_bad is None:
+            return
+        first, count = self._line_bad
+        self._line_bad = (first, 0)  # the line's other pieces (split on \r ...) add no more
+        if self._record_bad is None:
+            self._record_bad = (first, count)
+        else:
+            self._record_bad = (self._record_bad[0], self._record_bad[1] + count)
 
     def _flush(self) -> None:
         if self._record is not None:
             rank, parts, _ = self._record
-            self._record = None
-            self._read_record(rank, " ".join(parts))
+            bad, self._record, self._record_bad = self._record_bad, None, None
+            body = " ".join(parts)
+            if bad is not None:
+                self._skip_undecodable(body, *bad)
+                return
+            self._read_record(rank, body)
+
+    def _skip_undecodable(self, body: str, first: int, count: int) -> None:
+        """A record holding bytes that are not UTF-8: skipped and counted when it is none of the
+        lines the reader reads; a BootLogError naming the byte when it is one."""
+        needed = (
+            "server_args=" in body or _version(body) is not None or _gpu(body) is not None
+            or bool(format_marks(body)) or _read_figures(body, {})
+        )
+        if needed:
+            raise BootLogError(
+                f"the log is not UTF-8 text at byte {first}, in a start-up line check-log reads ({body[:120]!r}): "
+                "save the log as UTF-8, or give that line with its bytes fixed"
+            )
+        self.log.undecodable_bytes += count
+        self.log.undecodable_lines += 1
 
     # ---- one record
 
@@ -538,11 +607,21 @@ class BootLogReader:
                 "'max_total_num_tokens=')"
             )
         if not self.log.lines_read:
+            garbled = self.log.undecodable_bytes
             raise BootLogError(
                 "no SGLang start-up line found (looked for 'Load weight end', 'Mamba Cache is allocated', "
                 "'KV Cache is allocated', 'max_total_num_tokens=', 'server_args=')"
+                + (f"; {garbled} byte(s) of it are not UTF-8 text" if garbled else "")
             )
         return self.log
+
+
+_ESCAPES_TO_REPLACEMENT = dict.fromkeys(range(56448, 56576), "�")
+
+
+def _only_escapes(text: str) -> bool:
+    """Every lone surrogate in `text` is one surrogateescape makes of a byte (U+DC80-U+DCFF)."""
+    return all(not ("\ud800" <= c <= "\udfff") or "\udc80" <= c <= "\udcff" for c in text)
 
 
 def parse_boot_log(text: str | bytes) -> BootLog:

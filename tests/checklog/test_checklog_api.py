@@ -169,3 +169,19 @@ def test_the_openapi_states_the_text_body_limits():
 def test_an_empty_json_log_is_a_422_naming_log(client):
     body = _problem(client.post("/v1/check-log", json={"log": ""}), 422, "log")
     assert "at least 1 character" in body["detail"]
+
+
+def test_a_log_of_nothing_but_start_up_lines_is_bounded(client, monkeypatch):
+    """The text/plain form keeps only the lines the reader can use, up to MAX_KEPT_BYTES (16 MiB;
+    64 KiB here): a log that is all start-up wordings past it is a 422 naming `log`, while a
+    larger log of per-request lines passes (its start-up lines are few)."""
+    from mambasizer.service.api import checklog as route
+
+    monkeypatch.setattr(route, "MAX_KEPT_BYTES", 64 << 10)
+    decode = b"[2026-12-01 10:01:00 TP0] Decode batch. #running-req: 32, #token: 123456, token usage: 0.07, #queue-req: 0\n"
+    fine = client.post("/v1/check-log", content=EXAMPLE_LOG.encode() + decode * 10_000, headers={"content-type": "text/plain"})
+    assert fine.status_code == 200 and fine.json()["ranks"][0]["figures"]["kv_tokens"]["predicted"] == 1788366
+    flood = EXAMPLE_LOG.encode() * 200  # ~180 KB, every line a start-up line
+    body = _problem(client.post("/v1/check-log", content=flood, headers={"content-type": "text/plain"}), 422, "log")
+    assert body["detail"].startswith("more than 64 KiB of its lines are start-up lines check-log reads")
+    assert body["type"].endswith("unreadable-log")

@@ -42,7 +42,8 @@ def test_synthetic_log_from_a_real_plan_matches_everywhere(tmp_path, capsys):
     code, out, err = run(capsys, "check-log", write(tmp_path, text), "--json")
     assert (code, err) == (0, "")
     data = json.loads(out)
-    assert list(data) == ["sglang_version", "release", "role", "gpu", "estimate_gpu", "ranks"]
+    assert list(data) == ["sglang_version", "release", "role", "gpu", "estimate_gpu", "ranks", "notes"]
+    assert data["notes"] == []
     assert (data["sglang_version"], data["gpu"], data["estimate_gpu"]) == ("0.5.23", "NVIDIA H200", "h200")
     assert data["release"] == {"sglang_version": "0.5.23", "source": "printed", "how": "printed in the log (SGLang 0.5.23)", "candidates": None, "note": None}
     assert data["role"] == {"disaggregation_mode": "null", "source": "default", "dcp_size": 1, "moe_a2a_backend": "none", "enable_two_batch_overlap": False}
@@ -232,11 +233,16 @@ def test_real_log_with_its_launch_command(tmp_path, capsys):
     assert {n: tp0[n]["predicted"] for n in ("max_mamba_cache_size", "conv_state_gb", "ssm_state_gb")} == {
         "max_mamba_cache_size": 82, "conv_state_gb": 0.13, "ssm_state_gb": 7.29}
     differing = [n for n, f in tp0.items() if f["predicted"] is not None and f["predicted"] != f["logged"]]
-    # The KV pool is 0.2 % off: the log has no 'Load weight begin', so the free memory before the load is
-    # rebuilt from two 2-decimal figures.
+    # The KV pool is 0.2 % off. The log has no 'Load weight begin', so the free memory before the load is
+    # rebuilt from two 2-decimal figures (±0.01 GB) and the one after it is ±0.005 GB: planned over that box,
+    # the pool spans 581,175-582,084 tokens, which does not reach the logged 580,364: not the rounding.
     assert differing == ["kv_tokens", "max_total_num_tokens"] and tp0["kv_tokens"]["predicted"] == 581629
     for name in differing:
-        assert tp0[name]["cause"] == "free memory before the load is taken as after-load + weight usage (each printed to 0.01 GB)"
+        cause = tp0[name]["cause"]
+        assert cause.startswith("not explained: SGLang 0.5.9 on Hopper (assumed"), cause
+        assert cause.endswith(f"the log's rounding cannot explain it (free memory printed to 2 decimals: ±0.005 GB after the load, "
+                              f"±0.01 GB before it (rebuilt as after-load + mem usage, two printed figures), which puts {name} "
+                              "between 581175 and 582084)"), cause
     # 0.5.23's rules, named in the request, do not print this log's mamba pool (81 slots, 7.21 GB).
     code, out, err = run(capsys, "check-log", "--json", "--sglang-version", "0.5.23", write(tmp_path, entry["verbatim"]), "--", *REAL_397B_ARGS)
     data = json.loads(out)
@@ -259,7 +265,8 @@ def test_unmodelled_flag_in_the_record_is_named():
     text, _ = synth_log(QWEN_TP2, "Qwen/Qwen3.5-35B-A3B", perturb={"kv_tokens": 123})
     text = text.replace("'mem_fraction_static': 0.85", "'mem_fraction_static': 0.85, 'enable_dp_lm_head': True")
     cause = check_log(text).data["ranks"][0]["figures"]["kv_tokens"]["cause"]
-    assert cause == "features not modelled: enable_dp_lm_head=True"
+    # (123 logged tokens are far outside what the free memory's 2-decimal rounding can move)
+    assert cause.startswith("features not modelled: enable_dp_lm_head=True; the log's rounding cannot explain it ("), cause
 
 
 NOISE = (

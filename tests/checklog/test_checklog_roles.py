@@ -124,3 +124,40 @@ def test_pair_over_the_api_and_the_cli(tmp_path):
                           capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert proc.returncode == 2 and proc.stdout == ""
     assert proc.stderr.startswith("mambasizer: error: --prefill: the log given as the prefill side is a decode node's")
+
+
+def test_a_pair_of_two_models_is_refused_as_plan_refuses_it(tmp_path, capsys):
+    """Two logs of different checkpoints are no disaggregated pair: refused with the field and
+    the reason POST /v1/plan (and `mambasizer plan`) give for the same two requests."""
+    from mambasizer.service.cli import main
+    from mambasizer.service.startlog.pair import PairRefused
+
+    other: dict[str, Any] = {"model": {"preset": "qwen3.5-27b"}, "server_args": {"tp_size": 2, "mem_fraction_static": 0.85, "disaggregation_mode": "decode"}}
+    other["budget"] = estimated_budget(other)
+    prefill_text = synth_log(_request(disaggregation_mode="prefill"), MODEL_PATH)[0]
+    decode_text = synth_log(other, "Qwen/Qwen3.5-27B")[0]
+    with pytest.raises(PairRefused) as err:
+        check_pair({"prefill": {"text": prefill_text}, "decode": {"text": decode_text}})
+    assert err.value.field == "decode.model"
+
+    plan_pair = {
+        "prefill": {**BASE, "server_args": {**BASE["server_args"], "disaggregation_mode": "prefill"}},
+        "decode": other,
+    }
+    client = TestClient(create_app())
+    planned = client.post("/v1/plan", json=plan_pair)
+    checked = client.post("/v1/check-log", json={"prefill": {"log": prefill_text}, "decode": {"log": decode_text}})
+    assert planned.status_code == checked.status_code == 422
+    strip = lambda problem: {k: v for k, v in problem.items() if k != "instance"}  # noqa: E731
+    assert strip(checked.json()) == strip(planned.json())
+    assert checked.json()["field"] == "decode.model" and "one checkpoint" in checked.json()["detail"]
+
+    (tmp_path / "pair.json").write_text(json.dumps(plan_pair))
+    (tmp_path / "p.log").write_text(prefill_text)
+    (tmp_path / "d.log").write_text(decode_text)
+    assert main(["plan", str(tmp_path / "pair.json")]) == 2
+    plan_err = capsys.readouterr().err
+    assert main(["check-log", "--prefill", str(tmp_path / "p.log"), "--decode", str(tmp_path / "d.log")]) == 2
+    out = capsys.readouterr()
+    assert out.out == "" and out.err == plan_err and plan_err.startswith("mambasizer: error: decode.model: must be the model the prefill side serves")
+    # The same model on both sides is a pair (tests above): the refusal is the models', not the two logs'.
