@@ -249,8 +249,10 @@ ModelSpec = Annotated[
 # --------------------------------------------------------------------------- server args
 
 SpecAlgorithm = Literal["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"]
-# The KV dtypes SGLang 0.5.23 sizes with the default pool (mxfp8 / FP4 recipes are out of scope).
-KVCacheDType = Literal["auto", "bfloat16", "bf16", "fp8_e4m3", "fp8_e5m2"]
+# The KV dtypes of SGLang 0.5.23's --kv-cache-dtype. mxfp8 (Blackwell) is sized with its UE8M0
+# block scales; the FP4 recipes are refused with SGLang's reason where it refuses them, and as
+# not modelled where it starts (their cell depends on the attention backends' workspaces).
+KVCacheDType = Literal["auto", "bfloat16", "bf16", "fp8_e4m3", "fp8_e5m2", "mxfp8", "nvfp4", "fp4_mx_block16"]
 # SGLang 0.5.23's LINEAR_ATTN_KERNEL_BACKEND_CHOICES (arg_groups/choices.py); verify adds nv_cutedsl.
 LinearAttnBackend = Literal["triton", "cutedsl", "flashinfer", "flashkda", "nvidia_kda", "ptx_kda", "helion", "intel_xpu"]
 LinearAttnVerifyBackend = Literal["triton", "cutedsl", "flashinfer", "flashkda", "nvidia_kda", "ptx_kda", "helion", "intel_xpu", "nv_cutedsl"]

@@ -223,7 +223,7 @@ MODELLED: dict[str, Callable[[str], Any] | None] = {
     # Experts shard over it: read only by the estimated budget's weights.
     "ep_size": _int,
     "page_size": _int,
-    "kv_cache_dtype": _choice("auto", "bfloat16", "bf16", "fp8_e4m3", "fp8_e5m2"),
+    "kv_cache_dtype": _choice("auto", "bfloat16", "bf16", "fp8_e4m3", "fp8_e5m2", "mxfp8", "nvfp4", "fp4_mx_block16"),
     "mamba_ssm_dtype": _choice("float32", "bfloat16", "float16"),
     "mamba_full_memory_ratio": _float,
     "max_mamba_cache_size": _int,

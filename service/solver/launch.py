@@ -54,6 +54,7 @@ from mambasizer.service.solver.checkpoint_quant import launch_quant_failure, res
 from mambasizer.service.solver.errors import PlanInputError
 from mambasizer.service.solver.layout import ModelLayout
 from mambasizer.service.solver.platform import HOPPER, Platform
+from mambasizer.service.solver.specs import MXFP8_SCALE_BLOCK as MXFP8_BLOCK
 from mambasizer.service.solver.releases import launch_rules as rules
 from mambasizer.service.solver.releases.registry import at_least, base_release
 
@@ -68,7 +69,13 @@ EAGLE_FAMILY = {"EAGLE", "EAGLE3", "NEXTN"}
 # arg_groups/choices.py: DETERMINISTIC_ATTENTION_BACKEND_CHOICES, RADIX_SUPPORTED_DETERMINISTIC_ATTENTION_BACKEND.
 DETERMINISTIC_ATTENTION_BACKENDS = ("ascend", "fa3", "fa4", "flashinfer", "intel_xpu", "triton")
 RADIX_DETERMINISTIC_ATTENTION_BACKENDS = ("ascend", "fa3", "fa4", "triton")
-KV_ITEMSIZE = {"bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "float32": 4, "fp8_e4m3": 1, "fp8_e5m2": 1}
+KV_ITEMSIZE = {"bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "float32": 4, "fp8_e4m3": 1, "fp8_e5m2": 1, "mxfp8": 1}
+FP4_KV = ("nvfp4", "fp4_mx_block16")
+# `handle_kv4_compatibility`: the backends an FP4 KV cache may run with (one backend for both phases).
+KV4_MHA_BACKENDS = ["triton", "torch_native", "flex_attention", "trtllm_mha"]
+KV4_MLA_BACKENDS = ["flashinfer", "trtllm_mla"]
+# `handle_nvfp4_prefill_kv_dequant_dtype`: the prefill backend of each NVFP4 prefill recipe.
+NVFP4_PREFILL_BACKENDS = {"flashinfer": "fp8_e4m3", "trtllm_mha": "nvfp4"}
 DEFAULT_MAX_PREFILL_TOKENS = 16384
 PP_PREFILL_GRAPH_MAX_TOKENS = 8192
 FLA_CHUNK_SIZE = 64
@@ -184,6 +191,28 @@ class Launch(NamedTuple):
     @property
     def rejected(self) -> bool:
         return bool(self.rejections)
+
+
+def _block_scaled_kv_refusal(kv_cache_dtype: str, backend: str, layout: ModelLayout, plat: Platform) -> tuple[str, str] | None:
+    """SGLang's refusals of the block-scaled KV caches on this GPU: MXFP8 off Blackwell, NVFP4
+    off SM100 / SM120, FP4 off CUDA, and fp4_mx_block16 with a backend that cannot read it."""
+    if kv_cache_dtype == "mxfp8" and not plat.is_blackwell:
+        return "ValueError", ("--kv-cache-dtype mxfp8 requires an SM100+ (Blackwell) GPU for the block-scaled operands used "
+                              "by the FA4 MXFP8 attention path.")
+    if kv_cache_dtype not in FP4_KV:
+        return None
+    if not plat.is_cuda:
+        return "RuntimeError", "KV4 is not tested on non-CUDA platforms."
+    if kv_cache_dtype == "nvfp4" and not (plat.is_sm100 or plat.capability[0] == 12):
+        return "RuntimeError", ("--kv-cache-dtype=nvfp4 requires Blackwell SM100 or SM120. Use --kv-cache-dtype=fp4_mx_block16 "
+                                "for the block-size-16 FP4 recipe.")
+    if kv_cache_dtype == "fp4_mx_block16":
+        mla = layout.kv.kind == "mla"
+        allowed = KV4_MLA_BACKENDS if mla else KV4_MHA_BACKENDS
+        if backend not in allowed:
+            return "AssertionError", (f"KV4 {'MLA' if mla else 'MHA'} expects attention_backend to be one of {allowed}, "
+                                      f"but got {backend}")
+    return None
 
 
 def _kv_dtype(args: ServerArgs, layout: ModelLayout) -> tuple[str, str]:
@@ -555,6 +584,15 @@ def resolve(
                    f"deterministic inference, but you explicitly specified '{det_backend}'.")
         elif det_backend not in RADIX_DETERMINISTIC_ATTENTION_BACKENDS:
             disable_radix = True
+    # handle_nvfp4_prefill_kv_dequant_dtype: the prefill recipe of an NVFP4 KV cache.
+    if args.kv_cache_dtype == "nvfp4":
+        # The backend set by then: the user's, or a model override's (Kimi-K3's is its prefill backend).
+        explicit = args.attention_backend
+        if explicit is None:
+            override = platform.model_override(layout, args, plat)
+            explicit = override.backend if override is not None else None
+        if explicit is not None and explicit not in NVFP4_PREFILL_BACKENDS:
+            reject("ValueError", f"NVFP4 prefill supports an FP8 E4M3 workspace or native NVFP4, but backend {explicit!r} provides neither.")
     # handle_attention_backend_compatibility: TensorRT-LLM MLA's KV dtypes (the flag as given).
     if backend == "trtllm_mla" and args.kv_cache_dtype not in ("fp8_e4m3", "bf16", "auto"):
         reject("ValueError", "TensorRT-LLM MLA backend only supports kv-cache-dtype of fp8_e4m3, bf16, or auto.")
@@ -606,6 +644,14 @@ def resolve(
     refused = wide_ep.hicache_dcp_rejection(args.enable_hierarchical_cache, args.dcp_size, args.speculative_algorithm, layout.kv.kind == "mla")
     if refused is not None:
         reject(*refused)
+
+    # handle_kv4_compatibility, handle_mxfp8_kv_cache_compatibility (after the linear-attention hook).
+    kv_refusal = _block_scaled_kv_refusal(args.kv_cache_dtype, backend, layout, plat)
+    if kv_refusal is not None:
+        reject(*kv_refusal)
+    if args.kv_cache_dtype == "mxfp8" and layout.kv.kind != "mla" and layout.kv.head_dim % MXFP8_BLOCK != 0 and kv_refusal is None:
+        # MHATokenToKVPoolMXFP8._create_buffers, when the pools are built.
+        reject("ValueError", f"MXFP8 KV cache requires head_dim divisible by {MXFP8_BLOCK}, got {layout.kv.head_dim}.")
 
     # 6. Page size default; attention DP divides the chunked prefill size.
     page = raw_page if raw_page is not None else platform.default_page(plat, env)
@@ -670,7 +716,7 @@ def resolve(
             draft_reason = f"the checkpoint's MTP: num_nextn_predict_layers={layout.num_nextn_predict_layers} draft KV layer(s) priced"
         else:
             # SGLang prices the separate draft's own layers; without its config nothing says how many.
-            one = layout.kv.cell_bytes(1, KV_ITEMSIZE[kv_dtype], attn_tp)
+            one = layout.kv.cell_bytes(1, KV_ITEMSIZE.get(kv_dtype, 1), attn_tp, mxfp8=kv_dtype == "mxfp8")
             draft_reason = (f"no draft_model and no num_nextn_predict_layers in the config: the draft's KV is priced at zero; "
                             f"each draft layer adds {one:,} bytes per token to every stage's KV cell")
             warnings.append(
@@ -704,9 +750,17 @@ def resolve(
     if refused is not None:
         reject(*refused)
 
+    if args.kv_cache_dtype in FP4_KV and not rejections:
+        # SGLang would start it: its FP4 cell is not modelled (refused only once every check passed).
+        raise PlanInputError(
+            "server_args.kv_cache_dtype",
+            f"{args.kv_cache_dtype} KV on {plat.name} with attention backend {backend}: SGLang 0.5.23 starts it, but its "
+            "FP4 cell (packed data, block scales per backend layout, the dequant workspace) is not modelled here; "
+            "use fp8_e4m3 or mxfp8",
+        )
     return Launch(
         tp_size=tp, pp_size=pp, attn_dp_size=dp, attn_tp_size=attn_tp, page_size=page,
-        kv_cache_dtype=kv_dtype, kv_itemsize=KV_ITEMSIZE[kv_dtype], mem_fraction_static=mfs,
+        kv_cache_dtype=kv_dtype, kv_itemsize=KV_ITEMSIZE.get(kv_dtype, 1), mem_fraction_static=mfs,
         kv_cache_dtype_reason=kv_reason, draft_kv_layers_reason=draft_reason,
         mamba_full_memory_ratio=args.mamba_full_memory_ratio if args.mamba_full_memory_ratio is not None else DEFAULT_MAMBA_FULL_MEMORY_RATIO,
         strategy=strategy, extra_buffer=extra_buffer, extra_buffer_lazy=lazy,

@@ -411,7 +411,7 @@ def _pipeline(req, layout, launch: Launch, stage_ranges, state: StateSpec, whole
             cell = kv.stage_cell_bytes(
                 layout.kv, local_full_layers=n_full, itemsize=launch.kv_itemsize, attn_tp=launch.attn_tp_size,
                 draft_layers=launch.draft_kv_layers, prices_draft_kv=prices_draft, eagle_cell=prof.eagle_cell,
-                attn_dcp=launch.dcp_size,
+                attn_dcp=launch.dcp_size, mxfp8=launch.kv_cache_dtype == "mxfp8",
             )
             on_other = cell == 0 and has_full and launch.pp_size > 1
             by_full[n_full] = cell, kv.stage_tokens(
