@@ -54,9 +54,9 @@ from mambasizer.service.solver.checkpoint_quant import launch_quant_failure, res
 from mambasizer.service.solver.errors import PlanInputError
 from mambasizer.service.solver.layout import ModelLayout
 from mambasizer.service.solver.platform import HOPPER, Platform
-from mambasizer.service.solver.specs import MXFP8_SCALE_BLOCK as MXFP8_BLOCK
 from mambasizer.service.solver.releases import launch_rules as rules
 from mambasizer.service.solver.releases.registry import at_least, base_release
+from mambasizer.service.solver.specs import MXFP8_SCALE_BLOCK as MXFP8_BLOCK
 
 DEFAULT_MAMBA_FULL_MEMORY_RATIO = 0.9
 SPEC_DEFAULT_MAX_RUNNING_REQUESTS = 48
@@ -587,7 +587,7 @@ def resolve(
     # handle_nvfp4_prefill_kv_dequant_dtype: the prefill recipe of an NVFP4 KV cache.
     if args.kv_cache_dtype == "nvfp4":
         # The backend set by then: the user's, or a model override's (Kimi-K3's is its prefill backend).
-        explicit = args.attention_backend
+        explicit: str | None = args.attention_backend
         if explicit is None:
             override = platform.model_override(layout, args, plat)
             explicit = override.backend if override is not None else None
