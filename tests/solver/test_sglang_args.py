@@ -84,8 +84,6 @@ def test_ignored_flags_are_listed_not_sized():
     "argv",
     [
         ["--enable-unified-memory"],
-        ["--kv-cache-dtype", "nvfp4"],
-        ["--kv-cache-dtype", "mxfp8"],
         ["--attention-backend", "trtllm_mha"],
         ["--enable-lora"],
         ["--moe-a2a-backend", "mooncake"],
