@@ -594,7 +594,7 @@ def resolve(
         if explicit is not None and explicit not in NVFP4_PREFILL_BACKENDS:
             reject("ValueError", f"NVFP4 prefill supports an FP8 E4M3 workspace or native NVFP4, but backend {explicit!r} provides neither.")
     # handle_attention_backend_compatibility: TensorRT-LLM MLA's KV dtypes (the flag as given).
-    if backend == "trtllm_mla" and args.kv_cache_dtype not in ("fp8_e4m3", "bf16", "auto"):
+    if backend == "trtllm_mla" and args.kv_cache_dtype not in ("fp8_e4m3", "bf16", "auto") and release == DEFAULT_RELEASE:
         reject("ValueError", "TensorRT-LLM MLA backend only supports kv-cache-dtype of fp8_e4m3, bf16, or auto.")
     # handle_mamba_backend, then handle_int8_mamba_checkpoint (mamba_hook.py).
     if args.mamba_max_states_per_path == 0 or args.mamba_max_states_per_path < -1:

@@ -181,6 +181,12 @@ def check_release(req: PlanRequest, layout: ModelLayout) -> SizingProfile:
             "(0.5.17-0.5.19 charge a per-slot ring of another formula); choose sglang_version 0.5.20 or later",
         )
     if base_release(req.sglang_version) != DEFAULT_RELEASE:
+        if req.server_args.kv_cache_dtype in ("mxfp8", "nvfp4", "fp4_mx_block16"):
+            raise PlanInputError(
+                "server_args.kv_cache_dtype",
+                f"{req.server_args.kv_cache_dtype} is modelled for SGLang {DEFAULT_RELEASE} only; drop it or choose "
+                f"sglang_version {DEFAULT_RELEASE}",
+            )
         for name in RELEASE_0_5_23_ONLY:
             value = getattr(req.server_args, name)
             if value != ServerArgs.model_fields[name].default:
