@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from mambasizer.service.planner import plan
 
-QWEN_TP4 = {"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "server_args": {"tp_size": 4}}
+QWEN = {"preset": "qwen3-next-80b-a3b-instruct"}
 GIB = 1 << 30
 
 
 def _plan(budget: dict, **server_args):
-    return plan({**QWEN_TP4, "server_args": {**QWEN_TP4["server_args"], **server_args}, "budget": budget})
+    return plan({"model": QWEN, "server_args": {"tp_size": 4, **server_args}, "budget": budget})
 
 
 def test_default_pool_on_qwen3_next_tp4_h200_does_not_leave_room_for_the_kv_pool():
