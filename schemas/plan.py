@@ -53,6 +53,7 @@ class PlanError(Out):
         "state_cache_serves_no_request",  # resolve_max_num_reqs RuntimeError
         "launch_rejected",  # an assertion SGLang raises while resolving or starting
         "weights_do_not_fit",  # estimated budget: the weights alone exceed the GPU (CUDA OOM while loading)
+        "checkpoint_pool_does_not_fit",  # the int8 mamba checkpoint pool, or the KV pool after it, exceeds free memory
     ]
     exception: str = Field(description="The Python exception SGLang raises.")
     message: str = Field(description="SGLang's own wording.")

@@ -249,8 +249,13 @@ ModelSpec = Annotated[
 # --------------------------------------------------------------------------- server args
 
 SpecAlgorithm = Literal["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"]
-# The KV dtypes SGLang 0.5.23 sizes with the default pool (mxfp8 / FP4 recipes are out of scope).
-KVCacheDType = Literal["auto", "bfloat16", "bf16", "fp8_e4m3", "fp8_e5m2"]
+# The KV dtypes of SGLang 0.5.23's --kv-cache-dtype. mxfp8 (Blackwell) is sized with its UE8M0
+# block scales; the FP4 recipes are refused with SGLang's reason where it refuses them, and as
+# not modelled where it starts (their cell depends on the attention backends' workspaces).
+KVCacheDType = Literal["auto", "bfloat16", "bf16", "fp8_e4m3", "fp8_e5m2", "mxfp8", "nvfp4", "fp4_mx_block16"]
+# SGLang 0.5.23's LINEAR_ATTN_KERNEL_BACKEND_CHOICES (arg_groups/choices.py); verify adds nv_cutedsl.
+LinearAttnBackend = Literal["triton", "cutedsl", "flashinfer", "flashkda", "nvidia_kda", "ptx_kda", "helion", "intel_xpu"]
+LinearAttnVerifyBackend = Literal["triton", "cutedsl", "flashinfer", "flashkda", "nvidia_kda", "ptx_kda", "helion", "intel_xpu", "nv_cutedsl"]
 
 
 class ServerArgs(Strict):
@@ -325,6 +330,36 @@ class ServerArgs(Strict):
     )
     num_reserved_decode_tokens: Annotated[StrictInt, Field(ge=0, le=MAX_TOKENS)] = Field(
         512, description="Decode admission headroom (runtime only): no effect on the start-up split."
+    )
+    # The int8 mamba checkpoint pool (service/solver/int8_checkpoint.py).
+    enable_int8_mamba_checkpoint: StrictBool = Field(
+        False, description="`--enable-int8-mamba-checkpoint`: an int8 pool of cached mamba states (int8_mamba_ckpt_size, "
+        "default 2 x max_mamba_cache_size, plus one padding slot) allocated after the split, before the KV pool, out of the "
+        "memory mem_fraction_static leaves: the KV tokens do not change, the slack shrinks (`slack_consumers`).",
+    )
+    int8_mamba_ckpt_size: Annotated[StrictInt, Field(ge=0, le=MAX_TOKENS)] | None = Field(
+        None, description="`--int8-mamba-ckpt-size`: int8 checkpoint slots; unset or 0 is 2 x max_mamba_cache_size."
+    )
+    mamba_max_states_per_path: Annotated[StrictInt, Field(ge=-MAX_TOKENS, le=MAX_TOKENS)] = Field(
+        -1, description="`--mamba-max-states-per-path`: -1 (unlimited) or a positive cap on cached states per radix path "
+        "(runtime only); 0 and values below -1 SGLang refuses at launch.",
+    )
+    # Linear-attention kernels (`handle_linear_attn_backend`): only `triton` as the base
+    # backend keeps the extra_buffer strategy (`supports_mamba_cache_extra_buffer`).
+    linear_attn_backend: LinearAttnBackend = Field(
+        "triton", description="`--linear-attn-backend`: any other base backend than triton resolves the radix strategy "
+        "`auto` to no_buffer with overlap off, and refuses an explicit extra_buffer.",
+    )
+    linear_attn_decode_backend: LinearAttnBackend | None = Field(
+        None, description="`--linear-attn-decode-backend` (unset: the base backend; FlashInfer on SM100 with a bf16 SSM state)."
+    )
+    linear_attn_prefill_backend: LinearAttnBackend | None = Field(None, description="`--linear-attn-prefill-backend` (unset: the base backend).")
+    linear_attn_verify_backend: LinearAttnVerifyBackend | None = Field(
+        None, description="`--linear-attn-verify-backend` (unset: flashinfer after a flashinfer decode backend, else triton)."
+    )
+    enable_deterministic_inference: StrictBool = Field(
+        False, description="`--enable-deterministic-inference`: an unset attention backend becomes fa3 (Hopper) or flashinfer "
+        "(SM100/SM120); a backend other than fa3/fa4/triton turns the radix cache off.",
     )
 
     @field_validator("mem_fraction_static", "mamba_full_memory_ratio")

@@ -46,6 +46,7 @@ ErrorKind = Literal[
     "state_cache_serves_no_request",
     "launch_rejected",
     "weights_do_not_fit",
+    "checkpoint_pool_does_not_fit",
     "invalid_input",  # the solver cannot size this point (POST /v1/plan would answer 422)
 ]
 

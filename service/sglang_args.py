@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from mambasizer.schemas.releases import DEFAULT_RELEASE, SUPPORTED_RELEASES
+from mambasizer.service.sglang_flag_table import ignored_dests, verdict
 from mambasizer.service.solver.errors import PlanInputError
 from mambasizer.service.solver.releases.registry import base_release
 
@@ -215,6 +216,8 @@ def _choice(*allowed: str, transform: Callable[[str], str] = lambda s: s) -> Cal
     return parse
 
 
+_LINEAR_ATTN_BACKENDS = ("triton", "cutedsl", "flashinfer", "flashkda", "nvidia_kda", "ptx_kda", "helion", "intel_xpu")
+
 # Modelled flags: SGLang dest -> value parser (None: a store_true flag). The dest is also
 # our ServerArgs field name.
 MODELLED: dict[str, Callable[[str], Any] | None] = {
@@ -224,7 +227,7 @@ MODELLED: dict[str, Callable[[str], Any] | None] = {
     # Experts shard over it: read only by the estimated budget's weights.
     "ep_size": _int,
     "page_size": _int,
-    "kv_cache_dtype": _choice("auto", "bfloat16", "bf16", "fp8_e4m3", "fp8_e5m2"),
+    "kv_cache_dtype": _choice("auto", "bfloat16", "bf16", "fp8_e4m3", "fp8_e5m2", "mxfp8", "nvfp4", "fp4_mx_block16"),
     "mamba_ssm_dtype": _choice("float32", "bfloat16", "float16"),
     "mamba_full_memory_ratio": _float,
     "max_mamba_cache_size": _int,
@@ -264,96 +267,28 @@ MODELLED: dict[str, Callable[[str], Any] | None] = {
     "enable_hierarchical_cache": None,
     "enable_symm_mem": None,
     "num_reserved_decode_tokens": _int,
+    # Launch features (issue 28): the int8 checkpoint pool, the linear-attention kernels,
+    # deterministic inference (service/solver/int8_checkpoint.py, platform.py, launch.py).
+    "enable_int8_mamba_checkpoint": None,
+    "int8_mamba_ckpt_size": _int,
+    "mamba_max_states_per_path": _int,
+    "linear_attn_backend": _choice(*_LINEAR_ATTN_BACKENDS),
+    "linear_attn_decode_backend": _choice(*_LINEAR_ATTN_BACKENDS),
+    "linear_attn_prefill_backend": _choice(*_LINEAR_ATTN_BACKENDS),
+    "linear_attn_verify_backend": _choice(*_LINEAR_ATTN_BACKENDS, "nv_cutedsl"),
+    "enable_deterministic_inference": None,
 }
 
 # Flags read for their meaning, not copied into server_args.
 SPECIAL = {
-    "dp_size", "enable_dp_attention", "speculative_draft_model_path", "enable_int8_mamba_checkpoint",
-    "int8_mamba_ckpt_size", "device", "config", "model_path", "served_model_name", "revision",
+    "dp_size", "enable_dp_attention", "speculative_draft_model_path", "device", "config", "model_path", "served_model_name",
+    "revision",  # read for service/checkpoints (the revision --model-path is read at)
 }
 
-# Flags that cannot change the sizing. Weight-related flags are here because weights are
-# inside the measured budget (free memory after load), not sized by mambasizer.
-IGNORED = frozenset("""
-    tokenizer_path tokenizer_mode tokenizer_backend tokenizer_worker_num detokenizer_worker_num
-    skip_tokenizer_init load_format model_loader_extra_config trust_remote_code
-    quantization quantization_param_path enable_fp32_lm_head modelopt_quant
-    modelopt_checkpoint_restore_path modelopt_checkpoint_save_path modelopt_export_path
-    quantize_and_serve rl_quant_profile enable_tf32_matmul max_queued_requests
-    prefill_decode_interval prefill_decode_interval_min_bs prefill_max_requests schedule_policy
-    enable_priority_scheduling disable_priority_preemption default_priority_value
-    abort_on_priority_when_disabled schedule_low_priority_values_first
-    priority_scheduling_preemption_threshold retraction_policy schedule_conservativeness
-    radix_eviction_policy radix_eviction_policy_config num_continuous_decode_steps
-    scheduler_recv_interval enable_mixed_chunk nccl_port dist_timeout dist_init_addr
-    gated_launch_port nnodes node_rank load_balance_method enable_p2p_check base_gpu_id
-    gpu_id_step random_seed watchdog_timeout soft_watchdog_timeout sleep_on_idle use_ray numa_node
-    gc_threshold host port fastapi_root_path smg_grpc_mode grpc_mode grpc_port sidecar sidecar_args
-    skip_server_warmup warmups enable_http2 http2_max_concurrent_streams
-    http2_initial_connection_window_size ssl_keyfile ssl_certfile ssl_ca_certs ssl_keyfile_password
-    enable_ssl_refresh api_key admin_api_key served_model_name weight_version chat_template
-    trust_request_chat_template hf_chat_template_name completion_template file_storage_path
-    enable_cache_report return_input_ids return_output_ids default_chat_template_kwargs
-    strip_thinking_cache enable_strict_thinking tool_server sampling_defaults asr_max_buffer_seconds
-    asr_max_concurrent_sessions preferred_sampling_params allow_auto_truncate stream_interval
-    batch_notify_size stream_response_default_include_usage incremental_streaming_output log_level
-    log_level_http log_requests log_requests_level log_requests_format log_requests_target
-    uvicorn_access_log_exclude_prefixes crash_dump_folder show_time_cost enable_metrics
-    smg_http_sidecar_port enable_mfu_metrics enable_metrics_for_all_schedulers
-    load_snapshot_publish_interval tokenizer_metrics_custom_labels_header
-    tokenizer_metrics_allowed_custom_labels extra_metric_labels bucket_time_to_first_token
-    bucket_inter_token_latency bucket_e2e_request_latency prompt_tokens_buckets
-    generation_tokens_buckets gc_warning_threshold_secs decode_log_interval
-    enable_request_time_stats_logging kv_events_config load_publish_endpoint
-    enable_forward_pass_metrics forward_pass_metrics_worker_id forward_pass_metrics_ipc_name
-    enable_trace trace_modules otlp_traces_endpoint otlp_service_name export_metrics_to_file
-    export_metrics_to_file_dir constrained_json_whitespace_pattern
-    constrained_json_disable_any_whitespace constrained_json_max_whitespace_cnt grammar_backend
-    fp8_gemm_runner_backend fp4_gemm_runner_backend bf16_gemm_backend disable_flashinfer_autotune
-    flashinfer_autotune_skip_ops mamba_backend enable_profile_cuda_graph enable_cudagraph_gc
-    enable_layerwise_nvtx_marker enable_nccl_nvls triton_attention_reduce_in_fp32
-    triton_attention_num_kv_splits triton_attention_split_tile_size enable_fused_qk_norm_rope
-    enable_precise_embedding_interpolation enable_fused_moe_sum_all_reduce disable_custom_all_reduce
-    enable_mscclpp enable_torch_symm_mem pre_warm_nccl enforce_disable_flashinfer_allreduce_fusion
-    flashinfer_allreduce_fusion_backend enable_flashinfer_allreduce_fusion enable_torch_compile
-    enable_torch_compile_debug_mode torch_compile_max_bs speculative_draft_model_revision
-    speculative_draft_load_format speculative_accept_threshold_single speculative_accept_threshold_acc
-    speculative_draft_model_quantization spec_trace_dir moe_runner_backend
-    flashinfer_mxfp4_moe_precision ep_num_redundant_experts ep_dispatch_algorithm
-    init_expert_location enable_eplb eplb_algorithm eplb_rebalance_num_iterations
-    eplb_rebalance_layers_per_chunk eplb_min_rebalancing_utilization_threshold
-    expert_distribution_recorder_mode expert_distribution_recorder_buffer_size
-    expert_balancedness_report_mode mamba_max_states_per_path hicache_host_memory_mode hicache_ratio
-    hicache_size hicache_write_policy hicache_io_backend hicache_mem_layout hicache_storage_backend
-    hicache_storage_prefetch_policy hicache_storage_backend_extra_config
-    hicache_storage_prefetch_retry_poll_interval hicache_storage_prefetch_retry_max_attempts
-    hicache_host_memory_fraction swa_full_tokens_ratio disable_hybrid_swa_memory
-    mm_processor_worker_num mm_io_worker_num allowed_media_domains media_url_max_file_size_mb
-    mm_preprocess_cache_size_mb trust_mm_content_hashes limit_mm_data_per_request
-    image_processor_backend disable_fast_image_processor cpu_offload_gb offload_group_size
-    offload_num_in_group offload_prefetch_step offload_mode startup_weight_load_mode
-    custom_weight_loader weight_loader_disable_mmap weight_loader_prefetch_checkpoints
-    weight_loader_prefetch_num_threads weight_loader_drop_cache_after_load
-    remote_instance_weight_loader_seed_instance_ip remote_instance_weight_loader_seed_instance_service_port
-    remote_instance_weight_loader_send_weights_group_ports remote_instance_weight_loader_backend
-    remote_instance_weight_loader_start_seed_via_transfer_engine engine_info_bootstrap_port
-    modelexpress_config download_dir model_checksum delete_ckpt_after_loading decrypted_config_file
-    decrypted_draft_config_file checkpoint_engine_wait_weights_before_ready enable_prefill_delayer
-    prefill_delayer_max_delay_passes prefill_delayer_token_usage_low_watermark
-    prefill_delayer_forward_passes_buckets prefill_delayer_wait_seconds_buckets
-    prefill_delayer_queue_min_ratio prefill_delayer_max_delay_ms kv_canary kv_canary_sweep_interval
-    kv_canary_real_data enable_dynamic_batch_tokenizer dynamic_batch_tokenizer_batch_size
-    dynamic_batch_tokenizer_batch_timeout enable_tokenizer_batch_encode disable_tokenizer_batch_decode
-    debug_tensor_dump_output_folder debug_tensor_dump_layers debug_tensor_dump_input_file
-    enable_memory_saver enable_weights_cpu_backup enable_draft_weights_cpu_backup
-    enable_custom_logit_processor enable_return_hidden_states return_hidden_states_mode
-    enable_return_routed_experts enable_return_indexer_topk sampling_mask_max_tokens
-    disable_outlines_disk_cache weight_cache_mode weight_cache_socket weight_cache_timeout
-    msprobe_dump_config enable_response_store enable_watermark watermark_config
-    grpc_response_timeout_secs enable_http_worker_reuseport sampling_backend reasoning_parser
-    tool_call_parser disaggregation_bootstrap_port disaggregation_ib_device
-    disaggregation_decode_polling_interval disaggregation_enable_kv_checksum deepep_config
-""".split())
+# Flags that cannot change the sizing: the table's no-effect rows (service/sglang_flag_table.py,
+# which holds every flag's verdict and reason). Weight-related flags are there because weights
+# are inside the measured budget (free memory after load), not sized by mambasizer.
+IGNORED = ignored_dests()
 
 
 def _suggest(word: str, candidates) -> list[str]:
@@ -572,7 +507,8 @@ def _apply(dest: str, option: str, value: Any, out: ParsedArgs) -> None:
     if _is_default(flag, value):
         out.ignored.append(option)
         return
-    raise _not_modelled(option, release=out.release)
+    row = verdict(dest)
+    raise _not_modelled(option, row.reason if row is not None else "", release=out.release)
 
 
 def _special(dest: str, option: str, value: Any, out: ParsedArgs) -> None:
@@ -592,12 +528,6 @@ def _special(dest: str, option: str, value: Any, out: ParsedArgs) -> None:
             f"{option} {value}: the draft model's KV layers are priced by its layer count, which cannot be read "
             "without its files; pass it as draft_model.num_layers (without it, SGLang prices the target's "
             "num_nextn_predict_layers)"
-        )
-    elif dest in ("enable_int8_mamba_checkpoint", "int8_mamba_ckpt_size"):
-        out.ignored.append(option)
-        out.warnings.append(
-            f"{option}: SGLang {out.release} allocates the int8 mamba checkpoint pool on top of the budget it sizes "
-            "(not charged to mem_fraction_static); leave headroom for it"
         )
     elif dest == "device":
         if value != "cuda":

@@ -17,7 +17,7 @@ from __future__ import annotations
 from math import prod
 from typing import Literal, NamedTuple
 
-from mambasizer.service.solver.specs import DTYPE_BYTES, KVSpec, StateSpec
+from mambasizer.service.solver.specs import DTYPE_BYTES, MXFP8_SCALE_BLOCK, KVSpec, StateSpec
 
 Pool = Literal[
     "conv_state", "ssm_state", "intermediate_state", "replayssm_ring", "kv_pool", "req_to_token", "side_tables",
@@ -31,7 +31,7 @@ class TensorSpec(NamedTuple):
     pool: Pool
     name: str
     shape: tuple[int, ...]
-    dtype: str  # "bfloat16" | "float16" | "float32" | "fp8_e4m3" | "fp8_e5m2" | "int32" | "int64" | "int8"
+    dtype: str  # "bfloat16" | "float16" | "float32" | "fp8_e4m3" | "fp8_e5m2" | "mxfp8" | "float8_e8m0fnu" | "int32" | "int64" | "int8"
     budgeted: bool
     # Bytes of a budgeted tensor that the budget does not charge (the KV padding page).
     unbudgeted_bytes: int = 0
@@ -93,9 +93,8 @@ def stage_tensors(x: StageAllocationInputs) -> list[TensorSpec]:
     """Every tensor one rank of this stage allocates, in SGLang's order."""
     tensors = _state_and_table_tensors(x)
     # HybridLinearKVPool: one buffer per local full-attention layer, all of one shape.
-    kv = _kv_layer_tensor(x)
-    if kv is not None:
-        tensors.extend(kv._replace(name=f"kv[{layer}]") for layer in range(x.local_full_layers))
+    for layer in range(x.local_full_layers):
+        tensors.extend(t._replace(name=t.name.replace("kv", f"kv[{layer}]", 1)) for t in _kv_layer_tensors(x))
     return tensors
 
 
@@ -117,9 +116,8 @@ def stage_pool_bytes(x: StageAllocationInputs) -> dict[str, int]:
             totals["replayssm_ring"] = sum(t.nbytes for t in _replayssm_rings(x))
         if x.speculative:
             totals["intermediate_state"] = sum(t.nbytes for t in _spec_scratch(x))
-    kv = _kv_layer_tensor(x)
-    if kv is not None:
-        totals["kv_pool"] = kv.nbytes * x.local_full_layers
+    if x.local_full_layers > 0:
+        totals["kv_pool"] = sum(t.nbytes for t in _kv_layer_tensors(x)) * x.local_full_layers
     return totals
 
 
@@ -185,6 +183,28 @@ def _spec_scratch(x: StageAllocationInputs) -> list[TensorSpec]:
         # Charged as part of the intermediate only when the ssm scratch is.
         out.append(TensorSpec("intermediate_state", f"intermediate_conv_window[{i}]", shape, s.conv_dtype, not x.replayssm_spec))
     return out
+
+
+def _kv_layer_tensors(x: StageAllocationInputs) -> list[TensorSpec]:
+    """The KV buffers of one local full-attention layer (named "kv..."); none without any.
+    MXFP8 on an MHA model: `MHATokenToKVPoolMXFP8`, K and V in fp8 over T + page rows and
+    one UE8M0 scale per 32 elements of each (the interleaved page-128 layout holds as many)."""
+    if x.kv_dtype in ("nvfp4", "fp4_mx_block16"):
+        return []  # FP4 pools are not modelled: only plans SGLang refuses get here (launch.py)
+    kv = _kv_layer_tensor(x)
+    if kv is None:
+        return []
+    if x.kv_dtype != "mxfp8" or x.kv.kind == "mla":
+        return [kv]
+    rows = x.max_total_num_tokens + x.page_size
+    h, d = x.kv.heads_per_rank(x.attn_tp, x.attn_dcp), x.kv.head_dim
+    pad = (rows - x.max_total_num_tokens) * h * d
+    return [
+        TensorSpec("kv_pool", "kv.k", (rows, h, d), "mxfp8", True, pad),
+        TensorSpec("kv_pool", "kv.v", (rows, h, d), "mxfp8", True, pad),
+        TensorSpec("kv_pool", "kv.k_scale", (rows, h, d // MXFP8_SCALE_BLOCK), "float8_e8m0fnu", True, pad // MXFP8_SCALE_BLOCK),
+        TensorSpec("kv_pool", "kv.v_scale", (rows, h, d // MXFP8_SCALE_BLOCK), "float8_e8m0fnu", True, pad // MXFP8_SCALE_BLOCK),
+    ]
 
 
 def _kv_layer_tensor(x: StageAllocationInputs) -> TensorSpec | None:

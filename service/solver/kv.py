@@ -29,13 +29,14 @@ def stage_cell_bytes(
     prices_draft_kv: bool,
     eagle_cell: str = "add_int",
     attn_dcp: int = 1,
+    mxfp8: bool = False,
 ) -> int:
     """KV bytes per token on one stage: its own full-attention layers only, plus the
     EAGLE-family / STANDALONE draft's layers priced at the target's per-layer cost:
     0.5.22+ `cell + int(cell * d / n)`, 0.5.14-0.5.21 `int(cell * (1 + d / n))` (float
     rounding can differ by a byte), none before 0.5.14 (`eagle_cell`, SizingProfile). Under
     DCP the heads shard over attn_tp // attn_dcp (service/solver/dcp.py)."""
-    cell = kv.cell_bytes(local_full_layers, itemsize, attn_tp, attn_dcp)
+    cell = kv.cell_bytes(local_full_layers, itemsize, attn_tp, attn_dcp, mxfp8)
     if prices_draft_kv and draft_layers > 0 and local_full_layers > 0:
         if eagle_cell == "add_int":
             cell += int(cell * draft_layers / local_full_layers)

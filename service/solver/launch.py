@@ -49,13 +49,14 @@ from typing import NamedTuple
 
 from mambasizer.schemas.releases import DEFAULT_RELEASE
 from mambasizer.schemas.request import Env, ServerArgs
-from mambasizer.service.solver import dcp, disaggregation, platform, wide_ep
+from mambasizer.service.solver import dcp, disaggregation, int8_checkpoint, platform, wide_ep
 from mambasizer.service.solver.checkpoint_quant import launch_quant_failure, resolve_kv_auto
 from mambasizer.service.solver.errors import PlanInputError
 from mambasizer.service.solver.layout import ModelLayout
 from mambasizer.service.solver.platform import HOPPER, Platform
 from mambasizer.service.solver.releases import launch_rules as rules
 from mambasizer.service.solver.releases.registry import at_least, base_release
+from mambasizer.service.solver.specs import MXFP8_SCALE_BLOCK as MXFP8_BLOCK
 
 DEFAULT_MAMBA_FULL_MEMORY_RATIO = 0.9
 SPEC_DEFAULT_MAX_RUNNING_REQUESTS = 48
@@ -65,7 +66,16 @@ SPEC_DEFAULT_PARAMS = (3, 1, 4)
 NGRAM_DEFAULT_DRAFT_TOKENS = 12
 NGRAM_DEFAULT_MAX_BFS_BREADTH = 10  # --speculative-ngram-max-bfs-breadth: NGRAM's topk
 EAGLE_FAMILY = {"EAGLE", "EAGLE3", "NEXTN"}
-KV_ITEMSIZE = {"bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "float32": 4, "fp8_e4m3": 1, "fp8_e5m2": 1}
+# arg_groups/choices.py: DETERMINISTIC_ATTENTION_BACKEND_CHOICES, RADIX_SUPPORTED_DETERMINISTIC_ATTENTION_BACKEND.
+DETERMINISTIC_ATTENTION_BACKENDS = ("ascend", "fa3", "fa4", "flashinfer", "intel_xpu", "triton")
+RADIX_DETERMINISTIC_ATTENTION_BACKENDS = ("ascend", "fa3", "fa4", "triton")
+KV_ITEMSIZE = {"bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "float32": 4, "fp8_e4m3": 1, "fp8_e5m2": 1, "mxfp8": 1}
+FP4_KV = ("nvfp4", "fp4_mx_block16")
+# `handle_kv4_compatibility`: the backends an FP4 KV cache may run with (one backend for both phases).
+KV4_MHA_BACKENDS = ["triton", "torch_native", "flex_attention", "trtllm_mha"]
+KV4_MLA_BACKENDS = ["flashinfer", "trtllm_mla"]
+# `handle_nvfp4_prefill_kv_dequant_dtype`: the prefill backend of each NVFP4 prefill recipe.
+NVFP4_PREFILL_BACKENDS = {"flashinfer": "fp8_e4m3", "trtllm_mha": "nvfp4"}
 DEFAULT_MAX_PREFILL_TOKENS = 16384
 PP_PREFILL_GRAPH_MAX_TOKENS = 8192
 FLA_CHUNK_SIZE = 64
@@ -173,10 +183,36 @@ class Launch(NamedTuple):
     enable_two_batch_overlap: bool = False
     enable_symm_mem: bool = False
     enable_hierarchical_cache: bool = False
+    # The int8 mamba checkpoint pool (int8_checkpoint.py): on, and the slots asked for (None: 2K).
+    int8_checkpoint: bool = False
+    int8_checkpoint_size: int | None = None
+    linear_attn_decode_backend: str = "triton"
 
     @property
     def rejected(self) -> bool:
         return bool(self.rejections)
+
+
+def _block_scaled_kv_refusal(kv_cache_dtype: str, backend: str, layout: ModelLayout, plat: Platform) -> tuple[str, str] | None:
+    """SGLang's refusals of the block-scaled KV caches on this GPU: MXFP8 off Blackwell, NVFP4
+    off SM100 / SM120, FP4 off CUDA, and fp4_mx_block16 with a backend that cannot read it."""
+    if kv_cache_dtype == "mxfp8" and not plat.is_blackwell:
+        return "ValueError", ("--kv-cache-dtype mxfp8 requires an SM100+ (Blackwell) GPU for the block-scaled operands used "
+                              "by the FA4 MXFP8 attention path.")
+    if kv_cache_dtype not in FP4_KV:
+        return None
+    if not plat.is_cuda:
+        return "RuntimeError", "KV4 is not tested on non-CUDA platforms."
+    if kv_cache_dtype == "nvfp4" and not (plat.is_sm100 or plat.capability[0] == 12):
+        return "RuntimeError", ("--kv-cache-dtype=nvfp4 requires Blackwell SM100 or SM120. Use --kv-cache-dtype=fp4_mx_block16 "
+                                "for the block-size-16 FP4 recipe.")
+    if kv_cache_dtype == "fp4_mx_block16":
+        mla = layout.kv.kind == "mla"
+        allowed = KV4_MLA_BACKENDS if mla else KV4_MHA_BACKENDS
+        if backend not in allowed:
+            return "AssertionError", (f"KV4 {'MLA' if mla else 'MHA'} expects attention_backend to be one of {allowed}, "
+                                      f"but got {backend}")
+    return None
 
 
 def _kv_dtype(args: ServerArgs, layout: ModelLayout) -> tuple[str, str]:
@@ -364,10 +400,12 @@ def _in_radix_branch(layout: ModelLayout, release: str = DEFAULT_RELEASE) -> boo
     return layout.architecture in MAMBA_RADIX_CACHE_ARCHS and rules.radix_arch_before_0_5_19(release, layout.architecture)
 
 
-def supports_extra_buffer(layout: ModelLayout, release: str = DEFAULT_RELEASE) -> bool:
+def supports_extra_buffer(layout: ModelLayout, release: str = DEFAULT_RELEASE, linear_attn_backend: str = "triton") -> bool:
+    """`supports_mamba_cache_extra_buffer`: the architecture, and (0.5.23) the base
+    linear-attention backend being triton (the per-mode overrides do not count)."""
     if base_release(release) != DEFAULT_RELEASE:
         return layout.architecture in rules.extra_buffer_archs(base_release(release))
-    return layout.architecture in MAMBA_EXTRA_BUFFER_ARCHS
+    return layout.architecture in MAMBA_EXTRA_BUFFER_ARCHS and linear_attn_backend == "triton"
 
 
 def mamba_chunk_size(layout: ModelLayout) -> int:
@@ -428,6 +466,19 @@ def resolve(
     check_pp_layers(layout, pp)
     # The backend, and the page / strategy a model override sets with it (platform.py).
     choice = platform.default_backend(layout, args, plat) if args.attention_backend is None else platform.BackendChoice(args.attention_backend, None)
+    # The backend `handle_deterministic_inference` sees: the user's, a model override's, else its
+    # own fallback, which replaces the generic default. Kimi-K3's override sets the prefill and
+    # decode backends only, so deterministic inference still sees the backend unset there.
+    det_backend: str | None = args.attention_backend
+    if args.enable_deterministic_inference and det_backend is None:
+        override = platform.model_override(layout, args, plat)
+        if override is not None and not platform.override_splits_backends(layout, override):
+            det_backend = override.backend
+        else:
+            fallback = platform.deterministic_backend(plat)
+            det_backend = fallback
+            if override is None:
+                choice = platform.BackendChoice(fallback, None)
     backend = choice.backend
     kv_dtype, kv_reason = _kv_dtype(args, layout)
     if backend == "fa3" and kv_dtype == "fp8_e5m2":
@@ -499,13 +550,13 @@ def resolve(
         wants_overlap = not disable_overlap
         wants_paging = raw_page is not None and raw_page > 1
         if strategy == "auto":
-            if (wants_overlap or wants_paging) and supports_extra_buffer(layout, release):
+            if (wants_overlap or wants_paging) and supports_extra_buffer(layout, release, args.linear_attn_backend):
                 strategy = "extra_buffer"
             else:
                 strategy = "no_buffer"
                 disable_overlap = True
         if strategy in ("extra_buffer", "extra_buffer_lazy"):
-            if not supports_extra_buffer(layout, release):
+            if not supports_extra_buffer(layout, release, args.linear_attn_backend):
                 reject("AssertionError", f"extra_buffer is not supported for {layout.architecture}; use no_buffer.")
             elif args.speculative_num_draft_tokens is not None and args.mamba_track_interval < args.speculative_num_draft_tokens:
                 reject("AssertionError", f"--mamba-track-interval ({args.mamba_track_interval}) must be >= --speculative-num-draft-tokens ({args.speculative_num_draft_tokens}) with the extra_buffer strategy")
@@ -526,20 +577,51 @@ def resolve(
         reject("AssertionError", rules.NEMOTRON_H_TRITON_ERROR)
     if lfm2_triton and rules.lfm2_triton_after_radix(release):
         reject("AssertionError", f"{layout.architecture} does not support triton attention backend, as the first layer might not be an attention layer")
+    # handle_deterministic_inference (after the strategy resolved, before the extra buffer is read).
+    if args.enable_deterministic_inference and det_backend is not None:
+        if det_backend not in DETERMINISTIC_ATTENTION_BACKENDS:
+            reject("ValueError", f"Currently only {list(DETERMINISTIC_ATTENTION_BACKENDS)} attention backends are supported for "
+                   f"deterministic inference, but you explicitly specified '{det_backend}'.")
+        elif det_backend not in RADIX_DETERMINISTIC_ATTENTION_BACKENDS:
+            disable_radix = True
+    # handle_nvfp4_prefill_kv_dequant_dtype: the prefill recipe of an NVFP4 KV cache.
+    if args.kv_cache_dtype == "nvfp4":
+        # The backend set by then: the user's, or a model override's (Kimi-K3's is its prefill backend).
+        explicit: str | None = args.attention_backend
+        if explicit is None:
+            override = platform.model_override(layout, args, plat)
+            explicit = override.backend if override is not None else None
+        if explicit is not None and explicit not in NVFP4_PREFILL_BACKENDS:
+            reject("ValueError", f"NVFP4 prefill supports an FP8 E4M3 workspace or native NVFP4, but backend {explicit!r} provides neither.")
+    # handle_attention_backend_compatibility: TensorRT-LLM MLA's KV dtypes (the flag as given).
+    if backend == "trtllm_mla" and args.kv_cache_dtype not in ("fp8_e4m3", "bf16", "auto") and release == DEFAULT_RELEASE:
+        reject("ValueError", "TensorRT-LLM MLA backend only supports kv-cache-dtype of fp8_e4m3, bf16, or auto.")
+    # handle_mamba_backend, then handle_int8_mamba_checkpoint (mamba_hook.py).
+    if args.mamba_max_states_per_path == 0 or args.mamba_max_states_per_path < -1:
+        reject("ValueError", "--mamba-max-states-per-path must be -1 (unlimited) or a positive integer, got "
+               f"{args.mamba_max_states_per_path}.")
+    if args.enable_int8_mamba_checkpoint and args.enable_hierarchical_cache:
+        reject("ValueError", int8_checkpoint.HICACHE_REFUSAL)
     # <=0.5.13's extra buffer is the strategy alone; 0.5.14 also needs the radix cache on.
     radix_gate = not disable_radix or rules.legacy_radix_era(release)
     extra_buffer = radix_gate and strategy in ("extra_buffer", "extra_buffer_lazy")
     lazy = radix_gate and strategy == "extra_buffer_lazy"
 
-    # 5. ReplaySSM (linear-attention backend hook).
+    # 5. The linear-attention backend hook: its kernel checks, then ReplaySSM's.
     mamba_ssm_dtype = args.mamba_ssm_dtype
-    decode_linear = platform.linear_attn_decode_backend(args, plat)
-    if args.enable_linear_replayssm and decode_linear != "triton":
+    linear = platform.linear_attn_backends(args, plat)
+    decode_linear = linear.decode
+    refused = linear.rejection
+    if linear.warning:
+        warnings.append(linear.warning)
+    if refused is not None:
+        reject(*refused)
+    elif args.enable_linear_replayssm and decode_linear not in ("triton", "helion"):
         reject("ValueError", "--enable-linear-replayssm requires Triton, or Helion for KDA, as the linear-attn decode backend; "
                f"got --linear-attn-decode-backend={decode_linear!r}.")
     elif args.enable_linear_replayssm and extra_buffer:
         reject(*rules.replayssm_extra_buffer_refusal(release, args.mamba_radix_cache_strategy, strategy))
-    if args.enable_linear_replayssm_spec:
+    if args.enable_linear_replayssm_spec and refused is None:
         if args.speculative_eagle_topk not in (None, 1):
             reject(
                 "ValueError",
@@ -547,6 +629,9 @@ def resolve(
                 "verify kernel uses a strictly-lower causal mask and is invalid for EAGLE tree verify. Got "
                 f"--speculative-eagle-topk={args.speculative_eagle_topk!r}.",
             )
+        elif decode_linear not in ("triton", "flashinfer"):
+            reject("ValueError", "--enable-linear-replayssm-spec requires the triton or flashinfer linear-attn decode backend, "
+                   f"got --linear-attn-decode-backend={decode_linear!r}.")
         elif args.enable_linear_replayssm:
             reject(
                 "ValueError",
@@ -559,6 +644,14 @@ def resolve(
     refused = wide_ep.hicache_dcp_rejection(args.enable_hierarchical_cache, args.dcp_size, args.speculative_algorithm, layout.kv.kind == "mla")
     if refused is not None:
         reject(*refused)
+
+    # handle_kv4_compatibility, handle_mxfp8_kv_cache_compatibility (after the linear-attention hook).
+    kv_refusal = _block_scaled_kv_refusal(args.kv_cache_dtype, backend, layout, plat)
+    if kv_refusal is not None:
+        reject(*kv_refusal)
+    if args.kv_cache_dtype == "mxfp8" and layout.kv.kind != "mla" and layout.kv.head_dim % MXFP8_BLOCK != 0 and kv_refusal is None:
+        # MHATokenToKVPoolMXFP8._create_buffers, when the pools are built.
+        reject("ValueError", f"MXFP8 KV cache requires head_dim divisible by {MXFP8_BLOCK}, got {layout.kv.head_dim}.")
 
     # 6. Page size default; attention DP divides the chunked prefill size.
     page = raw_page if raw_page is not None else platform.default_page(plat, env)
@@ -623,7 +716,7 @@ def resolve(
             draft_reason = f"the checkpoint's MTP: num_nextn_predict_layers={layout.num_nextn_predict_layers} draft KV layer(s) priced"
         else:
             # SGLang prices the separate draft's own layers; without its config nothing says how many.
-            one = layout.kv.cell_bytes(1, KV_ITEMSIZE[kv_dtype], attn_tp)
+            one = layout.kv.cell_bytes(1, KV_ITEMSIZE.get(kv_dtype, 1), attn_tp, mxfp8=kv_dtype == "mxfp8")
             draft_reason = (f"no draft_model and no num_nextn_predict_layers in the config: the draft's KV is priced at zero; "
                             f"each draft layer adds {one:,} bytes per token to every stage's KV cell")
             warnings.append(
@@ -657,9 +750,17 @@ def resolve(
     if refused is not None:
         reject(*refused)
 
+    if args.kv_cache_dtype in FP4_KV and not rejections:
+        # SGLang would start it: its FP4 cell is not modelled (refused only once every check passed).
+        raise PlanInputError(
+            "server_args.kv_cache_dtype",
+            f"{args.kv_cache_dtype} KV on {plat.name} with attention backend {backend}: SGLang 0.5.23 starts it, but its "
+            "FP4 cell (packed data, block scales per backend layout, the dequant workspace) is not modelled here; "
+            "use fp8_e4m3 or mxfp8",
+        )
     return Launch(
         tp_size=tp, pp_size=pp, attn_dp_size=dp, attn_tp_size=attn_tp, page_size=page,
-        kv_cache_dtype=kv_dtype, kv_itemsize=KV_ITEMSIZE[kv_dtype], mem_fraction_static=mfs,
+        kv_cache_dtype=kv_dtype, kv_itemsize=KV_ITEMSIZE.get(kv_dtype, 1), mem_fraction_static=mfs,
         kv_cache_dtype_reason=kv_reason, draft_kv_layers_reason=draft_reason,
         mamba_full_memory_ratio=args.mamba_full_memory_ratio if args.mamba_full_memory_ratio is not None else DEFAULT_MAMBA_FULL_MEMORY_RATIO,
         strategy=strategy, extra_buffer=extra_buffer, extra_buffer_lazy=lazy,
@@ -682,4 +783,6 @@ def resolve(
         moe_a2a_backend=args.moe_a2a_backend, ep_size=wide_ep.ep_size(args.moe_a2a_backend, tp, args.ep_size),
         enable_two_batch_overlap=args.enable_two_batch_overlap, enable_symm_mem=args.enable_symm_mem,
         enable_hierarchical_cache=args.enable_hierarchical_cache,
+        int8_checkpoint=args.enable_int8_mamba_checkpoint, int8_checkpoint_size=args.int8_mamba_ckpt_size,
+        linear_attn_decode_backend=decode_linear,
     )

@@ -29,13 +29,15 @@ from mambasizer.schemas.plan import (
     SlackConsumer,
     Stage,
 )
-from mambasizer.schemas.request import HFConfigModel, LayoutModel, PlanRequest
+from mambasizer.schemas.releases import DEFAULT_RELEASE
+from mambasizer.schemas.request import HFConfigModel, LayoutModel, PlanRequest, ServerArgs
 from mambasizer.service.solver import (
     allocation,
     budget,
     dcp,
     disaggregation,
     gpu_budget,
+    int8_checkpoint,
     kv,
     mamba,
     requests,
@@ -46,6 +48,7 @@ from mambasizer.service.solver.errors import PlanInputError, SGLangStartupError
 from mambasizer.service.solver.families import layout_from_explicit, layout_from_hf_config
 from mambasizer.service.solver.launch import Launch, resolve
 from mambasizer.service.solver.layout import ModelLayout
+from mambasizer.service.solver.releases.registry import base_release
 from mambasizer.service.solver.releases.sizing import (
     SizingProfile,
     architecture_first_release,
@@ -73,6 +76,10 @@ class _Partial:
     limit: requests.RequestLimit | None = None
     micro: int | None = None
     estimate: gpu_budget.EstimatedBudget | None = None
+    # The int8 mamba checkpoint pool: the largest stage's, and the least slack it leaves (None: unknown).
+    checkpoint: int8_checkpoint.CheckpointPool | None = None
+    checkpoint_slack_left: int | None = None
+    checkpoint_checked: bool = False  # some rank's free memory was known
 
 
 # Preset layouts are built once: the request path re-validates nothing it has seen.
@@ -173,7 +180,30 @@ def check_release(req: PlanRequest, layout: ModelLayout) -> SizingProfile:
             f"the ReplaySSM spec-verify ring is sized here from SGLang 0.5.20 on, not for {req.sglang_version} "
             "(0.5.17-0.5.19 charge a per-slot ring of another formula); choose sglang_version 0.5.20 or later",
         )
+    if base_release(req.sglang_version) != DEFAULT_RELEASE:
+        if req.server_args.kv_cache_dtype in ("mxfp8", "nvfp4", "fp4_mx_block16"):
+            raise PlanInputError(
+                "server_args.kv_cache_dtype",
+                f"{req.server_args.kv_cache_dtype} is modelled for SGLang {DEFAULT_RELEASE} only; drop it or choose "
+                f"sglang_version {DEFAULT_RELEASE}",
+            )
+        for name in RELEASE_0_5_23_ONLY:
+            value = getattr(req.server_args, name)
+            if value != ServerArgs.model_fields[name].default:
+                raise PlanInputError(
+                    f"server_args.{name}",
+                    f"is modelled for SGLang {DEFAULT_RELEASE} only (its resolution in {req.sglang_version} is not "
+                    f"conformance-tested here); drop it or choose sglang_version {DEFAULT_RELEASE}",
+                )
     return profile
+
+
+# Launch features whose resolution and sizing are conformance-tested on 0.5.23's code only.
+RELEASE_0_5_23_ONLY = (
+    "enable_int8_mamba_checkpoint", "int8_mamba_ckpt_size", "mamba_max_states_per_path", "linear_attn_backend",
+    "linear_attn_decode_backend", "linear_attn_prefill_backend", "linear_attn_verify_backend",
+    "enable_deterministic_inference",
+)
 
 
 def replan(req: PlanRequest, layout: ModelLayout) -> Plan:
@@ -387,7 +417,7 @@ def _pipeline(req, layout, launch: Launch, stage_ranges, state: StateSpec, whole
             cell = kv.stage_cell_bytes(
                 layout.kv, local_full_layers=n_full, itemsize=launch.kv_itemsize, attn_tp=launch.attn_tp_size,
                 draft_layers=launch.draft_kv_layers, prices_draft_kv=prices_draft, eagle_cell=prof.eagle_cell,
-                attn_dcp=launch.dcp_size,
+                attn_dcp=launch.dcp_size, mxfp8=launch.kv_cache_dtype == "mxfp8",
             )
             on_other = cell == 0 and has_full and launch.pp_size > 1
             by_full[n_full] = cell, kv.stage_tokens(
@@ -426,6 +456,39 @@ def _pipeline(req, layout, launch: Launch, stage_ranges, state: StateSpec, whole
         )
     # H: the scheduler's micro-batch size.
     p.micro = requests.pp_max_micro_batch_size(p.limit.max_running_requests, launch.pp_size, launch.pp_max_micro_batch_size)
+    # I: the int8 mamba checkpoint pool, built after the split and before the KV pool.
+    if launch.int8_checkpoint:
+        free_after_bytes = None if p.estimate is not None or free_after is None else int(free_after * GIB)
+        _checkpoint_pool(req, layout, launch, stage_ranges, state, p, free_after_bytes)
+
+
+def _checkpoint_pool(req, layout: ModelLayout, launch: Launch, stage_ranges, state: StateSpec, p: _Partial, free_after_bytes: int | None) -> None:
+    """Each rank's int8 checkpoint pool against the free memory it is allocated from (the
+    probe's free memory after load, less the request table and mamba pools built before it),
+    then the KV pool against what it leaves (int8_checkpoint.py)."""
+    assert p.split is not None and p.limit is not None and p.tokens is not None
+    K = p.split.max_mamba_cache_size
+    slots = int8_checkpoint.slots(K, launch.int8_checkpoint_size)
+    inputs = _stage_inputs(req, layout, launch, stage_ranges, state, K, p.limit.max_running_requests, p.tokens)
+    for i, (s, x) in enumerate(zip(stage_ranges, inputs, strict=True)):
+        pool = int8_checkpoint.pool_bytes(state, x.local_mamba_layers, slots)
+        if p.checkpoint is None or pool.total > p.checkpoint.total:
+            p.checkpoint = pool
+        stage_free = p.estimate.stage_free_after_bytes[i] if p.estimate is not None else free_after_bytes
+        if stage_free is None:
+            continue
+        p.checkpoint_checked = True
+        built = allocation.stage_pool_bytes(x)
+        kv_bytes = built.get("kv_pool", 0)
+        free = stage_free - sum(v for k, v in built.items() if k != "kv_pool")
+        if int8_checkpoint.refuses(pool, free):
+            raise SGLangStartupError("checkpoint_pool_does_not_fit", "RuntimeError", int8_checkpoint.too_large_message(pool, free))
+        if kv_bytes > free - pool.total:
+            raise SGLangStartupError("checkpoint_pool_does_not_fit", "torch.OutOfMemoryError",
+                                     int8_checkpoint.kv_oom_message(pool, kv_bytes, free, s.pp_rank))
+        left = free - pool.total - kv_bytes
+        if p.checkpoint_slack_left is None or left < p.checkpoint_slack_left:
+            p.checkpoint_slack_left = left
 
 
 def _stage_inputs(req, layout: ModelLayout, launch: Launch, stage_ranges, state: StateSpec, K: int, N: int, T: int, device_kind: Literal["cuda", "cpu"] = "cuda") -> list[allocation.StageAllocationInputs]:
@@ -573,7 +636,10 @@ def _assemble(req, layout: ModelLayout, launch: Launch, stage_ranges, state: Sta
         "logical_max_total_num_tokens": None if T is None else dcp.logical_tokens(T, launch.dcp_size),
         "decode_pool": decode_report,
         "slack_consumers": [SlackConsumer.trusted(c) for c in wide_ep.slack_consumers(
-            launch.moe_a2a_backend, launch.enable_symm_mem, launch.enable_hierarchical_cache, None)],
+            launch.moe_a2a_backend, launch.enable_symm_mem, launch.enable_hierarchical_cache, None)]
+        + ([SlackConsumer.trusted({"name": "int8_mamba_checkpoint_pool", "bytes": p.checkpoint.total,
+                                   "note": int8_checkpoint.slack_note(p.checkpoint, p.checkpoint_slack_left, p.checkpoint_checked)})]
+           if p.checkpoint is not None else []),
         "stages": out_stages,
     })
 

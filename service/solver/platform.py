@@ -148,10 +148,49 @@ def kv_heads_per_rank(layout: ModelLayout, tp_size: int) -> int:
     return max(1, int(total) // max(tp_size, 1))
 
 
-def linear_attn_decode_backend(args: ServerArgs, plat: Platform) -> str:
-    """`handle_linear_attn_backend`: FlashInfer's GDN decode on SM100 with a bf16 SSM state
-    asked by --mamba-ssm-dtype, else triton."""
-    return "flashinfer" if plat.is_sm100 and args.mamba_ssm_dtype == "bfloat16" else "triton"
+class LinearAttnBackends(NamedTuple):
+    decode: str
+    verify: str
+    prefill: str
+    rejection: tuple[str, str] | None  # SGLang's first refusal, (exception, message)
+    warning: str | None = None
+
+
+def linear_attn_backends(args: ServerArgs, plat: Platform) -> LinearAttnBackends:
+    """`attention_hook.handle_linear_attn_backend`, up to its ReplaySSM checks: the decode
+    backend (FlashInfer's GDN decode on SM100 with a bf16 SSM state asked by --mamba-ssm-dtype
+    when none is named; flashkda inherited from the base falls back to triton), the verify
+    backend (flashinfer after a flashinfer decode), and the refusals on SM100+."""
+    base = args.linear_attn_backend
+    decode = args.linear_attn_decode_backend
+    if decode is None and base != "helion" and plat.is_sm100 and args.mamba_ssm_dtype == "bfloat16":
+        decode = "flashinfer"
+    decode = decode or base
+    sm100_plus = plat.is_cuda and plat.capability[0] >= 10
+    verify = args.linear_attn_verify_backend
+    prefill = args.linear_attn_prefill_backend or base
+
+    def out(rejection: tuple[str, str] | None, warning: str | None = None) -> LinearAttnBackends:
+        return LinearAttnBackends(decode or base, verify or ("flashinfer" if decode == "flashinfer" else "triton"), prefill, rejection, warning)
+
+    if decode == "flashkda":
+        if args.linear_attn_decode_backend == "flashkda":
+            message = ("--linear-attn-decode-backend flashkda is not supported: FlashKDA is prefill-only. Use "
+                       "--linear-attn-prefill-backend flashkda (decode stays on triton).")
+            return out(("ValueError", message))
+        decode = "triton"
+    if decode == "flashinfer" and args.mamba_ssm_dtype != "bfloat16" and sm100_plus:
+        return out(("ValueError", f"--linear-attn-decode-backend flashinfer on SM100+ requires --mamba-ssm-dtype bfloat16, got {args.mamba_ssm_dtype!r}"))
+    if verify is None and decode == "flashinfer":
+        verify = "flashinfer"
+    if verify == "flashinfer" and args.mamba_ssm_dtype != "bfloat16" and sm100_plus:
+        return out(("ValueError", f"--linear-attn-verify-backend flashinfer on SM100+ requires --mamba-ssm-dtype bfloat16, got {args.mamba_ssm_dtype!r}"))
+    warning = None
+    if prefill == "flashinfer" and sm100_plus:
+        # SGLang reads torch.version.cuda, which the catalog does not hold.
+        warning = ("--linear-attn-prefill-backend flashinfer on SM100+ needs a CUDA 13+ build of SGLang: a CUDA 12 build refuses "
+                   "it at launch (ValueError)")
+    return out(None, warning)
 
 
 class BackendChoice(NamedTuple):
@@ -164,6 +203,23 @@ class BackendChoice(NamedTuple):
 def default_backend(layout: ModelLayout, args: ServerArgs, plat: Platform) -> BackendChoice:
     """The attention (decode) backend SGLang picks when `--attention-backend` is unset: the
     model override of the architecture first, then `get_default_attn_backend`."""
+    return model_override(layout, args, plat) or BackendChoice(generic_default_backend(layout, args, plat), None)
+
+
+def deterministic_backend(plat: Platform) -> str:
+    """`_deterministic_attention_backend` with no backend set (the hybrids are not DeepSeek
+    models): flashinfer on SM100 / SM120, fa3 elsewhere."""
+    return "flashinfer" if plat.is_sm100 or (plat.is_cuda and plat.capability[0] == 12) else "fa3"
+
+
+def override_splits_backends(layout: ModelLayout, choice: BackendChoice) -> bool:
+    """Kimi-K3's SM100 override sets --prefill/--decode-attention-backend, not
+    --attention-backend (`model_overrides/kimi_k3.py`)."""
+    return layout.architecture in KIMI_K3_ARCHS and choice.backend == "trtllm_mla"
+
+
+def model_override(layout: ModelLayout, args: ServerArgs, plat: Platform) -> BackendChoice | None:
+    """The backend a model override of the architecture sets, or None."""
     arch = layout.architecture
     if arch in NEMOTRON_H_ARCHS and plat.is_blackwell:
         if args.speculative_algorithm is not None:
@@ -185,7 +241,7 @@ def default_backend(layout: ModelLayout, args: ServerArgs, plat: Platform) -> Ba
             return BackendChoice("flashinfer", None)
         if arch in KIMI_K3_ARCHS and plat.device_sm in (100, 103) and args.speculative_algorithm != "DSPARK":
             return BackendChoice("trtllm_mla", None)
-    return BackendChoice(generic_default_backend(layout, args, plat), None)
+    return None
 
 
 def constrained_page(backend: str, page: int | None) -> int | None:

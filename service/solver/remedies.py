@@ -89,6 +89,8 @@ def remedies_for(req: PlanRequest, layout: ModelLayout, launch: Launch, plan: Pl
         return _starts_with(r, lay, split)
 
     b = req.budget
+    if err.kind == "checkpoint_pool_does_not_fit":
+        return _checkpoint_pool_remedies(req, layout, plan, _starts)
     if err.kind == "weights_do_not_fit":
         return _parallel_that_fits(req, layout)
     if b.rest_gib is not None:
@@ -186,3 +188,17 @@ def advice_for_target_concurrency(req: PlanRequest, layout: ModelLayout, launch:
         f"still holds one full {launch.context_len:,}-token context: max_running_requests {p.max_running_requests} "
         f"(of the {wanted} requested), max_total_num_tokens {p.max_total_num_tokens:,}"
     )]
+
+
+def _checkpoint_pool_remedies(req: PlanRequest, layout: ModelLayout, plan: Plan, starts) -> list[str]:
+    """The int8 checkpoint pool does not fit beside the KV pool: fewer checkpoint slots (the
+    largest count that starts), or no checkpoint pool."""
+    out: list[str] = []
+    K = plan.max_mamba_cache_size or 0
+    asked = req.server_args.int8_mamba_ckpt_size or 2 * K
+    best = largest_int(1, max(asked - 1, 1), lambda v: starts(_with(req, server_args={"int8_mamba_ckpt_size": v}), layout))
+    if best is not None:
+        out.append(f"--int8-mamba-ckpt-size {best} starts (the largest value that does)")
+    if starts(_with(req, server_args={"enable_int8_mamba_checkpoint": False}), layout):
+        out.append("drop --enable-int8-mamba-checkpoint (the radix cache then keeps its states in the active pool)")
+    return out

@@ -11,7 +11,9 @@ from __future__ import annotations
 from math import prod
 from typing import Literal, NamedTuple
 
-DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1}
+DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2, "fp8_e4m3": 1, "fp8_e5m2": 1, "mxfp8": 1, "float8_e8m0fnu": 1}
+# MXFP8 KV: one UE8M0 scale byte per 32 elements of K and of V (MHATokenToKVPoolMXFP8).
+MXFP8_SCALE_BLOCK = 32
 FP32_BYTES = 4
 
 
@@ -76,9 +78,13 @@ class KVSpec(NamedTuple):
         # A rank always keeps at least one (replicated) head when TP exceeds the KV heads.
         return max(1, self.total_kv_heads // (attn_tp // attn_dcp))
 
-    def cell_bytes(self, num_layers: int, itemsize: int, attn_tp: int, attn_dcp: int = 1) -> int:
+    def cell_bytes(self, num_layers: int, itemsize: int, attn_tp: int, attn_dcp: int = 1, mxfp8: bool = False) -> int:
         if self.kind == "mla":
-            # The latent is replicated on every rank: MLA cells are not TP-sharded.
+            # The latent is replicated on every rank: MLA cells are not TP-sharded (and the
+            # MLA pool has no MXFP8 scales: `_compute_cell_size` adds them on the MHA branch).
             return (self.kv_lora_rank + self.qk_rope_head_dim) * num_layers * itemsize
         h = self.heads_per_rank(attn_tp, attn_dcp)
-        return h * (self.head_dim + self.v_head_dim) * num_layers * itemsize
+        cell = h * (self.head_dim + self.v_head_dim) * num_layers * itemsize
+        if mxfp8:
+            cell += h * (self.head_dim + self.v_head_dim) * num_layers // MXFP8_SCALE_BLOCK
+        return cell

@@ -25,7 +25,7 @@ MIB = 1 << 20
 # Manifest dtype -> torch dtype name. fp8 KV is stored as uint8 (`KVCache.store_dtype`).
 TORCH_DTYPES = {
     "bfloat16": "bfloat16", "float16": "float16", "float32": "float32",
-    "fp8_e4m3": "uint8", "fp8_e5m2": "uint8",
+    "fp8_e4m3": "uint8", "fp8_e5m2": "uint8", "mxfp8": "uint8", "float8_e8m0fnu": "uint8",
     "int8": "int8", "int32": "int32", "int64": "int64", "uint8": "uint8",
 }
 

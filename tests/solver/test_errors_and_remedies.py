@@ -34,7 +34,9 @@ def req(model=QWEN, budget=None, **server_args):
         ({"model": QWEN, "budget": {"free_gib_before_load": 80, "free_gib_after_load": 40}}, "budget.gpu_memory_mib"),
         ({"model": QWEN, "budget": {"rest_gib": 1, "free_gib_after_load": 3}}, "budget"),
         ({"model": {"preset": "kimi-k3", "hf_config": {}}, "budget": {"rest_gib": 1}}, "model"),
-        ({"model": QWEN, "budget": {"rest_gib": 1}, "server_args": {"kv_cache_dtype": "nvfp4"}}, "server_args.kv_cache_dtype"),
+        # fp4_mx_block16 with triton on Hopper: SGLang starts it, its FP4 cell is not modelled.
+        ({"model": QWEN, "budget": {"rest_gib": 1}, "server_args": {"kv_cache_dtype": "fp4_mx_block16", "attention_backend": "triton"}},
+         "server_args.kv_cache_dtype"),
     ],
 )
 def test_invalid_input_names_the_field(body, field):

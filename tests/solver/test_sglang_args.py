@@ -83,12 +83,9 @@ def test_ignored_flags_are_listed_not_sized():
     "argv",
     [
         ["--enable-unified-memory"],
-        ["--kv-cache-dtype", "nvfp4"],
-        ["--kv-cache-dtype", "mxfp8"],
         ["--attention-backend", "trtllm_mha"],
         ["--enable-lora"],
         ["--moe-a2a-backend", "mooncake"],
-        ["--deepep-mode", "normal"],
         ["--disaggregation-mode", "encode"],
         ["--cuda-graph-bs-decode", "1", "2", "4"],
         ["--dtype", "float16"],
@@ -103,9 +100,9 @@ def test_sizing_flags_that_are_not_modelled_are_refused(argv):
 
 
 def test_unmodelled_flags_at_sglangs_default_are_no_ops():
-    p = parse_sglang_args(["--dtype", "auto", "--linear-attn-backend", "triton", "--device", "cuda", "--deepep-mode", "auto"])
+    p = parse_sglang_args(["--dtype", "auto", "--max-lora-chunk-size", "16", "--device", "cuda", "--deepep-mode", "auto"])
     assert p.server_args == {}
-    assert {"--dtype", "--linear-attn-backend", "--device", "--deepep-mode"} <= set(p.ignored)
+    assert {"--dtype", "--max-lora-chunk-size", "--device", "--deepep-mode"} <= set(p.ignored)
 
 
 def test_unknown_flags_name_close_matches():
@@ -132,11 +129,12 @@ def test_deprecated_dp_attention_spelling_is_attention_dp():
     assert "not supported" in exc.value.message
 
 
-def test_draft_model_and_int8_checkpoint_are_accepted_with_a_warning():
-    p = parse_sglang_args(["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "org/draft", "--enable-int8-mamba-checkpoint"])
-    assert p.server_args == {"speculative_algorithm": "EAGLE3"} and p.draft_model_path == "org/draft"
+def test_draft_model_is_accepted_with_a_warning_and_int8_checkpoint_is_modelled():
+    p = parse_sglang_args(["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "org/draft", "--enable-int8-mamba-checkpoint",
+                           "--int8-mamba-ckpt-size", "900"])
+    assert p.server_args == {"speculative_algorithm": "EAGLE3", "enable_int8_mamba_checkpoint": True, "int8_mamba_ckpt_size": 900}
+    assert p.draft_model_path == "org/draft"
     assert any("draft_model.num_layers" in w for w in p.warnings)
-    assert any("int8 mamba checkpoint" in w for w in p.warnings)
 
 
 def test_env_words_and_launcher_words():
