@@ -23,13 +23,17 @@ def test_gpus_lists_the_catalog_with_sources(client):
     assert by_name["h100"]["memory_mib"] == 81559
     assert by_name["h200"]["memory_mib"] == 143771
     assert by_name["h100-nvl"]["memory_mib"] == 95830
-    assert len(body["gpus"]) == len(gpus.CATALOG) == 17 and body["default_gpu"] == "h200"
+    assert len(body["gpus"]) == len(gpus.CATALOG) == 35 and body["default_gpu"] == "h200"
     assert all(g["source"] for g in body["gpus"])
     assert by_name["mi300x"] | {} == {**by_name["mi300x"], "memory_mib": 196592, "runtime": "hip", "architecture": "cdna3", "compute_capability": "9.4", "confirmed": True}
     assert by_name["b200"]["compute_capability"] == "10.0" and by_name["rtx-pro-6000"]["compute_capability"] == "12.0"
-    assert by_name["mi355x"]["memory_mib"] is None and not by_name["mi355x"]["confirmed"]
+    assert by_name["mi325x"]["memory_mib"] is None and not by_name["mi325x"]["confirmed"]
+    assert by_name["mi355x"]["memory_mib"] == 294896 and by_name["mi355x"]["confirmed"]
+    assert by_name["gb10"]["integrated"] and by_name["gb10"]["compute_capability"] == "12.1"
+    assert by_name["strix-halo"]["device_class"] == "gfx1151" and by_name["strix-halo"]["compute_capability"] == "11.5"
+    assert by_name["strix-halo"]["integrated"] and by_name["rtx-3090"]["device_class"] == "sm86"
     assert by_name["h200"]["residents"] == "calibrated on Hopper logs" and by_name["b200"]["residents"].startswith("estimated")
-    assert "gb10" in body["not_modelled"] and "b200" not in body["not_modelled"]
+    assert "v100" in body["not_modelled"] and "gb10" not in body["not_modelled"]
     assert body["resident_before_load_gib"] == {
         "one_rank": gpu_budget.SINGLE_RANK_RESIDENT_GIB,
         "several_ranks": round(gpu_budget.SINGLE_RANK_RESIDENT_GIB + gpu_budget.MULTI_RANK_EXTRA_GIB, 6),
@@ -62,7 +66,7 @@ def test_measured_plans_say_so(client):
     assert body["stages"][0]["weights_bytes"] is None and body["min_free_stage"] is None
 
 
-@pytest.mark.parametrize("gpu, part", [("gb10", "unified memory"), ("mi350x", "AMD"), ("v100-sxm2", "unknown GPU")])
+@pytest.mark.parametrize("gpu, part", [("v100", "Volta"), ("mi250x", "CDNA2"), ("tpu-v5", "unknown GPU")])
 def test_unmodelled_gpu_is_a_422_naming_budget_gpu(client, gpu, part):
     body = assert_problem(client.post("/v1/plan", json={**QWEN, "budget": {"gpu": gpu}}), 422, field="budget.gpu")
     assert part in body["detail"]
@@ -70,7 +74,7 @@ def test_unmodelled_gpu_is_a_422_naming_budget_gpu(client, gpu, part):
 
 
 def test_unconfirmed_gpu_alone_is_a_422_naming_gpu_memory_mib(client):
-    body = assert_problem(client.post("/v1/plan", json={**QWEN, "budget": {"gpu": "mi355x"}}), 422, field="budget.gpu_memory_mib")
+    body = assert_problem(client.post("/v1/plan", json={**QWEN, "budget": {"gpu": "mi325x"}}), 422, field="budget.gpu_memory_mib")
     assert "give the figure you read (rocminfo Pool 1 Size KB / 1024) as gpu_memory_mib" in body["detail"]
     ok = client.post("/v1/plan", json={**QWEN, "budget": {"gpu": "mi355x", "gpu_memory_mib": 294896}}).json()
     assert ok["feasible"] and ok["gpu_memory_mib"] == 294896 and ok["resolved"]["attention_backend"] == "aiter"

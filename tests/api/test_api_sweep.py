@@ -94,11 +94,11 @@ def test_every_row_is_what_plan_answers(client, base, axes):
 
 def test_a_sweep_shows_what_moves(client):
     body = client.post("/v1/sweep", json={"base": QWEN_GPU, "axes": [
-        {"field": "budget.gpu", "values": ["h100", "h200", "b200", "gb10"]}, {"field": "server_args.tp_size", "values": [1, 3, 4, 8]}]}).json()
+        {"field": "budget.gpu", "values": ["h100", "h200", "b200", "v100"]}, {"field": "server_args.tp_size", "values": [1, 3, 4, 8]}]}).json()
     rows = {(r["point"]["budget.gpu"], r["point"]["server_args.tp_size"]): r for r in body["rows"]}
     assert rows[("h200", 1)]["error_kind"] == "weights_do_not_fit" and rows[("h200", 1)]["stages"][0]["weights_bytes"] > 143771 << 20
     assert rows[("h200", 3)]["error_kind"] == "invalid_input" and rows[("h200", 3)]["error_field"] == "server_args.tp_size"
-    assert rows[("gb10", 4)]["error_kind"] == "invalid_input" and rows[("gb10", 4)]["error_field"] == "budget.gpu"
+    assert rows[("v100", 4)]["error_kind"] == "invalid_input" and rows[("v100", 4)]["error_field"] == "budget.gpu"
     assert rows[("b200", 4)]["feasible"] and rows[("b200", 4)]["gpu_memory_mib"] == 183359  # SGLang's resolution on B200
     assert rows[("h200", 4)]["feasible"] and rows[("h200", 8)]["max_running_requests"] > rows[("h200", 4)]["max_running_requests"]
     assert rows[("h100", 8)]["max_total_num_tokens"] < rows[("h200", 8)]["max_total_num_tokens"]

@@ -62,8 +62,8 @@ def test_check_gpu_weights_that_do_not_fit_exit_1_with_the_fix(capsys, tmp_path)
 
 
 @pytest.mark.parametrize("argv, part", [
-    (["--preset", PRESET, "--gpu", "gb10"], "budget.gpu: 'gb10' is Blackwell (unified memory"),
-    (["--preset", PRESET, "--gpu", "mi355x"], "budget.gpu_memory_mib: is needed with budget.gpu 'mi355x'"),
+    (["--preset", PRESET, "--gpu", "v100"], "budget.gpu: 'v100' is Volta (SM 7.0)"),
+    (["--preset", PRESET, "--gpu", "mi325x"], "budget.gpu_memory_mib: is needed with budget.gpu 'mi325x'"),
     (["--preset", PRESET, "--gpu", "h200", "--budget-gib", "40"], "not both"),
     (["--preset", PRESET, "--reserved-gib", "2"], "--reserved-gib needs --gpu"),
 ])

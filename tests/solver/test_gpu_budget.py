@@ -56,7 +56,14 @@ def test_catalog_figures_are_nvidia_smi_totals():
         assert g.source, g
         assert g.confirmed == (not g.source.startswith("unconfirmed")), g
         assert str(g.memory_mib) in g.source or not g.confirmed, g
-    assert {g.name for g in gpus.CATALOG.values() if not g.confirmed} == {"gh200-144gb", "mi325x", "mi355x"}
+    assert {g.name for g in gpus.CATALOG.values() if not g.confirmed} == {
+        "gh200-144gb", "h100-pcie", "mi325x", "mi300a", "mi350x", "rtx-a6000", "l4", "rtx-6000-ada", "radeon-pro-w7900",
+        "rx-7900-xtx", "strix-halo"}
+    # The measured capacities (GPUS.md), each with its public source.
+    assert {n: gpus.lookup(n).memory_mib for n in ("rtx-3090", "a10", "rtx-4090", "rtx-5090", "l20", "l40", "a100-40gb", "a800", "mi355x")} == {
+        "rtx-3090": 24576, "a10": 23028, "rtx-4090": 24564, "rtx-5090": 32607, "l20": 49140, "l40": 46068, "a100-40gb": 40960,
+        "a800": 81920, "mi355x": 294896}
+    assert {g.device_class for g in gpus.CATALOG.values()} == set(gpus.CLASSES)
 
 
 def test_single_rank_estimate_is_exact_arithmetic():
@@ -262,12 +269,17 @@ def test_off_catalog_capacity_plans_with_a_hopper_warning(weights):
 
 
 @pytest.mark.parametrize("budget, field, part", [
-    ({"gpu": "gb10"}, "budget.gpu", "Blackwell (unified memory"),
-    ({"gpu": "mi350x"}, "budget.gpu", "AMD CDNA4"),
+    ({"gpu": "v100"}, "budget.gpu", "Volta (SM 7.0)"),
+    ({"gpu": "mi250x"}, "budget.gpu", "AMD CDNA2"),
     ({"gpu": "tpu-v5"}, "budget.gpu", "unknown GPU"),
     ({"gpu": "tpu-v5", "rest_gib": 10.0}, "budget.gpu", "unknown GPU"),
     ({"gpu": "tpu-v5", "gpu_memory_mib": 143771}, "budget.gpu", "unknown GPU"),
-    ({"gpu": "mi355x"}, "budget.gpu_memory_mib", "no public source confirms"),
+    ({"gpu": "mi350x"}, "budget.gpu_memory_mib", "no public source confirms"),
+    ({"gpu": {"product": "NVIDIA GB10", "runtime": "cuda"}}, "budget.gpu", "without memory_mib, compute_capability, integrated"),
+    ({"gpu": {"product": "Tesla T4", "memory_mib": 15360, "compute_capability": "7.5", "runtime": "cuda", "integrated": False}},
+     "budget.gpu.compute_capability", "'7.5' on cuda is not a device class"),
+    ({"gpu": "h200", "host_available_mib": 100000}, "budget.host_available_mib", "applies only to an integrated"),
+    ({"gpu": "gb10", "rest_gib": 10.0, "host_available_mib": 100000}, "budget", "host_available_mib only applies"),
     ({"gpu": "gh200-144gb", "reserved_gib": 2.0}, "budget.gpu_memory_mib", "nvidia-smi memory.total"),
     ({"rest_gib": 10.0, "gpu_memory_mib": 143771}, "budget", "not two forms"),
     ({"gpu": "h200", "free_gib_before_load": 100.0}, "budget", "needs rest_gib, or both"),
@@ -280,7 +292,8 @@ def test_budget_form_errors_name_the_field(weights, budget, field, part):
     assert info.value.field == field
     assert part in info.value.message
     if field == "budget.gpu":
-        assert info.value.allowed == sorted(gpus.CATALOG)
+        described = isinstance(budget["gpu"], dict)
+        assert info.value.allowed == (list(gpus.DESCRIPTION_FIELDS) if described else sorted(gpus.CATALOG))
 
 
 def test_ep_size_must_divide_tp_size(weights):
