@@ -66,13 +66,18 @@ def _parts_by_class() -> dict[str, list[gpus.Gpu]]:
     return out
 
 
+def _family_firsts() -> list[dict]:
+    """The first Hopper conformance case of every family."""
+    per_family: dict[str, dict] = {}
+    for c in hopper.generate_cases():
+        per_family.setdefault(hopper._layout(c["model"]).family, c)
+    return list(per_family.values())
+
+
 def generate_cases() -> list[dict]:
     pool = hopper.generate_cases()
     rng = random.Random(SEED)
-    per_family: dict[str, dict] = {}
-    for c in pool:  # one case of every family first, on every part
-        per_family.setdefault(hopper._layout(c["model"]).family, c)
-    firsts = list(per_family.values())
+    firsts = _family_firsts()  # one case of every family first, on every part
     cases = []
     for cls, parts in _parts_by_class().items():
         n = FULL_PER_GPU * len(parts) if FULL else PER_CLASS
@@ -234,3 +239,32 @@ def test_kimi_k3_tp8_dcp8_on_b300_plans_as_sglang_resolves_it():
     p = plan({"model": {"preset": "kimi-k3"}, "server_args": {"tp_size": 8, "dcp_size": 8}, "budget": {"gpu": "b300"}})
     assert p.resolved.page_size == 64 and p.resolved.mem_fraction_static == b["mem_fraction_static"]
     assert p.resolved.gpu == "b300" and p.resolved.dcp_size == 8 and p.max_total_num_tokens and p.max_total_num_tokens > 0
+
+
+# ------------------------------------------------ every part by name, through the planner
+
+def _by_name_cases() -> list[dict]:
+    firsts = {c["id"] for c in _family_firsts()}
+    unique = {c["id"]: c for c in CASES if c["id"][len(c["gpu"]) + 1:] in firsts}  # a first may recur in a class's sample
+    return list(unique.values())
+
+
+BY_NAME_CASES = _by_name_cases()
+
+
+@pytest.mark.parametrize("case", BY_NAME_CASES, ids=[str(c["id"]) for c in BY_NAME_CASES])
+def test_every_part_plans_by_name_as_sglang_resolves_it(case):
+    """plan() with budget.gpu naming the part (its capacity beside it where unconfirmed): the
+    resolution it reports is SGLang's own with that part's probes stood in."""
+    from mambasizer.service.planner import plan
+
+    gpu = gpus.CATALOG[case["gpu"]]
+    budget: dict = {"gpu": gpu.name, "free_gib_before_load": 20.0, "free_gib_after_load": 10.0, "gpu_memory_mib": case["gpu_mib"]}
+    p = plan({"model": {"hf_config": hopper.MODELS[case["model"]]}, "server_args": case["server_args"], "env": case["env"], "budget": budget})
+    b = theirs(case)
+    assert p.resolved.gpu == gpu.name and p.device is not None and p.device.device_class == gpu.device_class
+    if b["rejected"]:
+        assert p.error is not None and p.error.exception == b["rejected"], (p.error, b)
+        return
+    assert (p.resolved.page_size, p.resolved.attention_backend, p.resolved.mem_fraction_static) == (
+        b["page_size"], b["attention_backend"], b["mem_fraction_static"])
