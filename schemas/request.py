@@ -355,7 +355,7 @@ def _env_bool(v: Any) -> bool:
     if isinstance(v, int) and v in (0, 1):
         return bool(v)
     if isinstance(v, str):
-        s = v.strip().lower()
+        s = v.lower()  # EnvBool.parse lowers and compares: no strip (" 1" is not a boolean to SGLang)
         if s in _ENV_TRUE:
             return True
         if s in _ENV_FALSE:

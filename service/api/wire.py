@@ -19,7 +19,7 @@ import mambasizer.schemas.request as request_schema
 from mambasizer.schemas import Plan, PlanRequest
 from mambasizer.schemas.releases import DEFAULT_RELEASE
 from mambasizer.schemas.trial import TrialRefusal, TrialResult
-from mambasizer.service.sglang_args import parse_sglang_args
+from mambasizer.service.sglang_args import env_value, parse_sglang_args
 from mambasizer.service.solver import PlanInputError
 from mambasizer.service.solver.plan import input_error_from_validation
 
@@ -284,7 +284,7 @@ def _take_sglang_args(raw: dict, value: Any) -> tuple[dict, Any]:
         raise PlanInputError("env", "must be a JSON object")
     merged = dict(env)
     for key, val in (parsed.env or {}).items():
-        if key in merged and merged[key] != val:
+        if key in merged and env_value(key, merged[key]) != val:  # one value, read by SGLang's env rules
             raise PlanInputError(f"env.{key}", f"is {merged[key]!r} in env but sglang_args set it to {val!r}")
         merged[key] = val
     raw["server_args"] = dict(parsed.server_args)

@@ -160,7 +160,7 @@ def test_request_from_launch_args_is_a_plan_request_that_sizes():
 
 def test_every_modelled_flag_is_a_server_args_field():
     assert set(sa.MODELLED) <= set(ServerArgs.model_fields)
-    assert set(sa._ENV_KEYS) <= set(Env.model_fields)
+    assert set(sa.ENV_NAMES) == set(Env.model_fields)
 
 
 # --------------------------------------------------------------------------- conformance with SGLang's parser
