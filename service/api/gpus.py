@@ -11,7 +11,7 @@ from fastapi import APIRouter
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
-from mambasizer.service.solver import gpu_budget
+from mambasizer.service.solver import gpu_budget, gpu_labels
 from mambasizer.service.solver.gpus import ALIASES, CATALOG, CLASSES, DEFAULT_GPU, NOT_MODELLED
 
 
@@ -29,6 +29,7 @@ class GpuEntry(BaseModel):
     residents: str = Field(description="What is estimated: the memory resident before the weights load (F_pre).")
     source: str = Field(description="The public text showing memory_mib, or why none is confirmed.")
     aliases: list[str] = Field(description="Other spellings budget.gpu accepts for this part.")
+    gpu_labels: dict[str, str] = Field(description="The node labels that identify this part (NVIDIA GPU Feature Discovery; AMD's node labeller: product name only, its other keys are unconfirmed); `check --gpu-labels` and the chart's preflight.gpuLabels take them.")
 
 
 class GpuList(BaseModel):
@@ -50,6 +51,7 @@ def _entry(g) -> dict:
         "resolution": "exact: SGLang 0.5.23's resolution on this platform (tests/conformance/test_platform_resolution.py)",
         "residents": "calibrated on Hopper logs" if hopper else "estimated: Hopper's calibrated residents stand in (no public log calibrates this part; the plan warns), budget.reserved_gib overrides",
         "source": g.source, "aliases": sorted(a for a, k in ALIASES.items() if k == g.name),
+        "gpu_labels": gpu_labels.labels_of(g),
     }
 
 

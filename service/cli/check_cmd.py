@@ -24,10 +24,13 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from mambasizer.service.cli import EXIT_INVALID, EXIT_OK, EXIT_WOULD_NOT_START
 from mambasizer.service.cli.common import add_command, whole_number
+from mambasizer.service.solver import gpu_labels
+from mambasizer.service.solver.errors import PlanInputError
 from mambasizer.service.upgrade import DEFAULT_MAX_CAPACITY_LOSS, DEFAULT_MAX_SLACK_LOSS
 
 PROG = "mambasizer check"
@@ -144,6 +147,20 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         type=_budget,
         metavar="X",
         help="with --gpu / --gpu-memory-mib: GiB resident before the weights load, replacing the calibrated estimate",
+    )
+    p.add_argument(
+        "--gpu-labels",
+        metavar="KEY=VALUE,...|@FILE",
+        help="instead of --gpu: the node's GPU labels (GPU Feature Discovery: nvidia.com/gpu.product, nvidia.com/gpu.memory, "
+        "nvidia.com/gpu.compute.major/.minor; AMD: amd.com/gpu.product-name), comma-separated or @FILE one per line; "
+        "GET /v1/gpus lists each part's labels",
+    )
+    p.add_argument(
+        "--host-available-mib",
+        type=_positive_int,
+        metavar="N",
+        help="with --gpu on an integrated part (gb10, mi300a, strix-halo): the host's MemAvailable in MiB, where SGLang "
+        "reads free memory (budget.host_available_mib)",
     )
     p.add_argument(
         "--sglang-version",
@@ -326,6 +343,17 @@ def _read_request(source: str) -> dict:
 def _gpu_budget(args: argparse.Namespace) -> dict | None:
     """The estimated-budget object the GPU flags ask for, or None."""
     gpu, mib, reserved = getattr(args, "gpu", None), getattr(args, "gpu_memory_mib", None), getattr(args, "reserved_gib", None)
+    labels = getattr(args, "gpu_labels", None)
+    if labels is not None:
+        if gpu is not None:
+            raise _invalid("give --gpu or --gpu-labels, not both")
+        try:
+            gpu = gpu_labels.budget_gpu(gpu_labels.parse(_read_labels(labels)))
+        except PlanInputError as exc:
+            raise _invalid(f"--gpu-labels: {exc.field}: {exc.message}") from None
+    host = getattr(args, "host_available_mib", None)
+    if host is not None and gpu is None:
+        raise _invalid("--host-available-mib needs --gpu (an integrated part: gb10, mi300a, strix-halo)")
     if gpu is None and mib is None:
         if reserved is not None:
             raise _invalid("--reserved-gib needs --gpu or --gpu-memory-mib")
@@ -335,7 +363,19 @@ def _gpu_budget(args: argparse.Namespace) -> dict | None:
     budget: dict = {k: v for k, v in (("gpu", gpu), ("gpu_memory_mib", mib)) if v is not None}
     if reserved is not None:
         budget["reserved_gib"] = reserved
+    if host is not None:
+        budget["host_available_mib"] = host
     return budget
+
+
+def _read_labels(value: str) -> str:
+    """--gpu-labels as given, or the file `@FILE` names."""
+    if not value.startswith("@"):
+        return value
+    try:
+        return Path(value[1:]).read_text()
+    except OSError as exc:
+        raise _invalid(f"--gpu-labels {value}: {exc.strerror}") from None
 
 
 def _request_from_args(args: argparse.Namespace) -> dict:

@@ -163,3 +163,26 @@ def test_kimi_k3_tp8_pp8_plans_from_the_gpu_alone(client):
     p = plan({**req, "budget": {"gpu": "h200"}})
     assert (body["max_total_num_tokens"], body["max_running_requests"], body["max_mamba_cache_size"]) == (
         p.max_total_num_tokens, p.max_running_requests, p.max_mamba_cache_size) == (11_700_777, 1655, 6622)
+
+
+def test_gpus_list_each_parts_identifying_labels(client):
+    by_name = {g["name"]: g for g in client.get("/v1/gpus").json()["gpus"]}
+    assert by_name["h100"]["gpu_labels"] == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.compute.major": "9",
+                                            "nvidia.com/gpu.compute.minor": "0", "nvidia.com/gpu.memory": "81559"}
+    assert by_name["gb10"]["gpu_labels"] == {"nvidia.com/gpu.product": "NVIDIA-GB10", "nvidia.com/gpu.compute.major": "12",
+                                            "nvidia.com/gpu.compute.minor": "1"}  # no memory label: nvidia-smi prints [N/A]
+    assert by_name["mi300x"]["gpu_labels"] == {"amd.com/gpu.product-name": "AMD_Instinct_MI300X"}
+
+
+@pytest.mark.parametrize("gpu", ["rtx-3090", "a10", "rtx-4090", "rtx-5090", "l20", "l40", "a100-40gb", "a800", "mi355x", "gb10", "b300"])
+def test_each_listed_part_plans_by_name(client, gpu):
+    resp = client.post("/v1/plan", json={"model": {"preset": "qwen3.5-27b"}, "server_args": {"tp_size": 4}, "budget": {"gpu": gpu}})
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body["resolved"]["gpu"] == gpu and body["device"]["name"] == gpu and body["gpu_memory_mib"] == gpus.CATALOG[gpu].memory_mib
+
+
+def test_a_described_device_missing_fields_is_a_422_listing_them(client):
+    body = assert_problem(client.post("/v1/plan", json={**QWEN, "budget": {"gpu": {"product": "NVIDIA GB10", "memory_mib": 124610}}}),
+                          422, field="budget.gpu")
+    assert "without compute_capability, runtime, integrated" in body["detail"]

@@ -92,3 +92,22 @@ def test_plan_table_has_a_weights_column(tmp_path, capsys):
     for s in p.stages:
         row = next(line for line in out.splitlines() if line.strip().startswith(f"{s.pp_rank} ") and f"{s.start_layer}-" in line)
         assert f"{s.weights_bytes / 2**30:.2f} GiB" in row
+
+
+@pytest.mark.parametrize("argv, part", [
+    (["--gpu-labels", "nvidia.com/gpu.product=NVIDIA-Foo"], "--gpu-labels: gpu_labels: 'NVIDIA-Foo' is no catalog part"),
+    (["--gpu", "h200", "--gpu-labels", "nvidia.com/gpu.product=NVIDIA-H200"], "give --gpu or --gpu-labels, not both"),
+    (["--gpu", "h200", "--host-available-mib", "1000"], "budget.host_available_mib: applies only to an integrated"),
+])
+def test_check_gpu_labels_errors_exit_2_on_one_line(capsys, argv, part):
+    code, out, err = run(capsys, "check", "--preset", PRESET, *argv)
+    assert code == 2 and out == ""
+    assert part in err and err.count("\n") == 1
+
+
+def test_check_plans_from_gpu_labels_and_host_memory(capsys, tmp_path):
+    labels = tmp_path / "labels.txt"
+    labels.write_text("nvidia.com/gpu.product: NVIDIA-GB10\nnvidia.com/gpu.compute.major: 12\nnvidia.com/gpu.compute.minor: 1\n")
+    code, out, err = run(capsys, "check", "--preset", "qwen3.5-27b", "--gpu-labels", f"@{labels}", "--host-available-mib", "110000")
+    assert code == 0, err
+    assert "budget=estimated" in out

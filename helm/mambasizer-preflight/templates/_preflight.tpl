@@ -24,6 +24,11 @@ Call it from any chart:
   preset, gpu, sglangArgs         form 2: `check --preset P --gpu G -- ARGS` (planned from the
                                   GPU alone: `mambasizer check --help`, GET /v1/gpus)
   preset, budgetGiB, sglangArgs   form 2b: `check --preset P --budget-gib X -- ARGS`
+  preset, gpuLabels, sglangArgs   form 2c: `check --preset P --gpu-labels K=V,... -- ARGS`: the GPU
+                                  named by node labels (GPU Feature Discovery nvidia.com/gpu.*,
+                                  AMD amd.com/gpu.product-name); GET /v1/gpus lists each part's
+  preset, gpuLabelsFromNode, sglangArgs  form 2d: the same labels read from that node with Helm's
+                                  `lookup` (a live install; `helm template` and --dry-run read none)
   require.maxRunningRequests / maxTotalTokens / contextLength   int, 0 = none
   sglangVersion           string  the release the deployment runs (`check --sglang-version`)
   upgradeTo               string  also plan it at this release (`check --upgrade-to`): fail when
@@ -34,6 +39,22 @@ Call it from any chart:
   resources, nodeSelector, tolerations, podAnnotations, serviceAccountName
   nameSuffix              string  default "mambasizer-preflight" (Job = <release>-<suffix>)
 */ -}}
+
+{{- /* The preset form's GPU labels as `K=V,K=V` (sorted keys): gpuLabels, else the
+     nvidia.com/gpu.* / amd.com/gpu.* labels of node gpuLabelsFromNode (Helm's lookup);
+     "" when neither is set. */ -}}
+{{- define "mambasizer-preflight.gpuLabels" -}}
+{{- $labels := dict -}}
+{{- range $k, $val := (.gpuLabels | default dict) }}{{ $_ := set $labels $k (toString $val) }}{{ end -}}
+{{- if and (empty $labels) .gpuLabelsFromNode -}}
+{{- $node := lookup "v1" "Node" "" (toString .gpuLabelsFromNode) | default dict -}}
+{{- range $k, $val := (dig "metadata" "labels" dict $node) }}{{ if or (hasPrefix "nvidia.com/gpu." $k) (hasPrefix "amd.com/gpu." $k) }}{{ $_ := set $labels $k (toString $val) }}{{ end }}{{ end -}}
+{{- if empty $labels }}{{ fail (printf "mambasizer preflight: gpuLabelsFromNode: node %q has no nvidia.com/gpu.* or amd.com/gpu.* labels, or cannot be read (Helm's lookup reads nothing under helm template or --dry-run); set gpu or gpuLabels" (toString .gpuLabelsFromNode)) }}{{ end -}}
+{{- end -}}
+{{- $pairs := list -}}
+{{- range $k, $val := $labels }}{{ $pairs = append $pairs (printf "%s=%s" $k $val) }}{{ end -}}
+{{- join "," $pairs -}}
+{{- end }}
 
 {{- define "mambasizer-preflight.fullname" -}}
 {{- $v := .values | default dict -}}
@@ -123,7 +144,12 @@ the preset form turned into one (plan_pair adds --disaggregation-mode itself). *
 {{- if not (or $hasRequest $hasPreset) }}
 {{- fail (printf "mambasizer preflight: set preset or request; the forms: %s%s" $forms $pairForm) }}
 {{- end }}
-{{- if and $hasPreset (empty $v.gpu) (not $v.budgetGiB) }}
+{{- /* gpuLabels / gpuLabelsFromNode stand for gpu: the node's labels name the part. */ -}}
+{{- $gpuLabels := include "mambasizer-preflight.gpuLabels" $v -}}
+{{- if and $hasPreset (not (empty $v.gpu)) $gpuLabels }}
+{{- fail "mambasizer preflight: preset takes gpu or gpuLabels (gpuLabelsFromNode), not both" }}
+{{- end }}
+{{- if and $hasPreset (empty $v.gpu) (not $v.budgetGiB) (not $gpuLabels) }}
 {{- fail "mambasizer preflight: preset needs a budget: set gpu (e.g. gpu: h200, planned from the GPU alone) or budgetGiB (e.g. budgetGiB: 40, GiB per GPU left for the mamba/KV split)" }}
 {{- end }}
 {{- if and $hasPreset (not (empty $v.gpu)) $v.budgetGiB }}
@@ -201,6 +227,9 @@ spec:
             {{- if $v.gpu }}
             - --gpu
             - {{ $v.gpu | toString | quote }}
+            {{- else if $gpuLabels }}
+            - --gpu-labels
+            - {{ $gpuLabels | quote }}
             {{- else }}
             - --budget-gib
             - {{ $v.budgetGiB | toString | quote }}
