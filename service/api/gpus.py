@@ -49,7 +49,8 @@ def _entry(g) -> dict:
         "compute_capability": f"{g.capability[0]}.{g.capability[1]}", "runtime": g.runtime,
         "integrated": g.integrated,
         "resolution": "exact: SGLang 0.5.23's resolution on this platform (tests/conformance/test_platform_resolution.py)",
-        "residents": "calibrated on Hopper logs" if hopper else "estimated: Hopper's calibrated residents stand in (no public log calibrates this part; the plan warns), budget.reserved_gib overrides",
+        "residents": "calibrated on Hopper logs" if hopper else (
+            f"estimated: Hopper's calibrated residents stand in ({gpu_budget.fpre_evidence_note(g)}; the plan warns), budget.reserved_gib overrides"),
         "source": g.source, "aliases": sorted(a for a, k in ALIASES.items() if k == g.name),
         "gpu_labels": gpu_labels.labels_of(g),
     }

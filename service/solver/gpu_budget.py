@@ -265,16 +265,52 @@ def unified_memory_assumption_warning(gpu: gpus.Gpu, assumed_mib: int) -> str:
     )
 
 
+class FpreEvidence(NamedTuple):
+    """A public start-up log of a non-Hopper class printing the free memory SGLang read
+    before the load (avail mem after + mem usage of 'Load weight end'); the figures are
+    kept in tests/data/fpre_off_hopper.json and checked by tests/solver/test_gpu_budget.py."""
+
+    part: str  # the catalog part it ran on
+    tp_size: int
+    f_pre_gib: float
+    source: str
+
+
+# Per device class; a class not listed has no such public log (December 2026).
+FPRE_EVIDENCE = {
+    "sm89": FpreEvidence("rtx-4090", 2, 22.84, "github.com/kvcache-ai/ktransformers/issues/1870, SGLang 0.5.9 with kt-kernel"),
+    "sm121": FpreEvidence("gb10", 1, 112.95, "albond/DGX_Spark_Qwen3.5-122B-A10B-AR-INT4, a dev build; read from the host"),
+    "gfx1151": FpreEvidence("strix-halo", 1, 110.68, "a public repository file, a patched ROCm build; read from the host"),
+}
+
+
+def fpre_evidence_note(gpu: gpus.Gpu) -> str:
+    """What public logs say about F_pre on `gpu`'s device class, with the estimate's error."""
+    cls = gpu.device_class
+    ev = FPRE_EVIDENCE.get(cls)
+    if ev is None:
+        return f"no public start-up log of class {cls} prints the free memory before the load, so this estimate's error there is unknown"
+    part = gpus.CATALOG[ev.part]
+    if part.memory_mib is None:
+        return (f"one public log of class {cls} ({ev.part}, TP {ev.tp_size}; {ev.source}) read {ev.f_pre_gib} GiB before the "
+                "load, but the part has no fixed capacity to compare the estimate with")
+    ours = estimate(part.memory_mib, [0], tp_size=ev.tp_size, pp_size=1).free_before_gib
+    how = "taking the whole capacity as the host's available memory gives" if part.integrated else "this estimate gives"
+    return (f"one public log of class {cls} ({ev.part}, TP {ev.tp_size}; {ev.source}) read {ev.f_pre_gib} GiB before the load "
+            f"where {how} {ours:.2f} GiB ({ours - ev.f_pre_gib:+.2f} GiB)")
+
+
 def fpre_uncertainty_warning(gpu: gpus.Gpu) -> str:
-    """F_pre off Hopper: no public start-up log of a non-Hopper catalog part was found to
-    calibrate the residents, so Hopper's constants stand in, with what that may cost."""
+    """F_pre off Hopper: the residents are calibrated on Hopper logs only, so Hopper's
+    constants stand in, with what the public logs of the part's class say that may cost."""
     stack = "HIP context, hipBLASLt workspaces and RCCL communicators" if gpu.runtime == "hip" else "CUDA context, cuBLAS workspaces and NCCL communicators"
     return (
         f"mambasizer: on {gpu.name} ({gpu.architecture}) the memory resident before the weights load ({stack}) is not "
         f"calibrated: the Hopper figures stand in ({SINGLE_RANK_RESIDENT_GIB} GiB one rank, "
-        f"{round(SINGLE_RANK_RESIDENT_GIB + MULTI_RANK_EXTRA_GIB, 2)} GiB several; Hopper logs alone span 1.2-1.3 and 2.2-3.1 GiB), "
-        "so free_gib_before_load and everything after it may be off by a GiB or more per GPU (budget_source stays estimated). "
-        "Give budget.reserved_gib (or measured free_gib_before_load / free_gib_after_load) to replace the estimate."
+        f"{round(SINGLE_RANK_RESIDENT_GIB + MULTI_RANK_EXTRA_GIB, 2)} GiB several; Hopper logs alone span 1.2-1.3 and 2.2-3.1 GiB); "
+        f"{fpre_evidence_note(gpu)}. So free_gib_before_load and everything after it may be off by a GiB or more per GPU "
+        "(budget_source stays estimated). Give budget.reserved_gib (or measured free_gib_before_load / free_gib_after_load) "
+        "to replace the estimate."
     )
 
 
