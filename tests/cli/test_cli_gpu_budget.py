@@ -111,3 +111,17 @@ def test_check_plans_from_gpu_labels_and_host_memory(capsys, tmp_path):
     code, out, err = run(capsys, "check", "--preset", "qwen3.5-27b", "--gpu-labels", f"@{labels}", "--host-available-mib", "110000")
     assert code == 0, err
     assert "budget=estimated" in out
+
+
+LISTED = ["rtx-3090", "a10", "rtx-4090", "rtx-5090", "l20", "l40", "a100-40gb", "a800", "mi355x", "gb10", "b300", "rtx-pro-6000"]
+
+
+@pytest.mark.parametrize("gpu", LISTED)
+def test_each_listed_part_checks_by_name_as_the_planner_plans_it(capsys, gpu):
+    from mambasizer.service.planner import plan
+
+    p = plan({"model": {"preset": "qwen3.5-27b"}, "server_args": {"tp_size": 4}, "budget": {"gpu": gpu}})
+    code, out, err = run(capsys, "check", "--preset", "qwen3.5-27b", "--gpu", gpu, "--", "--tp-size", "4")
+    assert code == (0 if p.feasible else 1), err
+    if p.feasible:
+        assert f"max_total_num_tokens={p.max_total_num_tokens}," in out

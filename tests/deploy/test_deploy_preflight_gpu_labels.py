@@ -68,3 +68,20 @@ def test_labels_from_a_node_need_a_live_cluster():
         render(CHART, _values(gpuLabelsFromNode="gpu-node-1"))
     line = str(info.value).split("): ", 1)[1]
     assert line.startswith('mambasizer preflight: gpuLabelsFromNode: node "gpu-node-1" has no nvidia.com/gpu.* or amd.com/gpu.* labels')
+
+
+@pytest.mark.parametrize("gpu", ["rtx-3090", "a10", "rtx-5090", "l20", "a800", "mi355x", "gb10", "b300"])
+def test_each_listed_part_gates_by_name_and_by_its_labels(tmp_path, monkeypatch, capsys, gpu):
+    """preflight.gpu: NAME and preflight.gpuLabels (the part's own labels) render to the same
+    verdict, which is the planner's."""
+    from mambasizer.service.planner import plan
+
+    p = plan({"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "server_args": {"tp_size": 4, "max_running_requests": 64},
+              "budget": {"gpu": gpu}})
+    by_name = _args(_values(gpu=gpu))
+    assert by_name[3:5] == ["--gpu", gpu]
+    by_labels = _args(_values(gpuLabels=gpu_labels.labels_of(gpus.CATALOG[gpu])))
+    codes = [_run(args, tmp_path, monkeypatch, capsys)[0] for args in (by_name, by_labels)]
+    # FULL_VALUES requires 64 running requests and a 32,768-token context.
+    passes = p.feasible and (p.max_running_requests or 0) >= 64 and p.resolved.context_length >= 32768
+    assert codes == [0, 0] if passes else codes == [1, 1]
