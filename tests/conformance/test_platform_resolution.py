@@ -9,7 +9,7 @@ Cases: every sizable family (the Hopper conformance's model variants) on every c
 plus the flag sets the Hopper conformance generates (TP, PP, attention DP, speculative, radix
 off, explicit mem_fraction_static, page size, ...): in CI a seeded slice of PER_CLASS of them
 per capability class (gpus.CLASSES) shared among the class's parts; with
-MAMBASIZER_PLATFORM_FULL=1, FULL_PER_GPU on every part. Plus the HIP env switches. Every resolved field is compared, the attention backend too, and a plan of
+MAMBASIZER_PLATFORM_FULL=1, up to FULL_PER_GPU on every part. Plus the HIP env switches. Every resolved field is compared, the attention backend too, and a plan of
 each platform's headline case is checked against the numbers SGLang's resolution gives.
 
     .venv/bin/python -m pytest tests/conformance/test_platform_resolution.py -q -p no:cacheprovider
@@ -35,7 +35,7 @@ from tests.conformance import test_launch_resolution as hopper
 
 # CI runs a deterministic sample per capability class (every family on every part, plus a
 # seeded slice of the Hopper flag sets per class); MAMBASIZER_PLATFORM_FULL=1 runs the full
-# set (FULL_PER_GPU seeded flag sets on every part), as the research review did.
+# set (up to FULL_PER_GPU seeded flag sets on every part), as the research review did.
 FULL = os.environ.get("MAMBASIZER_PLATFORM_FULL", "") not in ("", "0")
 PER_CLASS = 36  # seeded flag sets per class in CI, shared among the class's parts
 FULL_PER_GPU = 180
@@ -83,7 +83,7 @@ def generate_cases() -> list[dict]:
         n = FULL_PER_GPU * len(parts) if FULL else PER_CLASS
         sample = pool[: 2 * len(hopper.MODELS)][: n // 2] + rng.sample(pool, n - n // 2)
         for i, gpu in enumerate(parts):
-            mine = firsts + (sample if FULL else sample[i::len(parts)])
+            mine = firsts + sample[i::len(parts)]  # the class's sample shared among its parts
             for c in mine:
                 env = dict(c["env"])
                 if gpu.runtime == "hip" and rng.random() < 0.3:
