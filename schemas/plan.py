@@ -100,6 +100,24 @@ class ResolvedArgs(Out):
     enable_two_batch_overlap: bool = False
 
 
+class PlanDevice(Out):
+    """The device the plan resolved as: the probes SGLang's resolution and memory reads see."""
+
+    name: str = Field(description="The catalog part (`described:<product>` for a described device; h200 when budget.gpu names none).")
+    named: bool = Field(description="Whether budget.gpu named or described it (false: the default Hopper part was assumed).")
+    catalog: bool = Field(description="Whether the device is a catalog part (GET /v1/gpus).")
+    product: str = Field(description="torch.cuda.get_device_name().")
+    memory_mib: int | None = Field(description="The capacity SGLang's probe reads (MiB), when known.")
+    compute_capability: str = Field(description="The torch compute capability (`12.1`), or the gfx arch on ROCm (`gfx942`).")
+    device_class: str = Field(description="The class SGLang's resolution branches on (sm90, sm100, sm121, gfx942, ...).")
+    runtime: Literal["cuda", "hip"]
+    integrated: bool = Field(description="props.is_integrated: unified memory.")
+    free_memory_from: Literal["device", "host"] = Field(
+        description="Where SGLang reads free memory: torch.cuda.mem_get_info (device), or psutil.virtual_memory().available on an integrated part (host).")
+    host_available_mib: int | None = Field(description="budget.host_available_mib, when given (integrated parts).")
+    free_memory_basis: str = Field(description="What free_gib_before_load / free_gib_after_load were taken from, and any assumption.")
+
+
 class SlackConsumer(Out):
     """Memory SGLang allocates after sizing, out of the slack mem_fraction_static leaves."""
 
@@ -174,6 +192,7 @@ class Plan(Out):
         "estimated: from the GPU alone (budget.gpu / gpu_memory_mib): weights exact, residents calibrated.",
     )
     gpu_memory_mib: int | None = Field(None, description="The GPU capacity the plan used (nvidia-smi memory.total), when known.")
+    device: PlanDevice | None = Field(None, description="The device the plan resolved as (budget.gpu's part or description; h200 when none is named).")
     free_gib_before_load: float | None = Field(None, description="F_pre the pipeline ran with (the world MIN SGLang's probe returns); null for rest_gib.")
     free_gib_after_load: float | None = Field(None, description="F_post the pipeline ran with (the world MIN after the weights load); null for rest_gib.")
     min_free_stage: int | None = Field(None, description="Estimated budget only: the PP stage whose largest rank set the world MIN of free memory after load.")

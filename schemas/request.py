@@ -390,7 +390,7 @@ def _env_bool(v: Any) -> bool:
     if isinstance(v, int) and v in (0, 1):
         return bool(v)
     if isinstance(v, str):
-        s = v.strip().lower()
+        s = v.lower()  # EnvBool.parse lowers and compares: no strip (" 1" is not a boolean to SGLang)
         if s in _ENV_TRUE:
             return True
         if s in _ENV_FALSE:
@@ -427,6 +427,24 @@ class Env(Strict):
 Gib = Annotated[StrictFloat, Field(ge=0, le=MAX_GIB, allow_inf_nan=False)]
 
 
+class DeviceDescription(Strict):
+    """A GPU described by what SGLang's probes read on it, for a part the catalog does not
+    name (or to state a catalog part's probes yourself). Every field is needed: a missing one
+    is a 422 on `budget.gpu` listing what is missing."""
+
+    product: Annotated[str, Field(min_length=1, max_length=128)] | None = Field(
+        None, description="torch.cuda.get_device_name() (what nvidia-smi / rocminfo print), e.g. `NVIDIA GB10`.")
+    memory_mib: Annotated[StrictInt, Field(ge=1, le=1 << 30)] | None = Field(
+        None, description="What SGLang's capacity probe reads (MiB): nvidia-smi memory.total, or the total SGLang logs as "
+        "`Reported total GPU memory per device (MiB)` where nvidia-smi prints [N/A]; rocminfo Pool 1 Size KB / 1024 on ROCm.")
+    compute_capability: Annotated[str, Field(min_length=3, max_length=16, pattern=r"^(\d{1,2}\.\d|gfx[0-9a-f]{3,4})$")] | None = Field(
+        None, description="torch.cuda.get_device_capability() as `12.1`; on ROCm the gfx arch (`gfx942`, props.gcnArchName) or its `9.4`.")
+    runtime: Literal["cuda", "hip"] | None = Field(None, description="`cuda` (torch.version.cuda) or `hip` (torch.version.hip set).")
+    integrated: StrictBool | None = Field(
+        None, description="torch.cuda.get_device_properties().is_integrated: a unified-memory part (GB10, MI300A, Strix Halo), "
+        "where SGLang reads free memory from the host (psutil).")
+
+
 class Budget(Strict):
     """Memory per GPU, in one of these forms:
 
@@ -447,9 +465,15 @@ class Budget(Strict):
     `gpu_memory_mib` beside it. Without `gpu` the device is a Hopper part (H200's rules).
     """
 
-    gpu: Annotated[str, Field(min_length=1, max_length=64)] | None = Field(
-        None, description="The GPU by catalog name (`GET /v1/gpus`), in any budget form: its resolution rules (architecture, "
-        "CUDA or HIP) and, without gpu_memory_mib, its capacity. Unset: a Hopper part.",
+    gpu: Annotated[str, Field(min_length=1, max_length=64)] | DeviceDescription | None = Field(
+        None, description="The GPU by catalog name (`GET /v1/gpus`), or described by its probes (product, memory_mib, "
+        "compute_capability, runtime, integrated), in any budget form: its resolution rules (compute capability, CUDA or "
+        "HIP) and, without gpu_memory_mib, its capacity. Unset: a Hopper part.",
+    )
+    host_available_mib: Annotated[StrictInt, Field(ge=1, le=1 << 30)] | None = Field(
+        None, description="Integrated (unified-memory) GPUs only, estimated form: the host's available memory in MiB "
+        "(psutil.virtual_memory().available, `MemAvailable` in /proc/meminfo) before SGLang starts. SGLang reads free memory "
+        "from it on such a part, not from a GPU capacity; without it the plan assumes the whole capacity is available and says so.",
     )
     rest_gib: Annotated[StrictFloat, Field(ge=-MAX_GIB, le=MAX_GIB, allow_inf_nan=False)] | None = None
     free_gib_before_load: Gib | None = None
@@ -495,6 +519,8 @@ class Budget(Strict):
             return self
         if self.reserved_gib is not None:
             raise ValueError("reserved_gib only applies to the estimated form (gpu or gpu_memory_mib alone)")
+        if self.host_available_mib is not None:
+            raise ValueError("host_available_mib only applies to the estimated form (gpu alone): a measured budget already is what SGLang read")
         if self.rest_gib is None:
             if self.free_gib_before_load is None or self.free_gib_after_load is None:
                 raise ValueError(

@@ -44,7 +44,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from mambasizer.schemas.releases import DEFAULT_RELEASE, SUPPORTED_RELEASES
+from mambasizer.schemas.request import Env
 from mambasizer.service.sglang_flag_table import ignored_dests, verdict
 from mambasizer.service.solver.errors import PlanInputError
 from mambasizer.service.solver.releases.registry import base_release
@@ -344,14 +347,9 @@ def _is_default(flag: _Flag, value: Any) -> bool:
 
 _LAUNCHERS = {"python", "python3", "-m", "sglang.launch_server", "sglang", "serve", "launch_server"}
 _ENV_WORD = re.compile(r"^([A-Z_][A-Z0-9_]*)=(.*)$")
-_ENV_KEYS = {
-    "SGLANG_PP_LAYER_PARTITION": str,
-    "SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK": "bool",
-    "SGLANG_MAMBA_SSM_DTYPE": str,
-    "SGLANG_MAMBA_CONV_DTYPE": str,
-    "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN": "bool",
-    "SGLANG_USE_CUDA_IPC_TRANSPORT": "bool",
-}
+# The env vars mambasizer models are the request's `env` object's fields: a launch line's
+# leading `NAME=value` words and that object are one input, read by one set of rules.
+ENV_NAMES = tuple(Env.model_fields)
 # Env vars that change the sizing or launch checks and are not modelled.
 _UNMODELLED_ENV = {
     "SGLANG_ENABLE_POST_CAPTURE_KV_SIZING", "SGLANG_ENABLE_PP_SPEC", "SGLANG_VLM_CACHE_SIZE_MB",
@@ -359,26 +357,43 @@ _UNMODELLED_ENV = {
 }
 
 
-def _env_bool(text: str) -> bool:
-    """SGLang's EnvBool.parse (any case): anything else SGLang ignores with a warning."""
-    lowered = text.strip().lower()
-    if lowered in ("true", "1", "yes", "y"):
-        return True
-    if lowered in ("false", "0", "no", "n"):
-        return False
-    raise ValueError("must be a boolean as SGLang's EnvBool reads it: true/1/yes/y or false/0/no/n (any case)")
+def env_value(name: str, value: Any) -> Any:
+    """`value` of the modelled env var `name` as the request's `env` object reads it (SGLang's
+    envs rules: EnvBool's true/1/yes/y and false/0/no/n in any case, EnvStr as written,
+    the dtype choices): a launch line's word and the object's member give the same value."""
+    try:
+        return getattr(Env.model_validate({name: value}), name)
+    except ValidationError as exc:
+        raise PlanInputError(f"env.{name}", exc.errors()[0]["msg"].removeprefix("Value error, ")) from None
+
+
+def split_env_words(argv: list[str]) -> tuple[list[tuple[str, str]], list[str]]:
+    """The `NAME=value` words before a launch line's first flag (how a shell passes
+    environment variables: `SGLANG_AITER_HONOR_EXPLICIT_MEM_FRACTION=1 python -m
+    sglang.launch_server ...`), and the line without them."""
+    env: list[tuple[str, str]] = []
+    rest: list[str] = []
+    for i, word in enumerate(argv):
+        if word.startswith("--"):
+            return env, rest + list(argv[i:])
+        m = _ENV_WORD.match(word)
+        if m:
+            env.append((m.group(1), m.group(2)))
+        else:
+            rest.append(word)
+    return env, rest
 
 
 def _tokens(argv: list[str], out: ParsedArgs) -> list[tuple[str, str | None, list[str]]]:
     """Split argv into (option as written, `=value` or None, following value words)."""
+    # Leading env assignments, then launcher words.
+    env, argv = split_env_words(argv)
+    for name, value in env:
+        _set_env(name, value, out)
     i = 0
-    # Leading env assignments and launcher words.
     while i < len(argv) and not argv[i].startswith("--"):
         word = argv[i]
-        env = _ENV_WORD.match(word)
-        if env:
-            _set_env(env.group(1), env.group(2), out)
-        elif word not in _LAUNCHERS and not word.endswith(("/python", "/python3")):
+        if word not in _LAUNCHERS and not word.endswith(("/python", "/python3")):
             raise PlanInputError(FIELD, f"unexpected word {word!r}: SGLang takes no positional arguments (flags start with --)")
         i += 1
     items: list[tuple[str, str | None, list[str]]] = []
@@ -402,13 +417,10 @@ def _looks_like_flag(word: str) -> bool:
 
 
 def _set_env(name: str, value: str, out: ParsedArgs) -> None:
-    if name in _ENV_KEYS:
-        try:
-            out.env[name] = _env_bool(value) if _ENV_KEYS[name] == "bool" else value
-        except ValueError as exc:
-            raise PlanInputError(f"env.{name}", str(exc)) from None
+    if name in ENV_NAMES:
+        out.env[name] = env_value(name, value)
     elif name in _UNMODELLED_ENV:
-        raise PlanInputError(FIELD, f"{name} changes SGLang {out.release}'s sizing in a way mambasizer does not model", sorted(_ENV_KEYS))
+        raise PlanInputError(FIELD, f"{name} changes SGLang {out.release}'s sizing in a way mambasizer does not model", sorted(ENV_NAMES))
     else:
         out.ignored.append(f"{name}={value}")
 

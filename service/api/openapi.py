@@ -32,6 +32,7 @@ BUDGET_FORMS: list[dict] = [
             "free_gib_after_load": {"type": "null"},
             "gpu_memory_mib": {"type": "null"},
             "reserved_gib": {"type": "null"},
+            "host_available_mib": {"type": "null"},
         },
     },
     {
@@ -42,13 +43,14 @@ BUDGET_FORMS: list[dict] = [
             "free_gib_before_load": {"type": "number", "exclusiveMinimum": 0},
             "free_gib_after_load": {"type": "number"},
             "reserved_gib": {"type": "null"},
+            "host_available_mib": {"type": "null"},
         },
     },
     {
         "title": "gpu (+ gpu_memory_mib), estimated from the GPU alone",
         "required": ["gpu"],
         "properties": {
-            "gpu": {"type": "string"},
+            "gpu": {"type": ["string", "object"]},
             "rest_gib": {"type": "null"},
             "free_gib_before_load": {"type": "null"},
             "free_gib_after_load": {"type": "null"},
@@ -80,6 +82,8 @@ SEMANTIC_FIELDS: tuple[str, ...] = (
     "budget.gpu", "model.preset", "server_args.ep_size",
     # a part whose capacity no public source confirms needs the caller's figure
     "budget.gpu_memory_mib",
+    # a described device's class, and the host's memory, which applies to integrated parts only
+    "budget.gpu.compute_capability", "budget.host_available_mib",
     # DCP must divide tp_size and fit the attention TP (service/solver/dcp.py)
     "server_args.dcp_size",
     # a release that cannot load the model (service/solver/releases/sizing.py)

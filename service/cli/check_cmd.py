@@ -31,10 +31,13 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from mambasizer.service.cli import EXIT_INVALID, EXIT_OK, EXIT_WOULD_NOT_START
 from mambasizer.service.cli.common import add_command, whole_number
+from mambasizer.service.solver import gpu_labels
+from mambasizer.service.solver.errors import PlanInputError
 from mambasizer.service.upgrade import DEFAULT_MAX_CAPACITY_LOSS, DEFAULT_MAX_SLACK_LOSS
 
 PROG = "mambasizer check"
@@ -160,6 +163,20 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         type=_budget,
         metavar="X",
         help="with --gpu / --gpu-memory-mib: GiB resident before the weights load, replacing the calibrated estimate",
+    )
+    p.add_argument(
+        "--gpu-labels",
+        metavar="KEY=VALUE,...|@FILE",
+        help="instead of --gpu: the node's GPU labels (GPU Feature Discovery: nvidia.com/gpu.product, nvidia.com/gpu.memory, "
+        "nvidia.com/gpu.compute.major/.minor; AMD: amd.com/gpu.product-name), comma-separated or @FILE one per line; "
+        "GET /v1/gpus lists each part's labels",
+    )
+    p.add_argument(
+        "--host-available-mib",
+        type=_positive_int,
+        metavar="N",
+        help="with --gpu on an integrated part (gb10, mi300a, strix-halo): the host's MemAvailable in MiB, where SGLang "
+        "reads free memory (budget.host_available_mib)",
     )
     p.add_argument(
         "--sglang-version",
@@ -320,6 +337,29 @@ def _is_launch_line(args: argparse.Namespace) -> bool:
     return args.preset is not None or any(str(w).startswith("--") for w in args.inputs)
 
 
+def _gpu_of(args: argparse.Namespace) -> Any:
+    """budget.gpu from --gpu, or the device --gpu-labels (GFD / AMD node labels) names."""
+    gpu, labels = getattr(args, "gpu", None), getattr(args, "gpu_labels", None)
+    if labels is None:
+        return gpu
+    if gpu is not None:
+        raise _invalid("give --gpu or --gpu-labels, not both")
+    try:
+        return gpu_labels.budget_gpu(gpu_labels.parse(_read_labels(labels)))
+    except PlanInputError as exc:
+        raise _invalid(f"--gpu-labels: {exc.field}: {exc.message}") from None
+
+
+def _read_labels(value: str) -> str:
+    """--gpu-labels as given, or the file `@FILE` names."""
+    if not value.startswith("@"):
+        return value
+    try:
+        return Path(value[1:]).read_text()
+    except OSError as exc:
+        raise _invalid(f"--gpu-labels {value}: {exc.strerror}") from None
+
+
 def _request_from_args(args: argparse.Namespace) -> dict:
     """The request body the command line gives: a PlanRequest file as written, or the launch
     form made into the body POST /v1/plan takes (service/requests/command_line.py), so the
@@ -327,7 +367,8 @@ def _request_from_args(args: argparse.Namespace) -> dict:
     from mambasizer.service.requests import command_line
 
     try:
-        budget = command_line.budget_of(args.gpu, args.gpu_memory_mib, args.reserved_gib, args.budget_gib)
+        gpu, host = _gpu_of(args), getattr(args, "host_available_mib", None)
+        budget = command_line.budget_of(gpu, args.gpu_memory_mib, args.reserved_gib, args.budget_gib, host)
         if _is_launch_line(args):
             return command_line.launch_request(list(args.inputs), budget=budget, preset=args.preset, release=args.sglang_version)
     except command_line.UsageError as exc:
@@ -345,7 +386,10 @@ def _request_from_args(args: argparse.Namespace) -> dict:
             "(SGLang launch arguments go after `--`, with --gpu or --budget-gib)"
         )
     request = _read_request(args.inputs[0])
-    gpu_budget = command_line.gpu_budget(args.gpu, args.gpu_memory_mib, args.reserved_gib)
+    try:
+        gpu_budget = command_line.gpu_budget(gpu, args.gpu_memory_mib, args.reserved_gib, host)
+    except command_line.UsageError as exc:
+        raise _invalid(str(exc)) from None
     if gpu_budget is not None:
         if _is_pair(request):  # both sides from the GPU alone
             for role in ("prefill", "decode"):

@@ -16,13 +16,14 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from mambasizer.schemas.recommend import MAX_GPU_KINDS, RecommendRequest
+from mambasizer.schemas.request import DeviceDescription
 from mambasizer.service.solver import gpus
 from mambasizer.service.solver.errors import PlanInputError
 
 
 class Kind(NamedTuple):
     name: str | None  # the catalog name a candidate reports; None: a budget that names no GPU
-    spelling: str | None  # as the request wrote it: the `budget.gpu` its plans are given
+    spelling: str | DeviceDescription | None  # as the request wrote it: the `budget.gpu` its plans are given
     price: float | None  # per GPU-hour, when gpu_prices gives one
 
 
@@ -67,7 +68,7 @@ def kinds_of(req: RecommendRequest) -> list[Kind]:
         found: dict[str, str] = {}
         for spelling in spellings:
             found.setdefault(_confirmed(spelling).name, spelling)
-        named: list[tuple[str | None, str | None]] = list(found.items())
+        named: list[tuple[str | None, str | DeviceDescription | None]] = list(found.items())
     else:
         assert req.budget is not None  # RecommendRequest requires exactly one of them
         b = req.budget.gpu

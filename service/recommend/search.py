@@ -143,7 +143,7 @@ def parse(raw: RecommendRequest | dict | Any) -> RecommendRequest:
 
 
 def _with_sglang_args(raw: dict) -> dict:
-    from mambasizer.service.sglang_args import parse_sglang_args
+    from mambasizer.service.sglang_args import env_value, parse_sglang_args
 
     value = raw.pop("sglang_args")
     if not isinstance(value, list) or not all(isinstance(a, str) for a in value) or len(value) > MAX_SGLANG_ARGS:
@@ -157,7 +157,7 @@ def _with_sglang_args(raw: dict) -> dict:
     parsed = parse_sglang_args(list(value), raw.get("sglang_version") or DEFAULT_RELEASE)
     env = dict(raw.get("env") or {})
     for key, val in parsed.env.items():
-        if key in env and env[key] != val:
+        if key in env and env_value(key, env[key]) != val:  # one value, read by SGLang's env rules
             raise PlanInputError(f"env.{key}", f"is {env[key]!r} in env but sglang_args set it to {val!r}")
         env[key] = val
     raw["server_args"] = dict(parsed.server_args)

@@ -23,8 +23,12 @@ class UsageError(ValueError):
 BUDGET_FORMS = "--gpu NAME (or --gpu-memory-mib N) to plan from the GPU alone, or --budget-gib X"
 
 
-def gpu_budget(gpu: str | None, gpu_memory_mib: int | None, reserved_gib: float | None) -> dict | None:
-    """The estimated budget the GPU flags ask for (budget.gpu / gpu_memory_mib / reserved_gib), or None."""
+def gpu_budget(gpu: Any, gpu_memory_mib: int | None, reserved_gib: float | None,
+               host_available_mib: int | None = None) -> dict | None:
+    """The estimated budget the GPU flags ask for (budget.gpu: a catalog name or a device
+    description / gpu_memory_mib / reserved_gib / host_available_mib), or None."""
+    if host_available_mib is not None and gpu is None:
+        raise UsageError("--host-available-mib needs --gpu (an integrated part: gb10, mi300a, strix-halo)")
     if gpu is None and gpu_memory_mib is None:
         if reserved_gib is not None:
             raise UsageError("--reserved-gib needs --gpu or --gpu-memory-mib")
@@ -32,12 +36,15 @@ def gpu_budget(gpu: str | None, gpu_memory_mib: int | None, reserved_gib: float 
     budget: dict[str, Any] = {k: v for k, v in (("gpu", gpu), ("gpu_memory_mib", gpu_memory_mib)) if v is not None}
     if reserved_gib is not None:
         budget["reserved_gib"] = reserved_gib
+    if host_available_mib is not None:
+        budget["host_available_mib"] = host_available_mib
     return budget
 
 
-def budget_of(gpu: str | None, gpu_memory_mib: int | None, reserved_gib: float | None, budget_gib: float | None) -> dict | None:
+def budget_of(gpu: Any, gpu_memory_mib: int | None, reserved_gib: float | None, budget_gib: float | None,
+              host_available_mib: int | None = None) -> dict | None:
     """The budget section the flags give (None when they give none)."""
-    from_gpu = gpu_budget(gpu, gpu_memory_mib, reserved_gib)
+    from_gpu = gpu_budget(gpu, gpu_memory_mib, reserved_gib, host_available_mib)
     if from_gpu is not None and budget_gib is not None:
         raise UsageError("give --budget-gib or --gpu / --gpu-memory-mib, not both")
     if budget_gib is not None:

@@ -9,7 +9,7 @@ from typing import Any
 import mambasizer.schemas.request as request_schema
 from mambasizer.schemas import PlanRequest
 from mambasizer.schemas.releases import DEFAULT_RELEASE
-from mambasizer.service.sglang_args import ParsedArgs, parse_sglang_args
+from mambasizer.service.sglang_args import ParsedArgs, env_value, parse_sglang_args
 from mambasizer.service.solver import PlanInputError
 
 MAX_SGLANG_ARGS = request_schema.MAX_SGLANG_ARGS
@@ -36,7 +36,7 @@ def take_sglang_args(raw: dict, value: Any) -> tuple[dict, ParsedArgs]:
         raise PlanInputError("env", "must be a JSON object")
     merged = dict(env)
     for key, val in (parsed.env or {}).items():
-        if key in merged and merged[key] != val:
+        if key in merged and env_value(key, merged[key]) != val:  # one value, read by SGLang's env rules
             raise PlanInputError(f"env.{key}", f"is {merged[key]!r} in env but sglang_args set it to {val!r}")
         merged[key] = val
     raw["server_args"] = dict(parsed.server_args)

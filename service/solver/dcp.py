@@ -16,8 +16,10 @@
   input errors here, with SGLang's wording;
 * Kimi-K3 (`model_overrides/kimi_k3.py`) forces its DCP backends (prefill trtllm_mla,
   decode cutedsl_mla) after checking FlashInfer >= 0.6.17 exposes `enable_dcp`; CuteDSL MLA
-  is Blackwell-only, so on Hopper SGLang refuses it (`attention_hook`), and any other
-  decode backend is refused by the override itself.
+  runs on SM100 / SM103 only (B200, GB200, B300, GB300: page 32 or 64, else 64), so off them
+  SGLang refuses it (`attention_hook`), and any other decode backend is refused by the
+  override itself. The main attention backend stays the platform default (its SM100 Kimi-K3
+  trtllm_mla default applies only without DCP).
 """
 
 from __future__ import annotations
@@ -54,12 +56,30 @@ def allocator_page_size(page_size: int, dcp_size: int) -> int:
     return page_size * dcp_size
 
 
-def kimi_k3_rejection(architecture: str, dcp_size: int, attention_backend: str | None) -> tuple[str, str] | None:
-    """(exception, message) SGLang raises for Kimi-K3 with DCP on a Hopper GPU with
-    FlashInfer >= 0.6.17 installed, or None."""
+# SGLang's Kimi-K3 DCP override keeps this decode backend (prefill: trtllm_mla).
+KIMI_K3_DCP_DECODE = "cutedsl_mla"
+
+
+def kimi_k3_dcp_decode(architecture: str, dcp_size: int, attention_backend: str | None) -> str | None:
+    """The decode backend Kimi-K3's DCP override sets (cutedsl_mla when the decode backend is
+    unset or cutedsl_mla), or None when the override does not set it."""
+    if architecture != KIMI_K3_ARCH or dcp_size <= 1 or attention_backend not in (None, KIMI_K3_DCP_DECODE):
+        return None
+    return KIMI_K3_DCP_DECODE
+
+
+def kimi_k3_rejection(architecture: str, dcp_size: int, attention_backend: str | None, is_sm100: bool) -> tuple[str, str] | None:
+    """(exception, message) SGLang raises for Kimi-K3 with DCP, or None.
+
+    FlashInfer assumption: the override first checks that FlashInfer >= 0.6.17 exposes
+    `enable_dcp` on its MLA decode kernel; SGLang 0.5.23's CUDA wheel requires
+    flashinfer_python 0.7.2, so it is taken as installed (without it SGLang stops with a
+    RuntimeError naming FlashInfer 0.6.17 on every GPU)."""
     if architecture != KIMI_K3_ARCH or dcp_size <= 1:
         return None
-    if attention_backend is None:
-        # The override keeps cutedsl_mla for decode; the attention hook then refuses it off SM100.
+    if kimi_k3_dcp_decode(architecture, dcp_size, attention_backend) is not None:
+        if is_sm100:
+            return None  # SM100 / SM103: prefill trtllm_mla, decode cutedsl_mla, page 32 or 64
+        # The attention hook refuses CuteDSL MLA off SM100 (Hopper, SM120, ...).
         return "ValueError", "CuteDSL MLA backend is only supported on Blackwell GPUs (SM100). Please use a different backend."
     return "AssertionError", f"Decode attention backend for Kimi-K3 DCP must be 'cutedsl_mla' or 'aiter', got {attention_backend!r}."

@@ -80,7 +80,7 @@ def probe_gib(free_bytes: int, distributed: bool) -> float:
 
 
 class EstimatedBudget(NamedTuple):
-    capacity_mib: int
+    capacity_mib: int  # what F_pre starts from: the GPU capacity, or the host's available memory on an integrated part
     world_size: int
     resident_before_bytes: int
     free_before_bytes: int  # per rank (every rank starts equal)
@@ -155,6 +155,70 @@ def capacity_mib(req: PlanRequest) -> int | None:
     return gpu.memory_mib
 
 
+def free_memory_from_host(gpu: gpus.Gpu | None) -> bool:
+    """`get_available_gpu_memory`: on a part whose props.is_integrated is set SGLang reads
+    free memory from psutil.virtual_memory().available (the host's), else from
+    torch.cuda.mem_get_info (the GPU's)."""
+    return gpu is not None and gpu.integrated
+
+
+def host_available_mib(req: PlanRequest) -> int | None:
+    """budget.host_available_mib, checked: it applies to an integrated part only."""
+    b = req.budget
+    if b.host_available_mib is None:
+        return None
+    gpu = named_gpu(req)
+    if not free_memory_from_host(gpu):
+        what = f"{gpu.name!r} is a discrete GPU" if gpu is not None else "no budget.gpu names an integrated part"
+        raise PlanInputError(
+            "budget.host_available_mib",
+            f"applies only to an integrated (unified-memory) GPU, where SGLang reads free memory from the host; {what} "
+            "(SGLang reads torch.cuda.mem_get_info there): drop it, or name the integrated part (gb10, mi300a, strix-halo)",
+        )
+    return b.host_available_mib
+
+
+def free_base_mib(req: PlanRequest) -> int:
+    """What the estimated F_pre starts from, in MiB: the GPU capacity SGLang's probe reads, or,
+    on an integrated part, the host's available memory (budget.host_available_mib, else the
+    capacity: the assumption request_warnings states)."""
+    capacity = capacity_mib(req)
+    assert capacity is not None  # only the GPU-only budget form is estimated, and it names a capacity
+    host = host_available_mib(req)
+    return host if host is not None else capacity
+
+
+def device_report(req: PlanRequest) -> dict:
+    """The device the plan resolved as (Plan.device)."""
+    gpu = named_gpu(req)
+    named = gpu is not None
+    if gpu is None:
+        gpu = gpus.CATALOG[gpus.DEFAULT_GPU]
+    host = free_memory_from_host(gpu)
+    given = req.budget.host_available_mib if host else None
+    if not req.budget.estimated:
+        basis = "measured: the budget's figures are what SGLang read"
+    elif host:
+        basis = ("host: budget.host_available_mib (psutil available) less the estimated residents" if given is not None else
+                 "host (assumed): the whole capacity taken as the host's available memory; give budget.host_available_mib")
+    else:
+        basis = "device: the GPU capacity less the estimated residents (torch.cuda.mem_get_info)"
+    return {
+        "name": gpu.name,
+        "named": named,
+        "catalog": gpu.name in gpus.CATALOG,
+        "product": gpu.product,
+        "memory_mib": capacity_mib(req) if named or req.budget.gpu_memory_mib is not None else gpu.memory_mib,
+        "compute_capability": gpu.gcn_arch or f"{gpu.capability[0]}.{gpu.capability[1]}",
+        "device_class": gpu.device_class,
+        "runtime": gpu.runtime,
+        "integrated": gpu.integrated,
+        "free_memory_from": "host" if host else "device",
+        "host_available_mib": given,
+        "free_memory_basis": basis,
+    }
+
+
 def platform_of(req: PlanRequest) -> Platform:
     """The platform whose SGLang resolution applies: the named part's, else Hopper's."""
     gpu = named_gpu(req)
@@ -162,10 +226,8 @@ def platform_of(req: PlanRequest) -> Platform:
 
 
 def for_request(req: PlanRequest, launch: Launch, weights: Sequence[int], scale: float = 1.0) -> EstimatedBudget:
-    capacity = capacity_mib(req)
-    assert capacity is not None  # only the GPU-only budget form is estimated, and it names a capacity
     return estimate(
-        capacity, weights, tp_size=launch.tp_size, pp_size=launch.pp_size,
+        free_base_mib(req), weights, tp_size=launch.tp_size, pp_size=launch.pp_size,
         reserved_gib=req.budget.reserved_gib, weights_scale=scale,
     )
 
@@ -185,19 +247,70 @@ def request_warnings(req: PlanRequest) -> list[str]:
     gpu = named_gpu(req)
     if gpu is not None and b.estimated and b.reserved_gib is None and gpu.architecture != "hopper":
         out.append(fpre_uncertainty_warning(gpu))
+    if b.estimated and free_memory_from_host(gpu) and host_available_mib(req) is None:
+        assert gpu is not None
+        out.append(unified_memory_assumption_warning(gpu, free_base_mib(req)))
     return out
 
 
+def unified_memory_assumption_warning(gpu: gpus.Gpu, assumed_mib: int) -> str:
+    """What the plan assumed on an integrated part without budget.host_available_mib."""
+    return (
+        f"mambasizer: {gpu.product} is an integrated (unified-memory) GPU: SGLang reads its free memory from the host "
+        "(psutil.virtual_memory().available), not from a GPU capacity, so free_gib_before_load / free_gib_after_load "
+        f"depend on what else the host holds. No budget.host_available_mib was given: this plan ASSUMED the whole "
+        f"{assumed_mib} MiB is available (an idle host, nothing else running, no page cache held), which overstates "
+        "the KV pool (a public idle GB10 shows MemAvailable 113.07 GiB of its 121.7 GiB). Give budget.host_available_mib "
+        "(MemAvailable in /proc/meminfo, MiB, read before SGLang starts) to plan from the host's figure."
+    )
+
+
+class FpreEvidence(NamedTuple):
+    """A public start-up log of a non-Hopper class printing the free memory SGLang read
+    before the load (avail mem after + mem usage of 'Load weight end'); the figures are
+    kept in tests/data/fpre_off_hopper.json and checked by tests/solver/test_gpu_budget.py."""
+
+    part: str  # the catalog part it ran on
+    tp_size: int
+    f_pre_gib: float
+    source: str
+
+
+# Per device class; a class not listed has no such public log (December 2026).
+FPRE_EVIDENCE = {
+    "sm89": FpreEvidence("rtx-4090", 2, 22.84, "github.com/kvcache-ai/ktransformers/issues/1870, SGLang 0.5.9 with kt-kernel"),
+    "sm121": FpreEvidence("gb10", 1, 112.95, "albond/DGX_Spark_Qwen3.5-122B-A10B-AR-INT4, a dev build; read from the host"),
+    "gfx1151": FpreEvidence("strix-halo", 1, 110.68, "a public repository file, a patched ROCm build; read from the host"),
+}
+
+
+def fpre_evidence_note(gpu: gpus.Gpu) -> str:
+    """What public logs say about F_pre on `gpu`'s device class, with the estimate's error."""
+    cls = gpu.device_class
+    ev = FPRE_EVIDENCE.get(cls)
+    if ev is None:
+        return f"no public start-up log of class {cls} prints the free memory before the load, so this estimate's error there is unknown"
+    part = gpus.CATALOG[ev.part]
+    if part.memory_mib is None:
+        return (f"one public log of class {cls} ({ev.part}, TP {ev.tp_size}; {ev.source}) read {ev.f_pre_gib} GiB before the "
+                "load, but the part has no fixed capacity to compare the estimate with")
+    ours = estimate(part.memory_mib, [0], tp_size=ev.tp_size, pp_size=1).free_before_gib
+    how = "taking the whole capacity as the host's available memory gives" if part.integrated else "this estimate gives"
+    return (f"one public log of class {cls} ({ev.part}, TP {ev.tp_size}; {ev.source}) read {ev.f_pre_gib} GiB before the load "
+            f"where {how} {ours:.2f} GiB ({ours - ev.f_pre_gib:+.2f} GiB)")
+
+
 def fpre_uncertainty_warning(gpu: gpus.Gpu) -> str:
-    """F_pre off Hopper: no public start-up log of a non-Hopper catalog part was found to
-    calibrate the residents, so Hopper's constants stand in, with what that may cost."""
+    """F_pre off Hopper: the residents are calibrated on Hopper logs only, so Hopper's
+    constants stand in, with what the public logs of the part's class say that may cost."""
     stack = "HIP context, hipBLASLt workspaces and RCCL communicators" if gpu.runtime == "hip" else "CUDA context, cuBLAS workspaces and NCCL communicators"
     return (
         f"mambasizer: on {gpu.name} ({gpu.architecture}) the memory resident before the weights load ({stack}) is not "
         f"calibrated: the Hopper figures stand in ({SINGLE_RANK_RESIDENT_GIB} GiB one rank, "
-        f"{round(SINGLE_RANK_RESIDENT_GIB + MULTI_RANK_EXTRA_GIB, 2)} GiB several; Hopper logs alone span 1.2-1.3 and 2.2-3.1 GiB), "
-        "so free_gib_before_load and everything after it may be off by a GiB or more per GPU (budget_source stays estimated). "
-        "Give budget.reserved_gib (or measured free_gib_before_load / free_gib_after_load) to replace the estimate."
+        f"{round(SINGLE_RANK_RESIDENT_GIB + MULTI_RANK_EXTRA_GIB, 2)} GiB several; Hopper logs alone span 1.2-1.3 and 2.2-3.1 GiB); "
+        f"{fpre_evidence_note(gpu)}. So free_gib_before_load and everything after it may be off by a GiB or more per GPU "
+        "(budget_source stays estimated). Give budget.reserved_gib (or measured free_gib_before_load / free_gib_after_load) "
+        "to replace the estimate."
     )
 
 

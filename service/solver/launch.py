@@ -500,7 +500,7 @@ def resolve(
             context_len = args.context_length
 
     # Kimi-K3's DCP override (model-specific adjustments), in SGLang's words.
-    refused = dcp.kimi_k3_rejection(layout.architecture, args.dcp_size, args.attention_backend)
+    refused = dcp.kimi_k3_rejection(layout.architecture, args.dcp_size, args.attention_backend, plat.is_sm100)
     if refused is not None:
         reject(*refused)
 
@@ -656,6 +656,9 @@ def resolve(
     # 6. Page size default; attention DP divides the chunked prefill size.
     page = raw_page if raw_page is not None else platform.default_page(plat, env)
     page = platform.constrained_page(backend, page) or page
+    dcp_decode = dcp.kimi_k3_dcp_decode(layout.architecture, args.dcp_size, args.attention_backend)
+    if dcp_decode is not None:  # the decode backend Kimi-K3's DCP override sets constrains the page too
+        page = platform.constrained_page(dcp_decode, page) or page
     chunked = graphs.chunked
     if dp > 1:
         chunked = chunked // dp

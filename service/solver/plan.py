@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from mambasizer.schemas.plan import (
     DecodePool,
     Plan,
+    PlanDevice,
     PlanError,
     ResolvedArgs,
     SlackConsumer,
@@ -630,6 +631,7 @@ def _assemble(req, layout: ModelLayout, launch: Launch, stage_ranges, state: Sta
         "binding_limit": p.limit.binding_limit if p.limit else None,
         "budget_source": "measured" if est is None else "estimated",
         "gpu_memory_mib": gpu_budget.capacity_mib(req),
+        "device": PlanDevice.trusted(gpu_budget.device_report(req)),
         "free_gib_before_load": est.free_before_gib if est is not None else req.budget.free_gib_before_load,
         "free_gib_after_load": est.free_after_gib if est is not None else req.budget.free_gib_after_load,
         "min_free_stage": None if est is None else est.min_stage,

@@ -25,9 +25,10 @@ Rules, with where SGLang holds them:
   (SM100: triton page 1, or trtllm_mha page 64 when the default would be trtllm_mha and the
   launch is not "radix on, no extra_buffer, no speculative decoding"; this page replaces the
   user's), `falcon_h1.py` (SM100: triton), `lfm2.py` / `granitemoehybrid.py` (SM100:
-  FlashInfer), `kimi_k3.py` (SM100/SM103: trtllm_mla for prefill and decode);
-* page constraints (`overrides.py:_mla_backend_page_constraints`): trtllm_mla takes 32 or
-  64, else 64; trtllm_mha takes 16, 32, 64 or 128, else 64;
+  FlashInfer), `kimi_k3.py` (SM100/SM103 without DCP: trtllm_mla for prefill and decode; with
+  DCP see dcp.py);
+* page constraints (`overrides.py:_mla_backend_page_constraints`): trtllm_mla and
+  cutedsl_mla take 32 or 64, else 64; trtllm_mha takes 16, 32, 64 or 128, else 64;
 * `overrides.py:_page_size_default`: 64 on HIP with SGLANG_AITER_KV_CACHE_LAYOUT=vectorized_5d;
 * `model_executor/cuda_graph_config.py:default_prefill_backend`: the breakable prefill graph
   only on CUDA (so no prefill-graph reserve in the automatic mem_fraction_static off CUDA);
@@ -239,14 +240,14 @@ def model_override(layout: ModelLayout, args: ServerArgs, plat: Platform) -> Bac
             return BackendChoice("triton", None)
         if arch in LFM2_ARCHS or (arch == "GraniteMoeHybridForCausalLM" and layout.mamba_layer_ids):
             return BackendChoice("flashinfer", None)
-        if arch in KIMI_K3_ARCHS and plat.device_sm in (100, 103) and args.speculative_algorithm != "DSPARK":
+        if arch in KIMI_K3_ARCHS and plat.device_sm in (100, 103) and args.dcp_size <= 1 and args.speculative_algorithm != "DSPARK":
             return BackendChoice("trtllm_mla", None)
     return None
 
 
 def constrained_page(backend: str, page: int | None) -> int | None:
     """`_mla_backend_page_constraints`: the page a TensorRT-LLM backend forces."""
-    if backend == "trtllm_mla" and page not in TRTLLM_MLA_PAGES:
+    if backend in ("trtllm_mla", "cutedsl_mla") and page not in TRTLLM_MLA_PAGES:
         return TRTLLM_DEFAULT_PAGE
     if backend == "trtllm_mha" and page not in TRTLLM_MHA_PAGES:
         return TRTLLM_DEFAULT_PAGE

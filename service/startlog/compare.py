@@ -349,7 +349,7 @@ def _platform_cause(gpu: str | None) -> str | None:
         return None  # a catalog part: its resolution is the solver's (service/solver/platform.py)
     if any(h in gpu.upper() for h in _HOPPER):
         return None
-    return f"GPU {gpu}: a platform whose resolution is not modelled (non-Hopper / AMD / XPU / GB10)"
+    return f"GPU {gpu}: a platform whose resolution is not modelled (not a GET /v1/gpus part with a confirmed capacity)"
 
 
 def _rounding_span(name: str, stage_index: int, predicted: Any, ctx: _Context) -> tuple[Any, Any] | None:

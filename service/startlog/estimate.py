@@ -72,7 +72,10 @@ _ARCH_LABEL = {"blackwell": "Blackwell", "blackwell-rtx": "Blackwell RTX", "ampe
 
 def _hopper_only(gpu: gpus.Gpu, name: str) -> tuple[gpus.Gpu | None, str | None]:
     """The log check estimates avail_mem from the calibrated residents, which are Hopper's."""
-    if gpu.architecture != "hopper" or gpu.memory_mib is None:
+    if gpu.architecture == "hopper" and gpu.memory_mib is None:
+        return None, (f"GPU {name!r}: a Hopper part whose capacity is not in the catalog (no public figure confirms it); give its "
+                      "total memory in MiB (nvidia-smi's memory.total) as `--gpu` (JSON `gpu`)")
+    if gpu.architecture != "hopper":
         arch = _ARCH_LABEL.get(gpu.architecture, gpu.architecture)
         return None, f"GPU {name!r} is {arch}: its platform is not modelled here (the calibrated residents are Hopper's)"
     return gpu, None

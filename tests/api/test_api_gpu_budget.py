@@ -23,13 +23,17 @@ def test_gpus_lists_the_catalog_with_sources(client):
     assert by_name["h100"]["memory_mib"] == 81559
     assert by_name["h200"]["memory_mib"] == 143771
     assert by_name["h100-nvl"]["memory_mib"] == 95830
-    assert len(body["gpus"]) == len(gpus.CATALOG) == 17 and body["default_gpu"] == "h200"
+    assert len(body["gpus"]) == len(gpus.CATALOG) == 35 and body["default_gpu"] == "h200"
     assert all(g["source"] for g in body["gpus"])
     assert by_name["mi300x"] | {} == {**by_name["mi300x"], "memory_mib": 196592, "runtime": "hip", "architecture": "cdna3", "compute_capability": "9.4", "confirmed": True}
     assert by_name["b200"]["compute_capability"] == "10.0" and by_name["rtx-pro-6000"]["compute_capability"] == "12.0"
-    assert by_name["mi355x"]["memory_mib"] is None and not by_name["mi355x"]["confirmed"]
+    assert by_name["mi325x"]["memory_mib"] is None and not by_name["mi325x"]["confirmed"]
+    assert by_name["mi355x"]["memory_mib"] == 294896 and by_name["mi355x"]["confirmed"]
+    assert by_name["gb10"]["integrated"] and by_name["gb10"]["compute_capability"] == "12.1"
+    assert by_name["strix-halo"]["device_class"] == "gfx1151" and by_name["strix-halo"]["compute_capability"] == "11.5"
+    assert by_name["strix-halo"]["integrated"] and by_name["rtx-3090"]["device_class"] == "sm86"
     assert by_name["h200"]["residents"] == "calibrated on Hopper logs" and by_name["b200"]["residents"].startswith("estimated")
-    assert "gb10" in body["not_modelled"] and "b200" not in body["not_modelled"]
+    assert "v100" in body["not_modelled"] and "gb10" not in body["not_modelled"]
     assert body["resident_before_load_gib"] == {
         "one_rank": gpu_budget.SINGLE_RANK_RESIDENT_GIB,
         "several_ranks": round(gpu_budget.SINGLE_RANK_RESIDENT_GIB + gpu_budget.MULTI_RANK_EXTRA_GIB, 6),
@@ -62,7 +66,7 @@ def test_measured_plans_say_so(client):
     assert body["stages"][0]["weights_bytes"] is None and body["min_free_stage"] is None
 
 
-@pytest.mark.parametrize("gpu, part", [("gb10", "unified memory"), ("mi350x", "AMD"), ("v100-sxm2", "unknown GPU")])
+@pytest.mark.parametrize("gpu, part", [("v100", "Volta"), ("mi250x", "CDNA2"), ("tpu-v5", "unknown GPU")])
 def test_unmodelled_gpu_is_a_422_naming_budget_gpu(client, gpu, part):
     body = assert_problem(client.post("/v1/plan", json={**QWEN, "budget": {"gpu": gpu}}), 422, field="budget.gpu")
     assert part in body["detail"]
@@ -70,7 +74,7 @@ def test_unmodelled_gpu_is_a_422_naming_budget_gpu(client, gpu, part):
 
 
 def test_unconfirmed_gpu_alone_is_a_422_naming_gpu_memory_mib(client):
-    body = assert_problem(client.post("/v1/plan", json={**QWEN, "budget": {"gpu": "mi355x"}}), 422, field="budget.gpu_memory_mib")
+    body = assert_problem(client.post("/v1/plan", json={**QWEN, "budget": {"gpu": "mi325x"}}), 422, field="budget.gpu_memory_mib")
     assert "give the figure you read (rocminfo Pool 1 Size KB / 1024) as gpu_memory_mib" in body["detail"]
     ok = client.post("/v1/plan", json={**QWEN, "budget": {"gpu": "mi355x", "gpu_memory_mib": 294896}}).json()
     assert ok["feasible"] and ok["gpu_memory_mib"] == 294896 and ok["resolved"]["attention_backend"] == "aiter"
@@ -159,3 +163,26 @@ def test_kimi_k3_tp8_pp8_plans_from_the_gpu_alone(client):
     p = plan({**req, "budget": {"gpu": "h200"}})
     assert (body["max_total_num_tokens"], body["max_running_requests"], body["max_mamba_cache_size"]) == (
         p.max_total_num_tokens, p.max_running_requests, p.max_mamba_cache_size) == (11_700_777, 1655, 6622)
+
+
+def test_gpus_list_each_parts_identifying_labels(client):
+    by_name = {g["name"]: g for g in client.get("/v1/gpus").json()["gpus"]}
+    assert by_name["h100"]["gpu_labels"] == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3", "nvidia.com/gpu.compute.major": "9",
+                                            "nvidia.com/gpu.compute.minor": "0", "nvidia.com/gpu.memory": "81559"}
+    assert by_name["gb10"]["gpu_labels"] == {"nvidia.com/gpu.product": "NVIDIA-GB10", "nvidia.com/gpu.compute.major": "12",
+                                            "nvidia.com/gpu.compute.minor": "1"}  # no memory label: nvidia-smi prints [N/A]
+    assert by_name["mi300x"]["gpu_labels"] == {"amd.com/gpu.product-name": "AMD_Instinct_MI300X"}
+
+
+@pytest.mark.parametrize("gpu", ["rtx-3090", "a10", "rtx-4090", "rtx-5090", "l20", "l40", "a100-40gb", "a800", "mi355x", "gb10", "b300"])
+def test_each_listed_part_plans_by_name(client, gpu):
+    resp = client.post("/v1/plan", json={"model": {"preset": "qwen3.5-27b"}, "server_args": {"tp_size": 4}, "budget": {"gpu": gpu}})
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body["resolved"]["gpu"] == gpu and body["device"]["name"] == gpu and body["gpu_memory_mib"] == gpus.CATALOG[gpu].memory_mib
+
+
+def test_a_described_device_missing_fields_is_a_422_listing_them(client):
+    body = assert_problem(client.post("/v1/plan", json={**QWEN, "budget": {"gpu": {"product": "NVIDIA GB10", "memory_mib": 124610}}}),
+                          422, field="budget.gpu")
+    assert "without compute_capability, runtime, integrated" in body["detail"]

@@ -94,11 +94,11 @@ def test_every_row_is_what_plan_answers(client, base, axes):
 
 def test_a_sweep_shows_what_moves(client):
     body = client.post("/v1/sweep", json={"base": QWEN_GPU, "axes": [
-        {"field": "budget.gpu", "values": ["h100", "h200", "b200", "gb10"]}, {"field": "server_args.tp_size", "values": [1, 3, 4, 8]}]}).json()
+        {"field": "budget.gpu", "values": ["h100", "h200", "b200", "v100"]}, {"field": "server_args.tp_size", "values": [1, 3, 4, 8]}]}).json()
     rows = {(r["point"]["budget.gpu"], r["point"]["server_args.tp_size"]): r for r in body["rows"]}
     assert rows[("h200", 1)]["error_kind"] == "weights_do_not_fit" and rows[("h200", 1)]["stages"][0]["weights_bytes"] > 143771 << 20
     assert rows[("h200", 3)]["error_kind"] == "invalid_input" and rows[("h200", 3)]["error_field"] == "server_args.tp_size"
-    assert rows[("gb10", 4)]["error_kind"] == "invalid_input" and rows[("gb10", 4)]["error_field"] == "budget.gpu"
+    assert rows[("v100", 4)]["error_kind"] == "invalid_input" and rows[("v100", 4)]["error_field"] == "budget.gpu"
     assert rows[("b200", 4)]["feasible"] and rows[("b200", 4)]["gpu_memory_mib"] == 183359  # SGLang's resolution on B200
     assert rows[("h200", 4)]["feasible"] and rows[("h200", 8)]["max_running_requests"] > rows[("h200", 4)]["max_running_requests"]
     assert rows[("h100", 8)]["max_total_num_tokens"] < rows[("h200", 8)]["max_total_num_tokens"]
@@ -174,7 +174,7 @@ def test_bad_sweeps_name_the_field(client, body, field, words):
 def test_a_bad_enum_value_lists_the_allowed_ones(client):
     body = {"base": QWEN_GPU, "axes": [{"field": "server_args.kv_cache_dtype", "values": ["auto", "fp4"]}]}
     problem = assert_problem(client.post("/v1/sweep", json=body), 422, field="axes.0.values.1")
-    assert problem["allowed"] == ["auto", "bfloat16", "bf16", "fp8_e4m3", "fp8_e5m2"]
+    assert problem["allowed"] == ["auto", "bfloat16", "bf16", "fp8_e4m3", "fp8_e5m2", "mxfp8", "nvfp4", "fp4_mx_block16"]
     assert problem["point"] == {"server_args.kv_cache_dtype": "fp4"}
 
 

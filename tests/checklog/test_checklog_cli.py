@@ -123,13 +123,13 @@ def test_pipeline_and_speculative_ranks_match(tmp_path):
 def test_printed_release_is_planned_and_platform_named_as_cause(tmp_path):
     """A log printing 0.5.9 is compared with 0.5.9's plan; its 0.5.23-only wordings are said to disagree."""
     text, _ = synth_log(QWEN_TP2, "Qwen/Qwen3.5-35B-A3B", perturb={"kv_tokens": 123}, version_line=False)
-    text = "sglang==0.5.9 device_name=NVIDIA GB10\n" + text
+    text = "sglang==0.5.9 device_name=NVIDIA A40\n" + text
     data = check_log(text).data
     assert (data["release"]["sglang_version"], data["release"]["source"]) == ("0.5.9", "printed")
     assert "'KV Cache is allocated' with dtype: (0.5.13 on)" in data["release"]["note"] and data["release"]["note"].endswith("not 0.5.9")
     fig = data["ranks"][0]["figures"]["kv_tokens"]
     assert "compared with SGLang 0.5.9" in fig["cause"]
-    assert "GB10" in fig["cause"] and "not modelled" in fig["cause"]
+    assert "A40" in fig["cause"] and "not modelled" in fig["cause"]
 
 
 def test_unmodelled_flag_is_dropped_and_named(tmp_path):

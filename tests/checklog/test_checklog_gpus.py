@@ -2,9 +2,8 @@
 `gpu`) names a catalog part, and the rebuilt plan carries it as `budget.gpu`, so the backend,
 the page and the capacity defaults are that part's (service/solver/platform.py).
 
-No public start-up log of a hybrid model on a non-Hopper catalog part exists
-(tests/data/bootlogs/INDEX.md: the Blackwell logs there are GB10, not in the catalog), so the
-B200 logs here are BUILT from the B200 plan in SGLang 0.5.23's line formats (synth_log.py).
+No public start-up log of a hybrid model on a B200 exists (tests/data/bootlogs/INDEX.md: the
+Blackwell logs there are GB10), so the B200 logs here are BUILT from the B200 plan in SGLang 0.5.23's line formats (synth_log.py).
 What is checked is check-log's part: the device line picks the resolution.
 """
 
@@ -50,9 +49,9 @@ def test_the_callers_gpu_wins_over_a_missing_device_line():
 
 
 def test_a_part_outside_the_catalog_keeps_its_cause():
-    text, _ = synth_log(REQUEST, MODEL_PATH, device_name="NVIDIA GB10")
+    text, _ = synth_log(REQUEST, MODEL_PATH, device_name="NVIDIA A40")
     result = check_log(text)
     assert result.plan.resolved.gpu == "h200"  # the default resolution, with the cause said
     assert not result.all_match
     fig = result.data["ranks"][0]["figures"]["kv_tokens"]
-    assert "GPU NVIDIA GB10: a platform whose resolution is not modelled" in fig["cause"]
+    assert "GPU NVIDIA A40: a platform whose resolution is not modelled" in fig["cause"]

@@ -62,8 +62,8 @@ def test_check_gpu_weights_that_do_not_fit_exit_1_with_the_fix(capsys, tmp_path)
 
 
 @pytest.mark.parametrize("argv, part", [
-    (["--preset", PRESET, "--gpu", "gb10"], "budget.gpu: 'gb10' is Blackwell (unified memory"),
-    (["--preset", PRESET, "--gpu", "mi355x"], "budget.gpu_memory_mib: is needed with budget.gpu 'mi355x'"),
+    (["--preset", PRESET, "--gpu", "v100"], "budget.gpu: 'v100' is Volta (SM 7.0)"),
+    (["--preset", PRESET, "--gpu", "mi325x"], "budget.gpu_memory_mib: is needed with budget.gpu 'mi325x'"),
     (["--preset", PRESET, "--gpu", "h200", "--budget-gib", "40"], "not both"),
     (["--preset", PRESET, "--reserved-gib", "2"], "--reserved-gib needs --gpu"),
 ])
@@ -92,3 +92,36 @@ def test_plan_table_has_a_weights_column(tmp_path, capsys):
     for s in p.stages:
         row = next(line for line in out.splitlines() if line.strip().startswith(f"{s.pp_rank} ") and f"{s.start_layer}-" in line)
         assert f"{s.weights_bytes / 2**30:.2f} GiB" in row
+
+
+@pytest.mark.parametrize("argv, part", [
+    (["--gpu-labels", "nvidia.com/gpu.product=NVIDIA-Foo"], "--gpu-labels: gpu_labels: 'NVIDIA-Foo' is no catalog part"),
+    (["--gpu", "h200", "--gpu-labels", "nvidia.com/gpu.product=NVIDIA-H200"], "give --gpu or --gpu-labels, not both"),
+    (["--gpu", "h200", "--host-available-mib", "1000"], "budget.host_available_mib: applies only to an integrated"),
+])
+def test_check_gpu_labels_errors_exit_2_on_one_line(capsys, argv, part):
+    code, out, err = run(capsys, "check", "--preset", PRESET, *argv)
+    assert code == 2 and out == ""
+    assert part in err and err.count("\n") == 1
+
+
+def test_check_plans_from_gpu_labels_and_host_memory(capsys, tmp_path):
+    labels = tmp_path / "labels.txt"
+    labels.write_text("nvidia.com/gpu.product: NVIDIA-GB10\nnvidia.com/gpu.compute.major: 12\nnvidia.com/gpu.compute.minor: 1\n")
+    code, out, err = run(capsys, "check", "--preset", "qwen3.5-27b", "--gpu-labels", f"@{labels}", "--host-available-mib", "110000")
+    assert code == 0, err
+    assert "budget=estimated" in out
+
+
+LISTED = ["rtx-3090", "a10", "rtx-4090", "rtx-5090", "l20", "l40", "a100-40gb", "a800", "mi355x", "gb10", "b300", "rtx-pro-6000"]
+
+
+@pytest.mark.parametrize("gpu", LISTED)
+def test_each_listed_part_checks_by_name_as_the_planner_plans_it(capsys, gpu):
+    from mambasizer.service.planner import plan
+
+    p = plan({"model": {"preset": "qwen3.5-27b"}, "server_args": {"tp_size": 4}, "budget": {"gpu": gpu}})
+    code, out, err = run(capsys, "check", "--preset", "qwen3.5-27b", "--gpu", gpu, "--", "--tp-size", "4")
+    assert code == (0 if p.feasible else 1), err
+    if p.feasible:
+        assert f"max_total_num_tokens={p.max_total_num_tokens}," in out

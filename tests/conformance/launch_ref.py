@@ -209,7 +209,7 @@ def _hopper(sg, gpu_mib: float):
 DEVICE_PROBES = (
     "torch.cuda.is_available / is_initialized / device_count",
     "torch.cuda.get_device_capability (the catalog's compute capability; gfx version on ROCm)",
-    "torch.cuda.get_device_name / get_device_properties (name, major, minor, total_memory, is_integrated)",
+    "torch.cuda.get_device_name / get_device_properties (name, major, minor, total_memory, is_integrated, gcnArchName)",
     "torch.version.cuda (12.9 on CUDA parts, None on ROCm) / torch.version.hip (None on CUDA, 6.3 on ROCm)",
     "memory_hook.get_device_memory_capacity (the catalog MiB: nvidia-smi memory.total / rocminfo Pool 1 KB / 1024)",
     ("override_platform(has_flashinfer=CUDA, is_npu/is_xpu/is_musa/is_mps/has_amx=False); is_cuda, is_hip, is_sm90, "
@@ -219,7 +219,8 @@ DEVICE_PROBES = (
 
 
 @contextlib.contextmanager
-def _device(sg, gpu_mib: float, capability: tuple[int, int] = (9, 0), runtime: str = "cuda", name: str = "NVIDIA H200", integrated: bool = False):
+def _device(sg, gpu_mib: float, capability: tuple[int, int] = (9, 0), runtime: str = "cuda", name: str = "NVIDIA H200", integrated: bool = False,
+            gcn_arch: str | None = None):
     """One GPU of `gpu_mib` MiB with this compute capability on this runtime, for one
     resolution: the probes of DEVICE_PROBES stood in, SGLang's own platform probes left to
     derive every SM / HIP fact from them."""
@@ -227,7 +228,8 @@ def _device(sg, gpu_mib: float, capability: tuple[int, int] = (9, 0), runtime: s
     hip = runtime == "hip"
     props = types.SimpleNamespace(
         name=name, major=capability[0], minor=capability[1], total_memory=int(gpu_mib) << 20,
-        multi_processor_count=132, is_integrated=integrated, gcnArchName=f"gfx{capability[0]}{capability[1]}{'2' if hip else ''}",
+        multi_processor_count=132, is_integrated=integrated,
+        gcnArchName=gcn_arch or f"gfx{capability[0]}{capability[1]}{'2' if hip else ''}",
     )
     patches = {
         (cuda, "is_available"): lambda: True,
@@ -256,14 +258,17 @@ def _device(sg, gpu_mib: float, capability: tuple[int, int] = (9, 0), runtime: s
         os.environ.update(environ)
 
 
-def platform_facts(capability: tuple[int, int], runtime: str) -> dict:
-    """SGLang's own platform facts for a stood-in device (what get_platform() answers)."""
+def platform_facts(capability: tuple[int, int], runtime: str, gcn_arch: str | None = None) -> dict:
+    """SGLang's own platform facts for a stood-in device (what get_platform() answers), with
+    its gfx95 probe (`is_gfx95_supported`, read off gcnArchName)."""
     sg = _load()
-    with _LOCK, _import_fakes(), _device(sg, 81920, capability, runtime):
+    with _LOCK, _import_fakes(), _device(sg, 81920, capability, runtime, gcn_arch=gcn_arch):
         from sglang.srt.runtime_context import get_platform
 
         p = get_platform()
-        return {k: getattr(p, k) for k in ("is_cuda", "is_hip", "is_sm90", "is_sm100", "is_sm120", "is_blackwell", "is_hopper_with_cuda_12_3", "has_flashinfer")}
+        facts = {k: getattr(p, k) for k in ("is_cuda", "is_hip", "is_sm90", "is_sm100", "is_sm120", "is_blackwell", "is_hopper_with_cuda_12_3", "has_flashinfer")}
+        facts["is_gfx95"] = bool(sg.common.is_gfx95_supported())
+        return facts
 
 
 def _config_dir(hf_config: dict) -> str:

@@ -179,8 +179,8 @@ def test_mem_fraction_static_only_up_to_the_pre_capture_reserve():
     ({"model": {"preset": "qwen3.5-27b"}, "gpu": "h200", "gpus": [3], "search": {"tp_size": [2]}}, "gpus"),
     ({"model": {"preset": "qwen3.5-27b"}, "gpu": "h200", "search": {"tp_size": list(range(1, 20))}}, "search.tp_size"),
     ({"model": {"preset": "qwen3.5-27b"}, "gpu": "h200", "objective": "cheapest"}, "objective"),
-    ({"model": {"preset": "qwen3.5-27b"}, "gpu": "gb10"}, "gpu"),
-    ({"model": {"preset": "qwen3.5-27b"}, "gpu": "mi355x"}, "gpu"),  # no confirmed capacity to recommend from
+    ({"model": {"preset": "qwen3.5-27b"}, "gpu": "v100"}, "gpu"),
+    ({"model": {"preset": "qwen3.5-27b"}, "gpu": "mi325x"}, "gpu"),  # no confirmed capacity to recommend from
     ({"model": {"preset": "qwen3.5-27b"}, "gpu": "h200", "limit": 0}, "limit"),
     ({"model": {"preset": "qwen3.5-27b"}, "gpu": "h200", "target": {"running_requests": -1}}, "target.running_requests"),
     ({"model": {"preset": "qwen3.5-27b"}, "gpu": "h200", "sglang_args": ["--tp-size", "2"], "server_args": {}}, "sglang_args"),

@@ -33,6 +33,11 @@ Call it from any chart:
                                   this capacity (needed where the catalog has it unconfirmed,
                                   e.g. mi355x); alone, Hopper's rules
   preset, budgetGiB, sglangArgs   form 2b: `check --preset P --budget-gib X -- ARGS`
+  preset, gpuLabels, sglangArgs   form 2c: `check --preset P --gpu-labels K=V,... -- ARGS`: the GPU
+                                  named by node labels (GPU Feature Discovery nvidia.com/gpu.*,
+                                  AMD amd.com/gpu.product-name); GET /v1/gpus lists each part's
+  preset, gpuLabelsFromNode, sglangArgs  form 2d: the same labels read from that node with Helm's
+                                  `lookup` (a live install; `helm template` and --dry-run read none)
   require.maxRunningRequests / maxTotalTokens / contextLength   int, 0 = none
   sglangVersion           string  the release the deployment runs (`check --sglang-version`)
   upgradeTo               string  also plan it at this release (`check --upgrade-to`): fail when
@@ -43,6 +48,22 @@ Call it from any chart:
   resources, nodeSelector, tolerations, podAnnotations, serviceAccountName
   nameSuffix              string  default "mambasizer-preflight" (Job = <release>-<suffix>)
 */ -}}
+
+{{- /* The preset form's GPU labels as `K=V,K=V` (sorted keys): gpuLabels, else the
+     nvidia.com/gpu.* / amd.com/gpu.* labels of node gpuLabelsFromNode (Helm's lookup);
+     "" when neither is set. */ -}}
+{{- define "mambasizer-preflight.gpuLabels" -}}
+{{- $labels := dict -}}
+{{- range $k, $val := (.gpuLabels | default dict) }}{{ $_ := set $labels $k (toString $val) }}{{ end -}}
+{{- if and (empty $labels) .gpuLabelsFromNode -}}
+{{- $node := lookup "v1" "Node" "" (toString .gpuLabelsFromNode) | default dict -}}
+{{- range $k, $val := (dig "metadata" "labels" dict $node) }}{{ if or (hasPrefix "nvidia.com/gpu." $k) (hasPrefix "amd.com/gpu." $k) }}{{ $_ := set $labels $k (toString $val) }}{{ end }}{{ end -}}
+{{- if empty $labels }}{{ fail (printf "mambasizer preflight: gpuLabelsFromNode: node %q has no nvidia.com/gpu.* or amd.com/gpu.* labels, or cannot be read (Helm's lookup reads nothing under helm template or --dry-run); set gpu or gpuLabels" (toString .gpuLabelsFromNode)) }}{{ end -}}
+{{- end -}}
+{{- $pairs := list -}}
+{{- range $k, $val := $labels }}{{ $pairs = append $pairs (printf "%s=%s" $k $val) }}{{ end -}}
+{{- join "," $pairs -}}
+{{- end }}
 
 {{- define "mambasizer-preflight.fullname" -}}
 {{- $v := .values | default dict -}}
@@ -153,10 +174,15 @@ SGLang spells it), so the launch form needs no preset. */ -}}
 {{- fail (printf "mambasizer preflight: set preset (or modelPath) or request; the forms: %s%s" $forms $pairForm) }}
 {{- end }}
 {{- $what := $v.preset | empty | ternary ($v.modelPath | empty | ternary "sglangArgs (its --model-path)" "modelPath") "preset" -}}
-{{- if and $hasPreset (not $gpuBudget) (not $v.budgetGiB) }}
+{{- /* gpuLabels / gpuLabelsFromNode stand for gpu: the node's labels name the part. */ -}}
+{{- $gpuLabels := include "mambasizer-preflight.gpuLabels" $v -}}
+{{- if and $hasPreset (not (empty $v.gpu)) $gpuLabels }}
+{{- fail (printf "mambasizer preflight: %s takes gpu or gpuLabels (gpuLabelsFromNode), not both" $what) }}
+{{- end }}
+{{- if and $hasPreset (not $gpuBudget) (not $v.budgetGiB) (not $gpuLabels) }}
 {{- fail (printf "mambasizer preflight: %s needs a budget: set %s" $what $budgets) }}
 {{- end }}
-{{- if and $hasPreset $gpuBudget $v.budgetGiB }}
+{{- if and $hasPreset (or $gpuBudget $gpuLabels) $v.budgetGiB }}
 {{- fail (printf "mambasizer preflight: %s takes gpu or budgetGiB, not both: keep %s" $what $budgets) }}
 {{- end }}
 {{- $extra := include "mambasizer-preflight.args" . | fromJsonArray -}}
@@ -233,12 +259,15 @@ spec:
             {{- if $v.gpu }}
             - --gpu
             - {{ $v.gpu | toString | quote }}
+            {{- else if $gpuLabels }}
+            - --gpu-labels
+            - {{ $gpuLabels | quote }}
             {{- end }}
             {{- if $v.gpuMemoryMib }}
             - --gpu-memory-mib
             - {{ int64 $v.gpuMemoryMib | toString | quote }}
             {{- end }}
-            {{- if not $gpuBudget }}
+            {{- if not (or $gpuBudget $gpuLabels) }}
             - --budget-gib
             - {{ $v.budgetGiB | toString | quote }}
             {{- end }}
