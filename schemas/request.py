@@ -45,21 +45,20 @@ MAX_SGLANG_ARG_CHARS = 1024
 
 
 def _json_integer(v: Any) -> Any:
-    """A JSON number with no fractional part. JSON has one number type and JSON Schema's
-    "integer" (what the OpenAPI document says) includes `4.0`, so that is the integer 4; but
-    `"4"` and `true` are not numbers, and `4.5` is no integer."""
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
+    """A JSON integer: `4`. Not `"4"` or `true` (not numbers), and not `4.0` or `4.5`: the
+    integer contract is one rule on every integer field of every request (the README's), so a
+    client that writes `4.0` learns it at once, whichever field it is."""
+    if isinstance(v, bool) or not isinstance(v, int):
+        if isinstance(v, float):
+            raise PydanticCustomError("int_from_float", "Input should be a valid integer: a JSON integer such as 4, not a number with a decimal point")
         raise PydanticCustomError("int_type", "Input should be a valid integer (a JSON number, not a string or boolean)")
-    if isinstance(v, float):
-        if not v.is_integer():
-            raise PydanticCustomError("int_from_float", "Input should be a valid integer, got a number with a fractional part")
-        return int(v)
     return v
 
 
-# Numbers and booleans are strict: `"4"` and `true` are not a tp_size, `"0.8"` is not a
+# Numbers and booleans are strict: `"4"`, `4.0` and `true` are not a tp_size, `"0.8"` is not a
 # fraction and `"yes"` not a flag (pydantic's lax mode takes them all). Floats still take
-# JSON integers (`"rest_gib": 40`), and integers take integral numbers (`4.0`).
+# JSON integers (`"rest_gib": 40`). Every integer field of every request model is StrictInt
+# (tests/schemas/test_integer_contract.py walks the models to hold that).
 StrictInt = Annotated[int, BeforeValidator(_json_integer)]
 PosInt = Annotated[StrictInt, Field(ge=1, le=MAX_DIM)]
 LayerId = Annotated[StrictInt, Field(ge=0, lt=MAX_LAYERS)]
