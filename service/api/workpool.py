@@ -37,6 +37,7 @@ from pebble import ProcessExpired, ProcessPool
 from starlette.responses import Response
 
 from mambasizer.service.api import jobs
+from mambasizer.service.api.parent_watch import die_with_parent
 from mambasizer.service.api.pool_settings import PoolSettingError, PoolSettings
 from mambasizer.service.api.problems import PROBLEM_JSON, TYPE_PREFIX, memory_problem, problem_bytes
 from mambasizer.service.client_watch import disconnected
@@ -56,7 +57,9 @@ WORKER_NICE = 5  # the event loop (and /livez) first
 
 
 def _worker_init(memory_mib: int) -> None:
-    """Runs in each new worker process: the address-space ceiling and a lower priority."""
+    """Runs in each new worker process: the address-space ceiling, a lower priority, and
+    death with the fork server (so with the server: service/api/parent_watch.py)."""
+    die_with_parent()
     limit = memory_mib << 20
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
     if hard != resource.RLIM_INFINITY:
