@@ -41,6 +41,12 @@ MAX_CONTEXT = 1 << 28
 # leaves room for the rest of any body under the 1 MiB body limit (a launch line has < 100).
 MAX_SGLANG_ARGS = 256
 MAX_SGLANG_ARG_CHARS = 1024
+# A config.json's quantization ignore lists (ignored_layers, modules_to_not_convert, ignore,
+# exclude_modules): each entry is matched against every module of the model, so each list is
+# bounded (checked where the quantization_config is read: service/solver/weights/quant/).
+MAX_IGNORE_ENTRIES = 4096
+MAX_IGNORE_ENTRY_CHARS = 200
+IGNORE_LIST_KEYS = ("ignored_layers", "modules_to_not_convert", "ignore", "exclude_modules")
 
 
 
@@ -74,7 +80,15 @@ class Strict(BaseModel):
 class HFConfigModel(Strict):
     """A model's Hugging Face `config.json`, as a JSON object."""
 
-    hf_config: dict[str, Any]
+    hf_config: dict[str, Any] = Field(
+        description="The checkpoint's config.json. Free-form, with one bound JSON Schema cannot place: each "
+        "quantization ignore list of its quantization_config (and of an hf_quant_config's `quantization`), "
+        f"{', '.join(IGNORE_LIST_KEYS)}, holds at most {MAX_IGNORE_ENTRIES} strings of at most "
+        f"{MAX_IGNORE_ENTRY_CHARS} characters; a `re:` entry or a `*` glob must be a pattern SGLang's re accepts "
+        "and RE2 can match in linear time (no backreferences or lookaround). Otherwise 422 naming the entry.",
+        json_schema_extra={"x-ignore-lists": {"keys": list(IGNORE_LIST_KEYS), "maxItems": MAX_IGNORE_ENTRIES,
+                                              "maxLength": MAX_IGNORE_ENTRY_CHARS}},
+    )
 
 
 class PresetModel(Strict):

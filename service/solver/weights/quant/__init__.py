@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from mambasizer.schemas.request import IGNORE_LIST_KEYS
 from mambasizer.service.solver.checkpoint_quant import (
     declared_kv_algo,
     quant_config_of,
@@ -132,7 +133,6 @@ def _ignore(listed: list[tuple[str, str]]) -> IgnoreList:
     return compiled([e for _, e in listed], [f for f, _ in listed])
 
 
-IGNORE_KEYS = ("ignored_layers", "modules_to_not_convert", "ignore", "exclude_modules")
 
 
 def check_ignore_lists(hf: Mapping[str, Any], text: Mapping[str, Any] | None, path: str) -> None:
@@ -146,5 +146,5 @@ def check_ignore_lists(hf: Mapping[str, Any], text: Mapping[str, Any] | None, pa
     nested = qc.get("quantization")
     for holder, where in ((qc, found.path), (nested, f"{found.path}.quantization")):
         if isinstance(holder, dict):
-            for key in IGNORE_KEYS:
+            for key in IGNORE_LIST_KEYS:
                 _ignore(_listed(holder, key, where))

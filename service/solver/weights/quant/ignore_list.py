@@ -37,10 +37,13 @@ from re import _parser  # type: ignore[attr-defined]
 
 import re2
 
+from mambasizer.schemas.request import MAX_IGNORE_ENTRIES, MAX_IGNORE_ENTRY_CHARS
 from mambasizer.service.solver.errors import PlanInputError
 
-MAX_ENTRIES = 4096  # per ignore list (a config's ignored_layers, modules_to_not_convert, ...)
-MAX_ENTRY_CHARS = 200  # per entry: real module paths are under 80 characters
+# Per ignore list, per entry (real module paths are under 80 characters): the wire contract's
+# bounds, stated in the OpenAPI under hf_config's x-ignore-lists.
+MAX_ENTRIES = MAX_IGNORE_ENTRIES
+MAX_ENTRY_CHARS = MAX_IGNORE_ENTRY_CHARS
 RE2_MAX_MEM = 64 << 20  # one list's compiled alternation (RE2's default is 8 MiB)
 RE2_MAX_REPEAT = 1000  # RE2 refuses a counted repeat above this
 CACHE_LISTS = 8
