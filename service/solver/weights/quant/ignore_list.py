@@ -188,13 +188,15 @@ def glob_regex(entry: str) -> str:
     return entry.replace(".", r"\.").replace("*", r".*")
 
 
-def _compile(alternatives: list[str], what: str) -> re2._Regexp | None:
+def _compile(alternatives: list[str], whole: bool) -> re2._Regexp | None:
+    """One regex: any alternative at the start of the name (`re.match`), or the whole of it."""
     if not alternatives:
         return None
+    pattern = r"\A(?:" + "|".join(alternatives) + (r")\z" if whole else ")")
     # re2._Regexp directly: re2.compile keeps every pattern it compiled in an unbounded-size
     # lru_cache (128 patterns of any length), which would keep a request's list alive.
     try:
-        return re2._Regexp(what.replace("ALT", "|".join(alternatives)), _OPTIONS)
+        return re2._Regexp(pattern, _OPTIONS)
     except re2.error as e:
         raise PatternRefused(f"cannot be compiled for linear-time matching together ({e})") from None
 
@@ -228,8 +230,8 @@ class IgnoreList:
                 raise PlanInputError(field, f"{_show(entry)} {e}; fix or remove the entry") from None
         where = fields[0].rsplit("[", 1)[0] if fields else "the ignore list"
         try:
-            self._re = _compile(regexes, r"\A(?:ALT)")
-            self._glob = _compile(globs, r"\A(?:ALT)\z")
+            self._re = _compile(regexes, whole=False)
+            self._glob = _compile(globs, whole=True)
         except PatternRefused as e:
             raise PlanInputError(where, f"its regular expressions {e}; shorten the list") from None
         self._plain = frozenset(plain)
