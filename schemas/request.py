@@ -51,19 +51,22 @@ IGNORE_LIST_KEYS = ("ignored_layers", "modules_to_not_convert", "ignore", "exclu
 
 
 def _json_integer(v: Any) -> Any:
-    """A JSON integer: `4`. Not `"4"` or `true` (not numbers), and not `4.0` or `4.5`: the
-    integer contract is one rule on every integer field of every request (the README's), so a
-    client that writes `4.0` learns it at once, whichever field it is."""
-    if isinstance(v, bool) or not isinstance(v, int):
-        if isinstance(v, float):
-            raise PydanticCustomError("int_from_float", "Input should be a valid integer: a JSON integer such as 4, not a number with a decimal point")
+    """A JSON number with no fractional part, on every integer field of every request (one
+    rule). JSON has one number type and JSON Schema's "integer" (what the OpenAPI document
+    says, and what schemathesis generates from it) includes `4.0`, so that is the integer 4;
+    but `"4"` and `true` are not numbers, and `4.5` is no integer."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise PydanticCustomError("int_type", "Input should be a valid integer (a JSON number, not a string or boolean)")
+    if isinstance(v, float):
+        if not v.is_integer():
+            raise PydanticCustomError("int_from_float", "Input should be a valid integer, got a number with a fractional part")
+        return int(v)
     return v
 
 
-# Numbers and booleans are strict: `"4"`, `4.0` and `true` are not a tp_size, `"0.8"` is not a
+# Numbers and booleans are strict: `"4"` and `true` are not a tp_size, `"0.8"` is not a
 # fraction and `"yes"` not a flag (pydantic's lax mode takes them all). Floats still take
-# JSON integers (`"rest_gib": 40`). Every integer field of every request model is StrictInt
+# JSON integers (`"rest_gib": 40`), and integers take integral numbers (`4.0`). Every integer field of every request model is StrictInt
 # (tests/schemas/test_integer_contract.py walks the models to hold that).
 StrictInt = Annotated[int, BeforeValidator(_json_integer)]
 PosInt = Annotated[StrictInt, Field(ge=1, le=MAX_DIM)]
