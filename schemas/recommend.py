@@ -29,6 +29,7 @@ from mambasizer.schemas.request import (
     SglangVersion,
     SpecAlgorithm,
     Strict,
+    StrictInt,
 )
 
 MAX_KNOB_VALUES = 16
@@ -39,7 +40,7 @@ MAX_LIMIT = 100
 MAX_GPU_KINDS = 16
 MAX_PRICE = 1_000_000.0  # per GPU-hour
 
-Parallel = Annotated[int, Field(ge=1, le=MAX_PARALLEL)]
+Parallel = Annotated[StrictInt, Field(ge=1, le=MAX_PARALLEL)]
 SsmDType = Literal["float32", "bfloat16", "float16"]
 Objective = Literal["fewest_gpus", "most_requests", "most_tokens", "cheapest"]
 GpuName = Annotated[str, Field(min_length=1, max_length=64)]
@@ -58,13 +59,13 @@ class Target(Strict):
     """What the deployment must reach (each optional). Requests and tokens are per replica,
     summed over attention-DP workers."""
 
-    running_requests: Annotated[int, Field(ge=1, le=MAX_TOKENS)] | None = Field(
+    running_requests: Annotated[StrictInt, Field(ge=1, le=MAX_TOKENS)] | None = Field(
         None, description="SGLang's max_running_requests (x attention DP) must reach it."
     )
-    context_length: Annotated[int, Field(ge=1, le=MAX_CONTEXT)] | None = Field(
+    context_length: Annotated[StrictInt, Field(ge=1, le=MAX_CONTEXT)] | None = Field(
         None, description="The served context (`--context-length`); one full request must fit: max_total_num_tokens >= it."
     )
-    tokens_per_request: Annotated[int, Field(ge=1, le=MAX_CONTEXT)] | None = Field(
+    tokens_per_request: Annotated[StrictInt, Field(ge=1, le=MAX_CONTEXT)] | None = Field(
         None, description="Average live tokens per request: max_total_num_tokens >= running_requests x tokens_per_request."
     )
 
@@ -105,7 +106,7 @@ class RecommendRequest(Strict):
     budget: Budget | None = Field(
         None, description="Instead of `gpu`: any PlanRequest budget form. A measured one is taken as holding for every layout searched.",
     )
-    gpus: Annotated[list[Annotated[int, Field(ge=1, le=MAX_PARALLEL * MAX_PARALLEL)]], Field(min_length=1, max_length=MAX_GPU_COUNTS)] | None = Field(
+    gpus: Annotated[list[Annotated[StrictInt, Field(ge=1, le=MAX_PARALLEL * MAX_PARALLEL)]], Field(min_length=1, max_length=MAX_GPU_COUNTS)] | None = Field(
         None, description="GPU counts per replica (tp_size x pp_size) the answer may use; all products of the searched sizes when absent.",
     )
     target: Target = Target()
@@ -125,7 +126,7 @@ class RecommendRequest(Strict):
         default=DEFAULT_RELEASE,
         description="The SGLang release whose start-up rules every searched setting is planned under (as PlanRequest.sglang_version).",
     )
-    limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] = 10
+    limit: Annotated[StrictInt, Field(ge=1, le=MAX_LIMIT)] = 10
 
     @model_validator(mode="after")
     def _one_budget(self) -> RecommendRequest:

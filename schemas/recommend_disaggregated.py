@@ -27,13 +27,14 @@ from mambasizer.schemas.request import (
     ServerArgs,
     SglangVersion,
     Strict,
+    StrictInt,
 )
 
 MAX_SIDE_GRID = 64  # settings (tp x pp x dp x dcp x ep x a2a x dtypes x speculative) one side searches
 MAX_ALTERNATIVES = 20
 
 A2AKnob = Annotated[list[Literal["none", "deepep"]], Field(min_length=1, max_length=2)]
-Count = Annotated[int, Field(ge=1, le=MAX_TOKENS)]
+Count = Annotated[StrictInt, Field(ge=1, le=MAX_TOKENS)]
 
 
 class SideSearch(Strict):
@@ -59,7 +60,7 @@ class DecodeSide(Strict):
     average live tokens each keeps."""
 
     concurrent_requests: Count = Field(description="Requests the decode side runs at once, over its replicas (the pair's decode_concurrency must reach it).")
-    tokens_per_request: Annotated[int, Field(ge=1, le=MAX_CONTEXT)] | None = Field(
+    tokens_per_request: Annotated[StrictInt, Field(ge=1, le=MAX_CONTEXT)] | None = Field(
         None, description="Average live tokens per running request: the decode side's logical KV tokens must reach concurrent_requests x it.",
     )
     server_args: ServerArgs = Field(ServerArgs(), description="Fixed decode knobs (disaggregation_mode is decode; a fixed knob is not searched).")
@@ -88,7 +89,7 @@ class RecommendDisaggregatedRequest(Strict):
         None, description='A catalog GPU (`GET /v1/gpus`): both sides are planned from the GPU alone (budget {"gpu": ...}).'
     )
     budget: Budget | None = Field(None, description="Instead of `gpu`: any PlanRequest budget form, taken as holding for every layout searched.")
-    context_length: Annotated[int, Field(ge=1, le=MAX_CONTEXT)] | None = Field(
+    context_length: Annotated[StrictInt, Field(ge=1, le=MAX_CONTEXT)] | None = Field(
         None, description="The served context (`--context-length`) on both sides; one full request must fit in one worker's pool on each.",
     )
     prefill: PrefillSide
@@ -96,7 +97,7 @@ class RecommendDisaggregatedRequest(Strict):
     env: Env = Env()
     draft_model: DraftModel | None = None
     sglang_version: SglangVersion = Field(default=DEFAULT_RELEASE, description="The SGLang release both sides are planned under.")
-    limit: Annotated[int, Field(ge=1, le=MAX_ALTERNATIVES)] = Field(3, description="Settings listed per side in `alternatives` (the chosen one first).")
+    limit: Annotated[StrictInt, Field(ge=1, le=MAX_ALTERNATIVES)] = Field(3, description="Settings listed per side in `alternatives` (the chosen one first).")
 
     @model_validator(mode="after")
     def _one_budget(self) -> RecommendDisaggregatedRequest:

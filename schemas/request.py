@@ -41,13 +41,20 @@ MAX_CONTEXT = 1 << 28
 # leaves room for the rest of any body under the 1 MiB body limit (a launch line has < 100).
 MAX_SGLANG_ARGS = 256
 MAX_SGLANG_ARG_CHARS = 1024
+# A config.json's quantization ignore lists (ignored_layers, modules_to_not_convert, ignore,
+# exclude_modules): each entry is matched against every module of the model, so each list is
+# bounded (checked where the quantization_config is read: service/solver/weights/quant/).
+MAX_IGNORE_ENTRIES = 4096
+MAX_IGNORE_ENTRY_CHARS = 200
+IGNORE_LIST_KEYS = ("ignored_layers", "modules_to_not_convert", "ignore", "exclude_modules")
 
 
 
 def _json_integer(v: Any) -> Any:
-    """A JSON number with no fractional part. JSON has one number type and JSON Schema's
-    "integer" (what the OpenAPI document says) includes `4.0`, so that is the integer 4; but
-    `"4"` and `true` are not numbers, and `4.5` is no integer."""
+    """A JSON number with no fractional part, on every integer field of every request (one
+    rule). JSON has one number type and JSON Schema's "integer" (what the OpenAPI document
+    says, and what schemathesis generates from it) includes `4.0`, so that is the integer 4;
+    but `"4"` and `true` are not numbers, and `4.5` is no integer."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         raise PydanticCustomError("int_type", "Input should be a valid integer (a JSON number, not a string or boolean)")
     if isinstance(v, float):
@@ -59,7 +66,8 @@ def _json_integer(v: Any) -> Any:
 
 # Numbers and booleans are strict: `"4"` and `true` are not a tp_size, `"0.8"` is not a
 # fraction and `"yes"` not a flag (pydantic's lax mode takes them all). Floats still take
-# JSON integers (`"rest_gib": 40`), and integers take integral numbers (`4.0`).
+# JSON integers (`"rest_gib": 40`), and integers take integral numbers (`4.0`). Every integer field of every request model is StrictInt
+# (tests/schemas/test_integer_contract.py walks the models to hold that).
 StrictInt = Annotated[int, BeforeValidator(_json_integer)]
 PosInt = Annotated[StrictInt, Field(ge=1, le=MAX_DIM)]
 LayerId = Annotated[StrictInt, Field(ge=0, lt=MAX_LAYERS)]
@@ -75,7 +83,15 @@ class Strict(BaseModel):
 class HFConfigModel(Strict):
     """A model's Hugging Face `config.json`, as a JSON object."""
 
-    hf_config: dict[str, Any]
+    hf_config: dict[str, Any] = Field(
+        description="The checkpoint's config.json. Free-form, with one bound JSON Schema cannot place: each "
+        "quantization ignore list of its quantization_config (and of an hf_quant_config's `quantization`), "
+        f"{', '.join(IGNORE_LIST_KEYS)}, holds at most {MAX_IGNORE_ENTRIES} strings of at most "
+        f"{MAX_IGNORE_ENTRY_CHARS} characters; a `re:` entry or a `*` glob must be a pattern SGLang's re accepts "
+        "and RE2 can match in linear time (no backreferences or lookaround). Otherwise 422 naming the entry.",
+        json_schema_extra={"x-ignore-lists": {"keys": list(IGNORE_LIST_KEYS), "maxItems": MAX_IGNORE_ENTRIES,
+                                              "maxLength": MAX_IGNORE_ENTRY_CHARS}},
+    )
 
 
 class PresetModel(Strict):

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from mambasizer.schemas import PlanRequest
 from mambasizer.schemas.plan import REFERENCE, Plan
-from mambasizer.schemas.request import PresetModel
+from mambasizer.schemas.request import HFConfigModel, PresetModel
 from mambasizer.schemas.sweep import (
     AXIS_MODEL_FIELDS,
     AXIS_SECTIONS,
@@ -38,6 +38,7 @@ from mambasizer.service.planner import model_layout
 from mambasizer.service.presets import get_preset
 from mambasizer.service.solver import PlanInputError
 from mambasizer.service.solver.plan import replan
+from mambasizer.service.solver.weights.quant import check_ignore_lists
 
 HEADLINE = ("max_running_requests", "max_total_num_tokens", "max_mamba_cache_size", "pp_max_micro_batch_size", "binding_limit")
 STAGE_COLUMNS = ("weights_bytes", "mamba_pool_bytes", "kv_pool_bytes", "req_to_token_bytes", "idle_bytes", "kv_tokens")
@@ -156,6 +157,14 @@ def expand(body: dict) -> Sweep:
             get_preset(model.preset, model.allow_unverified)
         except PlanInputError as exc:
             raise PlanInputError("base.model.preset", exc.message, allowed=exc.allowed) from None
+    if "model" not in touched and isinstance(model, HFConfigModel):
+        # So is an ignore-list entry no point changes (a pattern SGLang refuses, a list too long).
+        hf = model.hf_config
+        text = hf.get("text_config")
+        try:
+            check_ignore_lists(hf, text if isinstance(text, dict) else None, "model.hf_config")
+        except PlanInputError as exc:
+            raise PlanInputError(f"base.{exc.field}", exc.message) from None
     base_dicts = {s: _section_dict(sections.get(s)) for s in touched if s not in AXIS_TOP_FIELDS}
 
     requests: list[PlanRequest] = []

@@ -21,7 +21,7 @@ Names follow Prometheus conventions (base units, `_total` counters, bounded labe
   processes), `mambasizer_queue_depth` (admitted, waiting for a process),
   `mambasizer_heavy_requests_total{kind,outcome,reason}` with `kind` one of plan, compare,
   recommend, sweep; `outcome` completed (reason: ok or the 4xx status), rejected (reason:
-  queue_full, deadline, client_gone, memory_limit) or failed (process_died).
+  queue_full, client_share, deadline, client_gone, memory_limit) or failed (process_died).
 * For each deployment whose entry asks for a trial (mambasizer.service.api.deployment_trials):
   `mambasizer_trial_{measured,predicted}_bytes{deployment,model_name,pp_rank,pool}` and
   `mambasizer_trial_status{deployment,model_name,status}` (1 for the current status).
@@ -245,7 +245,7 @@ class Metrics:
         self.queue_depth = Gauge("mambasizer_queue_depth", "Heavy requests admitted and waiting for a work-pool process.", registry=r)
         self.heavy = Counter(
             "mambasizer_heavy_requests",
-            "Heavy requests by kind and outcome: completed (reason ok or the 4xx status), rejected (queue_full, "
+            "Heavy requests by kind and outcome: completed (reason ok or the 4xx status), rejected (queue_full, client_share, "
             "deadline, client_gone, memory_limit) or failed (process_died).",
             ("kind", "outcome", "reason"),
             registry=r,

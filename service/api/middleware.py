@@ -8,6 +8,8 @@
 * Metrics: `mambasizer_http_requests_total` / `_duration_seconds` by route template.
 * Access log: one JSON line per request on `mambasizer.access` (method, route, path,
   status, duration_ms).
+* `X-Content-Type-Options: nosniff` on every answer (JSON, problems, text, the explorer's
+  files): a browser never guesses another type than the one declared.
 """
 
 from __future__ import annotations
@@ -61,6 +63,8 @@ class ObservabilityMiddleware:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+                headers = [(k, v) for k, v in message.get("headers", ()) if k.lower() != b"x-content-type-options"]
+                message = {**message, "headers": [*headers, (b"x-content-type-options", b"nosniff")]}
             await send(message)
 
         received = 0

@@ -88,6 +88,9 @@ SEMANTIC_FIELDS: tuple[str, ...] = (
     "server_args.dcp_size",
     # a release that cannot load the model (service/solver/releases/sizing.py)
     "sglang_version",
+    # a flag sized only from some release on (ReplaySSM's ring from 0.5.20: service/solver/plan.py);
+    # JSON Schema cannot tie it to sglang_version / compare's from_version
+    "server_args.enable_linear_replayssm_spec",
 )
 # A prefill/decode pair (service/disaggregated.py): either side's own rules, its role and model.
 PAIR_SEMANTIC_FIELDS: tuple[str, ...] = ("prefill", "decode")

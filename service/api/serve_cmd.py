@@ -121,6 +121,16 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         help=f"address-space ceiling of each worker process; a request that needs more is answered 503 "
         f"(env {workpool.ENV_MEMORY}, default {workpool.DEFAULT_MEMORY_MIB})",
     )
+    heavy.add_argument(
+        "--heavy-per-client", type=setting_type(workpool.parse_per_client, "--heavy-per-client"), metavar="N",
+        help=f"heavy requests one client may have admitted at once; its next is answered 429 with Retry-After "
+        f"(env {workpool.ENV_PER_CLIENT}, default {workpool.DEFAULT_PER_CLIENT})",
+    )
+    heavy.add_argument(
+        "--heavy-client-header", type=setting_type(workpool.parse_client_header, "--heavy-client-header"), metavar="NAME",
+        help=f"count heavy requests per the last value of this header (e.g. X-Forwarded-For) instead of the peer "
+        f"address; only behind a proxy that sets it (env {workpool.ENV_CLIENT_HEADER}, default: the peer address)",
+    )
     add_log_level(p)
     p.add_argument(
         "--graceful-timeout",
@@ -147,7 +157,8 @@ def run(args: argparse.Namespace) -> int:
         trials = TrialSettings.from_env(enabled=args.enable_trials, token_file=args.trial_token_file, memory_gib=args.trial_memory_gib)
         concurrency_from_env()  # checked here so a bad value is one line, not a traceback from create_app
         protocol = http_protocol(args)
-        pool = workpool.PoolSettings.resolve(args.heavy_workers, args.heavy_queue, args.request_deadline, args.heavy_worker_memory)
+        pool = workpool.PoolSettings.resolve(args.heavy_workers, args.heavy_queue, args.request_deadline, args.heavy_worker_memory,
+                                             per_client=args.heavy_per_client, client_header=args.heavy_client_header)
     except (TrialSettingsError, TimeoutSettingError, workpool.PoolSettingError) as exc:
         return error(str(exc))
     try:

@@ -1,15 +1,18 @@
 """uvicorn's h11 protocol with header and body read deadlines (see mambasizer.service.api.read_timeouts).
 
 A connection whose request headers are not complete `header_timeout` seconds after it
-opened (or after the first byte of its next request) gets `408 Request Timeout` and is
-closed; one whose body is not complete `body_timeout` seconds after its headers is closed
-(the app, waiting on the body, sees a disconnect). Trickled bytes never extend either
-deadline; the app's own time to answer is not counted.
+opened (or after the first byte of its next request), or whose body is not complete
+`body_timeout` seconds after its headers, gets `408 Request Timeout` (problem+json, saying
+which deadline) and is closed; the app, waiting on the body, sees a disconnect. Only a
+response the app has already begun is not interrupted by a 408 (the connection is just
+closed). Trickled bytes never extend either deadline; the app's own time to answer is not
+counted.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 
 import h11
@@ -19,9 +22,22 @@ from mambasizer.service.api.read_timeouts import DEFAULT_BODY_TIMEOUT_S, DEFAULT
 
 log = logging.getLogger("mambasizer.api")
 
-_408 = b"HTTP/1.1 408 Request Timeout\r\ncontent-type: text/plain\r\ncontent-length: 16\r\nconnection: close\r\n\r\nrequest timeout\n"
 
 _HEADERS, _BODY = "headers", "body"
+
+
+def _408(phase: str, timeout_s: float) -> bytes:
+    """The 408 written by hand: h11 cannot answer a request it has not parsed (headers), and
+    the app is still waiting on the body it would answer from."""
+    what = "request headers" if phase == _HEADERS else "request body"
+    body = json.dumps({
+        "type": "urn:mambasizer:problem:request-timeout", "title": "Request Timeout", "status": 408,
+        "detail": f"the {what} did not arrive within {timeout_s:g} s; send the whole request at once and retry",
+        "field": "request",
+    }).encode()
+    head = (f"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/problem+json\r\n"
+            f"x-content-type-options: nosniff\r\ncontent-length: {len(body)}\r\nconnection: close\r\n\r\n")
+    return head.encode() + body
 
 
 class TimedH11Protocol(H11Protocol):
@@ -83,12 +99,14 @@ class TimedH11Protocol(H11Protocol):
             return  # the phase ended as the timer fired
         client = self.client[0] if self.client else None
         log.warning(
-            "slow client: connection closed",
+            "slow client: 408, connection closed",
             extra={"fields": {"event": "read_timeout", "phase": phase, "client": client,
                               "timeout_s": self.header_timeout if phase == _HEADERS else self.body_timeout}},
         )
-        if phase == _HEADERS and self.conn.our_state is h11.IDLE:
-            self.transport.write(_408)  # no request yet: h11 cannot answer one, so by hand
+        timeout_s = self.header_timeout if phase == _HEADERS else self.body_timeout
+        # IDLE: no request parsed yet; SEND_RESPONSE: the app has not begun its answer.
+        if self.conn.our_state in (h11.IDLE, h11.SEND_RESPONSE):
+            self.transport.write(_408(phase, timeout_s))
         self.transport.close()
 
 

@@ -90,5 +90,5 @@ class DisaggregatedPlanRequest(request_schema.Strict):
 
     prefill: ApiPlanRequest
     decode: ApiPlanRequest
-    prefill_replicas: Annotated[int, Field(ge=1, le=4096)] = Field(1, description="How many prefill servers the deployment runs.")
-    decode_replicas: Annotated[int, Field(ge=1, le=4096)] = Field(1, description="How many decode servers the deployment runs.")
+    prefill_replicas: Annotated[request_schema.StrictInt, Field(ge=1, le=4096)] = Field(1, description="How many prefill servers the deployment runs.")
+    decode_replicas: Annotated[request_schema.StrictInt, Field(ge=1, le=4096)] = Field(1, description="How many decode servers the deployment runs.")

@@ -9,6 +9,9 @@ its own process, not the server's), and runs at a lower CPU priority than the se
 
 * Admission: at most `workers` jobs run and `queue` more wait; the next one is answered at
   once with 429 problem+json and `Retry-After` (nothing is accepted that cannot be served).
+* Fair share: one client (its peer address, or the last value of a header a trusted proxy
+  writes, `--heavy-client-header`) has at most `per_client` jobs admitted at once; its next
+  is a 429 too, so one client's flood cannot hold every place.
 * Deadline: counted from admission (queue wait included), so an answer always comes within
   it; past it the job's process is killed and the answer is 503 `deadline-exceeded`.
 * Disconnect: a client that goes away has its job killed the same way.
@@ -38,6 +41,7 @@ from starlette.responses import Response
 
 from mambasizer.service.api import jobs
 from mambasizer.service.api.jobs import CHECKPOINT_POLICY_OPTION
+from mambasizer.service.api.parent_watch import die_with_parent
 from mambasizer.service.api.pool_settings import PoolSettingError, PoolSettings
 from mambasizer.service.api.problems import PROBLEM_JSON, TYPE_PREFIX, memory_problem, problem_bytes
 from mambasizer.service.client_watch import disconnected
@@ -57,7 +61,9 @@ WORKER_NICE = 5  # the event loop (and /livez) first
 
 
 def _worker_init(memory_mib: int) -> None:
-    """Runs in each new worker process: the address-space ceiling and a lower priority."""
+    """Runs in each new worker process: the address-space ceiling, a lower priority, and
+    death with the fork server (so with the server: service/api/parent_watch.py)."""
+    die_with_parent()
     limit = memory_mib << 20
     _, hard = resource.getrlimit(resource.RLIMIT_AS)
     if hard != resource.RLIM_INFINITY:
@@ -106,6 +112,7 @@ class HeavyPool:
         self.metrics = metrics
         self._pool: ProcessPool | None = None
         self.admitted = 0  # running + waiting
+        self._by_client: dict[str, int] = {}  # admitted per client; a client with none has no entry
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self, wait: bool = False) -> None:
@@ -139,31 +146,53 @@ class HeavyPool:
         """The job's Answer; Rejected (429 full, 503 deadline / resource) or ClientGone."""
         instance = request.url.path
         s = self.settings
-        full = self.refusal(request, kind)
+        client = client_of(request, s.client_header)
+        full = self.refusal(request, kind, client)
         if full is not None:
             raise full
         self.start()
         assert self._pool is not None
         self.admitted += 1
+        self._by_client[client] = self._by_client.get(client, 0) + 1
         self._gauges()
         started = time.monotonic()
         # The server's checkpoint ReadPolicy goes with the job: the pool's processes resolve model
         # paths under the same roots and Hub setting as this one (service/checkpoints/policy.py).
         policy = getattr(request.app.state, "checkpoint_policy", None)
         options = {**(options or {}), CHECKPOINT_POLICY_OPTION: policy} if policy is not None else (options or {})
-        future = self._pool.schedule(jobs.run, args=(kind, body, instance, options), timeout=s.deadline_s)
         try:
-            return await self._await(request, kind, future, started)
+            future = self._pool.schedule(jobs.run, args=(kind, body, instance, options), timeout=s.deadline_s)
+            try:
+                return await self._await(request, kind, future, started)
+            finally:
+                if not future.done():
+                    future.cancel()  # kills the process if it is running the job
         finally:
-            if not future.done():
-                future.cancel()  # kills the process if it is running the job
             self.admitted -= 1
+            left = self._by_client.pop(client) - 1
+            if left:
+                self._by_client[client] = left
             self._gauges()
 
-    def refusal(self, request: Request, kind: str) -> Rejected | None:
-        """The 429 a job of `kind` gets now (every process busy, the queue full), or None. A
-        route with a large body asks before reading it (check-log's text/plain log)."""
+    def refusal(self, request: Request, kind: str, client: str | None = None) -> Rejected | None:
+        """The 429 a job of `kind` gets now (this client's share taken, or every process busy and
+        the queue full), or None. A route with a large body asks before reading it (check-log's
+        text/plain log)."""
         s = self.settings
+        if client is None:
+            client = client_of(request, s.client_header)
+        if self._by_client.get(client, 0) >= s.per_client:
+            self._count("rejected", kind, "client_share")
+            retry = max(1, math.ceil(s.deadline_s / 2))
+            return Rejected(
+                429,
+                problem_bytes(
+                    429, f"this client already has {s.per_client} heavy requests admitted (the most one client may have "
+                    f"at once, so others are served too); retry in {retry} s, or when one of them is answered",
+                    type_=OVERLOADED, title="Too many heavy requests from this client", instance=request.url.path,
+                ),
+                {"Retry-After": str(retry)}, reason="client_share",
+            )
         if self.admitted < s.capacity:
             return None
         self._count("rejected", kind, "queue_full")
@@ -240,6 +269,17 @@ class HeavyPool:
     def _gauges(self) -> None:
         if self.metrics is not None:
             self.metrics.heavy_gauges(self.running, self.waiting)
+
+
+def client_of(request: Request, header: str | None) -> str:
+    """Who a heavy request counts against: the last value of the trusted header (the address
+    the operator's proxy saw; earlier values are the client's own claims), else the peer."""
+    if header:
+        raw = request.headers.get(header, "")
+        last = raw.rsplit(",", 1)[-1].strip()
+        if last:
+            return last[:256]
+    return request.client.host if request.client else ""
 
 
 CLIENT_CLOSED = 499  # nginx's status for a request whose client went away; nobody reads it

@@ -23,6 +23,7 @@ from mambasizer.schemas.request import MAX_CONTEXT, MAX_DIM, MAX_LAYERS
 from mambasizer.service.solver.errors import PlanInputError
 from mambasizer.service.solver.layout import ModelLayout
 from mambasizer.service.solver.specs import KVSpec, StateSpec
+from mambasizer.service.solver.weights.quant import check_ignore_lists
 
 if TYPE_CHECKING:
     from mambasizer.schemas.request import Layout
@@ -643,6 +644,7 @@ def layout_from_hf_config(hf_config: dict, name: str = "", path: str = "model.hf
         _check_architecture(arch, family, path)
     wrapper = None
     raw = hf_config
+    top_path = path
     if model_type in _TEXT_CONFIG_WRAPPERS:
         text = hf_config.get("text_config")
         if not isinstance(text, dict):
@@ -651,6 +653,9 @@ def layout_from_hf_config(hf_config: dict, name: str = "", path: str = "model.hf
     if not arch:
         arch = next((a for a, mt in _ARCH_TO_MODEL_TYPE.items() if mt == model_type), model_type)
     fields = family.build(raw, wrapper, path, arch)
+    # A client's ignore lists are bounded and compiled (linear-time matching) before any route
+    # prices a layout with them: an entry SGLang refuses is a 422 naming it.
+    check_ignore_lists(hf_config, raw, top_path)
     # hf_config is not hf_text_config (a text sub-config) makes SGLang treat the model as multimodal.
     multimodal = arch in MULTIMODAL_ARCHS or wrapper is not None
     return ModelLayout(name=name or arch, is_multimodal=multimodal, **fields)

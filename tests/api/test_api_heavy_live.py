@@ -50,7 +50,10 @@ NGRAM_SWEEP = {
 def server(tmp_path_factory) -> Iterator:
     tmp: Path = tmp_path_factory.mktemp("heavy")
     srv = start_mambasizer(
+        # One test client sends every request here: its share is the whole pool, so these tests
+        # hold the pool's own bounds (the per-client share: test_api_heavy_fair_share.py).
         "serve", "--heavy-workers", str(WORKERS), "--heavy-queue", str(QUEUE), "--request-deadline", str(DEADLINE_S),
+        "--heavy-per-client", str(WORKERS + QUEUE),
         cwd=tmp, log=tmp / "stderr.log", ready="/readyz", address_space_bytes=CAP,
     )
     try:

@@ -117,3 +117,14 @@ def test_the_walk_sees_an_oversized_list():
     assert largest({"type": "object", "additionalProperties": {"type": "number"}, "maxProperties": 2,
                     "propertyNames": {"maxLength": 8}}) == 2 + 2 * (8 + 2 + 2 + NUMBER_CHARS)
     assert largest({"type": "array", "maxItems": 1000, "items": {"type": "string", "maxLength": 2048}}) > MAX_BODY_BYTES
+
+
+def test_the_ignore_list_bounds_are_documented_and_fit_the_body_limit():
+    """hf_config is free-form, but its quantization ignore lists are bounded (issue 25): the
+    OpenAPI states the bound the code enforces, and one list at its bound fits the body limit."""
+    from mambasizer.service.solver.weights.quant.ignore_list import MAX_ENTRIES, MAX_ENTRY_CHARS
+
+    bound = DOC["components"]["schemas"]["HFConfigModel"]["properties"]["hf_config"]["x-ignore-lists"]
+    assert (bound["maxItems"], bound["maxLength"]) == (MAX_ENTRIES, MAX_ENTRY_CHARS)
+    assert set(bound["keys"]) == {"ignored_layers", "modules_to_not_convert", "ignore", "exclude_modules"}
+    assert largest({"type": "array", "maxItems": bound["maxItems"], "items": {"type": "string", "maxLength": bound["maxLength"]}}) < MAX_BODY_BYTES

@@ -5,6 +5,7 @@ ordinary requests keep being answered."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -79,7 +80,13 @@ def test_slow_clients_are_closed_after_their_deadline(tmp_path):
         assert silent.closed_at is not None and 0.9 <= silent.closed_at <= 4, silent.closed_at
         assert headers.closed_at is not None and 0.9 <= headers.closed_at <= 4, headers.closed_at
         assert body.closed_at is not None and 1.9 <= body.closed_at <= 5, body.closed_at
-        assert silent.reply.startswith(b"HTTP/1.1 408") and headers.reply.startswith(b"HTTP/1.1 408")
+        # Each gets a 408 problem+json saying which deadline passed (the body too: issue 25).
+        for c, what in ((silent, b"request headers"), (headers, b"request headers"), (body, b"request body")):
+            assert c.reply.startswith(b"HTTP/1.1 408"), c.reply[:200]
+            head, _, payload = c.reply.partition(b"\r\n\r\n")
+            assert b"content-type: application/problem+json" in head and b"x-content-type-options: nosniff" in head
+            problem = json.loads(payload)
+            assert problem["status"] == 408 and what.decode() in problem["detail"] and problem["field"] == "request"
         assert httpx.get(f"http://127.0.0.1:{port}/livez", timeout=5).status_code == 200
     finally:
         srv.stop()

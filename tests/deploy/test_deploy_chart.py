@@ -105,7 +105,8 @@ def test_api_deployment_probes_args_and_watch_file(default_docs):
     assert dep["spec"]["replicas"] == 2
     assert c["command"] == ["mambasizer"]
     assert c["args"] == ["serve", "--host", "0.0.0.0", "--port", "8000", "--deployments", "/etc/mambasizer/deployments.yaml",
-                         "--heavy-workers", "2", "--heavy-queue", "8", "--request-deadline", "10", "--heavy-worker-memory", "1536"]
+                         "--heavy-workers", "2", "--heavy-queue", "8", "--request-deadline", "10", "--heavy-worker-memory", "1536",
+                         "--heavy-per-client", "4"]
     assert c["ports"] == [{"name": "http", "containerPort": 8000, "protocol": "TCP"}]
     assert c["livenessProbe"]["httpGet"] == {"path": "/livez", "port": "http"}
     assert c["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
@@ -532,7 +533,9 @@ def test_api_heavy_pool_values_reach_serve():
     """api.heavy.* become `mambasizer serve` flags that the real CLI parser accepts with those values."""
     from mambasizer.service.cli import build_parser
 
-    docs = documents(render(CHART, {"api": {"heavy": {"workers": 3, "queue": 0, "deadlineSeconds": 2.5, "workerMemoryMiB": 512}}}))
+    docs = documents(render(CHART, {"api": {"heavy": {"workers": 3, "queue": 0, "deadlineSeconds": 2.5, "workerMemoryMiB": 512,
+                                                      "perClient": 2, "clientHeader": "X-Forwarded-For"}}}))
     args = _container(one(docs, "Deployment", "api"))["args"]
     ns = build_parser().parse_args(args)
     assert (ns.heavy_workers, ns.heavy_queue, ns.request_deadline, ns.heavy_worker_memory) == (3, 0, 2.5, 512)
+    assert (ns.heavy_per_client, ns.heavy_client_header) == (2, "x-forwarded-for")

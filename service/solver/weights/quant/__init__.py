@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from mambasizer.schemas.request import IGNORE_LIST_KEYS
 from mambasizer.service.solver.checkpoint_quant import (
     declared_kv_algo,
     quant_config_of,
@@ -15,11 +16,17 @@ from mambasizer.service.solver.errors import PlanInputError
 from mambasizer.service.solver.weights.quant.base import Quant
 from mambasizer.service.solver.weights.quant.ct_fp8 import CtFp8
 from mambasizer.service.solver.weights.quant.fp8 import Fp8
+from mambasizer.service.solver.weights.quant.ignore_list import (
+    MAX_ENTRIES,
+    MAX_ENTRY_CHARS,
+    IgnoreList,
+    compiled,
+)
 from mambasizer.service.solver.weights.quant.modelopt import ModelOptFp8, ModelOptMixed, Nvfp4
 from mambasizer.service.solver.weights.quant.mxfp4 import Mxfp4
 from mambasizer.service.solver.weights.quant.wna16 import WNA16
 
-__all__ = ['WNA16', 'CtFp8', 'Fp8', 'ModelOptFp8', 'ModelOptMixed', 'Mxfp4', 'Nvfp4', 'Quant', 'quant_scheme']
+__all__ = ['WNA16', 'CtFp8', 'Fp8', 'ModelOptFp8', 'ModelOptMixed', 'Mxfp4', 'Nvfp4', 'Quant', 'check_ignore_lists', 'quant_scheme']
 
 
 def quant_scheme(hf: Mapping[str, Any], text: Mapping[str, Any], act_bytes: int, path: str) -> Quant:
@@ -36,7 +43,8 @@ def quant_scheme(hf: Mapping[str, Any], text: Mapping[str, Any], act_bytes: int,
     # parsed as ModelOpt's (its quant_algo picks modelopt_fp8 / _fp4 / _mixed).
     method = quant_method_of(qc)
     field = f"{qpath}.quant_method"
-    skip = list(qc.get("ignored_layers") or []) + list(qc.get("modules_to_not_convert") or []) + list(qc.get("ignore") or [])
+    listed = [*_listed(qc, "ignored_layers", qpath), *_listed(qc, "modules_to_not_convert", qpath), *_listed(qc, "ignore", qpath)]
+    skip = _ignore(listed)
     if method == "fp8":
         block = qc.get("weight_block_size")
         if block is not None and (not isinstance(block, list) or len(block) != 2 or not all(isinstance(b, int) and b > 0 for b in block)):
@@ -49,9 +57,9 @@ def quant_scheme(hf: Mapping[str, Any], text: Mapping[str, Any], act_bytes: int,
         if algo == "FP8":
             # ModelOptFp8Config.from_config: the flat form's exclusions are its `ignore` list,
             # the hf_quant_config form's are quantization.exclude_modules.
-            skip = list(qc.get("ignore") or []) if qc.get("quant_algo") else list(nested.get("exclude_modules") or [])
-            return ModelOptFp8(act_bytes, skip, kv_scales=kv_declared)
-        skip += list(qc.get("exclude_modules") or nested.get("exclude_modules") or [])
+            own = _listed(qc, "ignore", qpath) if qc.get("quant_algo") else _listed(nested, "exclude_modules", f"{qpath}.quantization")
+            return ModelOptFp8(act_bytes, _ignore(own), kv_scales=kv_declared)
+        skip = _ignore(listed + (_listed(qc, "exclude_modules", qpath) if qc.get("exclude_modules") else _listed(nested, "exclude_modules", f"{qpath}.quantization")))
         if algo == "NVFP4":
             if not qc.get("quant_algo") and not any(isinstance(g, int) for g in (qc.get("group_size"), nested.get("group_size"))):
                 # ModelOptFp4Config.common_group_size: the nested (hf_quant_config.json) form must say it.
@@ -64,7 +72,8 @@ def quant_scheme(hf: Mapping[str, Any], text: Mapping[str, Any], act_bytes: int,
                 raise PlanInputError(f"{qpath}.quantized_layers", "MIXED_PRECISION needs a non-empty quantized_layers map")
             kv = kv_declared
             group = next((int(v.get("group_size", 16)) for v in layers.values() if isinstance(v, dict) and str(v.get("quant_algo", "")).upper() in ("NVFP4", "W4A16_NVFP4")), 16)
-            mixed_skip = list(qc.get("ignore", qc.get("exclude_modules")) or []) if qc.get("quant_algo") else list(nested.get("exclude_modules") or [])
+            mixed_skip = _ignore(_listed(qc, "ignore" if "ignore" in qc else "exclude_modules", qpath) if qc.get("quant_algo")
+                                 else _listed(nested, "exclude_modules", f"{qpath}.quantization"))
             return ModelOptMixed(act_bytes, mixed_skip, layers, kv, group)
         raise PlanInputError(f"{qpath}.quant_algo", f"ModelOpt quant_algo {algo or None!r} is not modelled (FP8, NVFP4 and MIXED_PRECISION are); give a budget with measured memory instead")
     if method in ("awq", "gptq", "auto-round"):
@@ -100,3 +109,42 @@ def quant_scheme(hf: Mapping[str, Any], text: Mapping[str, Any], act_bytes: int,
 
 
 
+
+
+def _listed(holder: Mapping[str, Any], key: str, path: str) -> list[tuple[str, str]]:
+    """(field, entry) for each entry of one ignore list, bounded: a client's config is
+    untrusted, and every entry is matched against every module the model has."""
+    value = holder.get(key)
+    field = f"{path}.{key}"
+    if not value:
+        return []
+    if not isinstance(value, list) or not all(isinstance(e, str) for e in value):
+        raise PlanInputError(field, "must be an array of module names or patterns (strings)")
+    if len(value) > MAX_ENTRIES:
+        raise PlanInputError(field, f"has {len(value)} entries; at most {MAX_ENTRIES} are accepted (list a parent module or a pattern instead)")
+    for i, e in enumerate(value):
+        if len(e) > MAX_ENTRY_CHARS:
+            raise PlanInputError(f"{field}[{i}]", f"is {len(e)} characters long; at most {MAX_ENTRY_CHARS} are accepted")
+    return [(f"{field}[{i}]", e) for i, e in enumerate(value)]
+
+
+def _ignore(listed: list[tuple[str, str]]) -> IgnoreList:
+    """The entries compiled once (a refused pattern is a PlanInputError naming its field)."""
+    return compiled([e for _, e in listed], [f for f, _ in listed])
+
+
+
+
+def check_ignore_lists(hf: Mapping[str, Any], text: Mapping[str, Any] | None, path: str) -> None:
+    """Every ignore list of the checkpoint's quant config bounded and compiled, whatever the
+    route does with it next: a refused entry is a 422 naming it before any search or sweep
+    starts (a search would otherwise count it against each candidate)."""
+    found = quant_config_of(hf, text, path)
+    qc = found.config
+    if not isinstance(qc, dict):
+        return
+    nested = qc.get("quantization")
+    for holder, where in ((qc, found.path), (nested, f"{found.path}.quantization")):
+        if isinstance(holder, dict):
+            for key in IGNORE_LIST_KEYS:
+                _ignore(_listed(holder, key, where))

@@ -1,13 +1,12 @@
-"""The unquantized method (parameters in the model dtype) and the ignore-list matching every
-quant method shares."""
+"""The unquantized method (parameters in the model dtype) and the ignore-list checks every
+quant method shares (the matching itself: ignore_list.py)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from functools import lru_cache
 
 from mambasizer.service.solver.errors import PlanInputError
+from mambasizer.service.solver.weights.quant.ignore_list import IgnoreList, compiled
 
 
 class Quant:
@@ -22,16 +21,17 @@ class Quant:
     # Rank._linear; block-wise fp8 checks that every shard fills whole blocks).
     sharded_in = sharded_out = False
 
-    def __init__(self, act_bytes: int, skip: Sequence[str] = ()):
+    def __init__(self, act_bytes: int, skip: Sequence[str] | IgnoreList = ()):
         self.act = act_bytes  # the model dtype's bytes (unquantized parameters)
-        self.skip = tuple(skip)
+        self.ignore = skip if isinstance(skip, IgnoreList) else compiled(skip)
+        self.skip = self.ignore.entries
 
     # `parts` name the module's checkpoint shards (one name for an unfused module): SGLang's
     # is_layer_skipped matches each shard of a fused module and needs them all to agree.
     def skipped(self, parts: Sequence[str]) -> bool:
         if not self.skip:
             return False
-        hits = [matches(p, self.skip) for p in parts]
+        hits = [self.ignore.matches(p) for p in parts]
         if any(hits) and not all(hits):
             raise PlanInputError(
                 "model.hf_config.quantization_config",
@@ -42,59 +42,10 @@ class Quant:
 
     def skipped_moe(self, parts: Sequence[str]) -> bool:
         """FusedMoE: also skipped when an ignore entry names a path inside the experts."""
-        return self.skipped(parts) or any(parts[0] in pat for pat in self.skip)
+        return self.skipped(parts) or self.ignore.names_inside(parts[0])
 
     def linear(self, in_pr: int, outs_pr: Sequence[int], parts: Sequence[str]) -> int:
         return in_pr * sum(outs_pr) * self.act
 
     def experts(self, n_local: int, w13_pr: int, hidden: int, inter_pr: int, parts: Sequence[str]) -> int:
         return n_local * (w13_pr * hidden + hidden * inter_pr) * self.act
-
-
-def _path_match(ignored: str, name: str) -> bool:
-    """An ignore entry matches on dotted module-path boundaries (`mlp.gate` is not
-    `mlp.gate_up_proj`), like SGLang's quantization.utils._module_path_match."""
-    ignored, name = ignored.rstrip("."), name.rstrip(".")
-    return ignored == name or name.startswith(ignored + ".") or ("." + ignored + ".") in ("." + name + ".")
-
-
-def matches(name: str, patterns: Sequence[str]) -> bool:
-    if isinstance(patterns, tuple):
-        return _matches_cached(name, patterns)
-    return _matches(name, patterns)
-
-
-@lru_cache(maxsize=1 << 15)
-def _matches_cached(name: str, patterns: tuple[str, ...]) -> bool:
-    # A search prices the same modules against the same ignore list for every TP / PP / EP
-    # layout it tries: the glob matching dominated a recommend of an NVFP4 checkpoint.
-    return _matches(name, patterns)
-
-
-def _matches(name: str, patterns: Sequence[str]) -> bool:
-    for pat in patterns:
-        if pat.startswith("re:"):
-            if re.match(pat[3:], name):
-                return True
-        elif "*" in pat:
-            if _glob_match(pat, name):
-                return True
-        elif _path_match(pat, name):
-            return True
-    return False
-
-
-def _glob_match(pattern: str, name: str) -> bool:
-    """A glob entry (`model.language_model.layers.0.linear_attn*`, `*.mlp.shared_expert.*`),
-    as ModelOptQuantConfig.is_layer_excluded matches it: `*` is any run of characters, the
-    whole path or any one of its dotted parts must match; the language-model wrapper's prefix
-    is tried both ways (the checkpoint's names and SGLang's module paths differ in it)."""
-    rx = re.compile(pattern.replace(".", r"\.").replace("*", ".*"))
-    names = [name]
-    if name.startswith("model.language_model."):
-        names.append("model." + name[len("model.language_model."):])
-    elif name.startswith("model."):
-        names.append("model.language_model." + name[len("model."):])
-    return any(rx.fullmatch(n) or any(rx.fullmatch(part) for part in n.split(".")) for n in names)
-
-
