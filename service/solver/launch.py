@@ -324,12 +324,34 @@ def _cuda_graphs(layout: ModelLayout, args: ServerArgs, gpu_mib: float | None, r
     return _Graphs(decode_on, prefill_on, chunked, max_bs, sizes)
 
 
-def auto_mem_fraction_static(
+class ActivationReserve(NamedTuple):
+    """What `memory_hook.handle_gpu_memory_settings` keeps outside mem_fraction_static for a
+    launch (MiB): `estimate` (512 of metadata + 1.5 per activation token + tp * pp / 8 GiB of
+    parallel slack + the CUDA-graph buffers), `floor` (10 GiB on GPUs over 60 GiB, else 0) and
+    `extra` (added on top of the floor: the pre-0.5.14 speculative reserve, DeepEP buffers)."""
+
+    estimate: float
+    floor: float
+    extra: float
+
+    @property
+    def total(self) -> float:
+        """The automatic rule's reserve: (gpu - total) / gpu is its mem_fraction_static."""
+        return max(self.estimate, self.floor) + self.extra
+
+    @property
+    def needed(self) -> float:
+        """SGLang's own estimate of the activations and graph buffers, without the floor."""
+        return self.estimate + self.extra
+
+
+def activation_reserve(
     layout: ModelLayout, args: ServerArgs, gpu_mib: float | None, graphs: _Graphs | None = None, release: str = DEFAULT_RELEASE,
-) -> float:
-    """`memory_hook.handle_gpu_memory_settings` for a CUDA Hopper GPU (SIZING_SPEC §2.1.1, §8.1),
-    with `release`'s constants (releases/launch_rules.py)."""
-    g = graphs or _cuda_graphs(layout, args, gpu_mib, release)
+    plat: Platform = HOPPER,
+) -> ActivationReserve:
+    """The reserve of `memory_hook.handle_gpu_memory_settings` (SIZING_SPEC §2.1.1, §8.1), with
+    `release`'s constants (releases/launch_rules.py)."""
+    g = graphs or _cuda_graphs(layout, args, gpu_mib, release, plat)
     lp = rules.launch_profile(release)
     tp, pp, dp = args.tp_size, args.pp_size, args.attn_dp_size
     mode = args.disaggregation_mode
@@ -353,12 +375,21 @@ def auto_mem_fraction_static(
         graph += g.prefill_sizes * 8 if layout.kv.kind != "mla" else 1.5 * 1024
         graph += wide_ep.bcg_deepep_reserve_mb(args.moe_a2a_backend, True)
     reserved += graph
-    if gpu_mib is not None and gpu_mib > 60 * 1024:
-        reserved = max(reserved, 10 * 1024)
-    reserved += lp.spec_reserve_mb(args.speculative_algorithm)
-    reserved += wide_ep.deepep_a2a_reserve_mb(args.moe_a2a_backend, g.decode_on)  # on top of the floor
-    mfs = round((gpu_mib - reserved) / gpu_mib, 3) if gpu_mib is not None else lp.fallback_mem_fraction
-    if layout.is_multimodal and mode != disaggregation.DECODE:
+    floor = 10 * 1024 if gpu_mib is not None and gpu_mib > 60 * 1024 else 0
+    extra: float = lp.spec_reserve_mb(args.speculative_algorithm)
+    extra += wide_ep.deepep_a2a_reserve_mb(args.moe_a2a_backend, g.decode_on)  # on top of the floor
+    return ActivationReserve(reserved, floor, extra)
+
+
+def auto_mem_fraction_static(
+    layout: ModelLayout, args: ServerArgs, gpu_mib: float | None, graphs: _Graphs | None = None, release: str = DEFAULT_RELEASE,
+) -> float:
+    """`memory_hook.handle_gpu_memory_settings` for a CUDA Hopper GPU (SIZING_SPEC §2.1.1, §8.1),
+    with `release`'s constants (releases/launch_rules.py)."""
+    g = graphs or _cuda_graphs(layout, args, gpu_mib, release)
+    reserved = activation_reserve(layout, args, gpu_mib, g, release).total
+    mfs = round((gpu_mib - reserved) / gpu_mib, 3) if gpu_mib is not None else rules.launch_profile(release).fallback_mem_fraction
+    if layout.is_multimodal and args.disaggregation_mode != disaggregation.DECODE:
         mfs = adjust_mem_fraction_for_vlm(mfs, layout)
     return mfs
 
