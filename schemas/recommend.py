@@ -153,7 +153,11 @@ class Candidate(Out):
     sglang_args: list[str] = Field(description="Launch flags, ready to paste after `python -m sglang.launch_server --model-path ...`.")
     env: dict[str, str] = Field(description="Environment variables to set (SGLANG_PP_LAYER_PARTITION, ...).")
     meets_target: bool
-    targets: dict[str, TargetCheck] = Field(description="Each target given, with what the plan reaches.")
+    targets: dict[str, TargetCheck] = Field(description=(
+        "Each target given, keyed by the target's name, with what the plan reaches. `required` / `achieved` count what "
+        "the target is checked on, which is not always the target's own unit: running_requests, running requests over "
+        "all workers; tokens_per_request, KV tokens over all workers (running_requests x tokens_per_request required); "
+        "context_length, KV tokens in one worker's pool (the served context length when that is shorter)."))
     max_running_requests: int = Field(description="SGLang's max_running_requests x attention DP.")
     max_total_num_tokens: int = Field(description="KV tokens per attention-DP worker x attention DP.")
     max_mamba_cache_size: int
