@@ -154,10 +154,8 @@ class Candidate(Out):
     env: dict[str, str] = Field(description="Environment variables to set (SGLANG_PP_LAYER_PARTITION, ...).")
     meets_target: bool
     targets: dict[str, TargetCheck] = Field(description=(
-        "Each target given, keyed by the target's name, with what the plan reaches. `required` / `achieved` count what "
-        "the target is checked on, which is not always the target's own unit: running_requests, running requests over "
-        "all workers; tokens_per_request, KV tokens over all workers (running_requests x tokens_per_request required); "
-        "context_length, KV tokens in one worker's pool (the served context length when that is shorter)."))
+        "Each target given, with what the plan reaches, in what it is checked on: tokens_per_request as KV tokens over "
+        "all workers (x running_requests), context_length as one worker's KV tokens."))
     max_running_requests: int = Field(description="SGLang's max_running_requests x attention DP.")
     max_total_num_tokens: int = Field(description="KV tokens per attention-DP worker x attention DP.")
     max_mamba_cache_size: int

@@ -122,10 +122,8 @@ class SideChoice(Out):
     requests_per_replica: int = Field(description="max_running_requests x attn_dp_size of one replica.")
     kv_tokens_per_replica: int = Field(description="logical_max_total_num_tokens x attn_dp_size of one replica (request tokens its KV holds).")
     targets: dict[str, TargetCheck] = Field(description=(
-        "Each target of the side, keyed by the target's name, over all its replicas. `required` / `achieved` count "
-        "what it is checked on: requests for concurrent_requests / in_flight_requests; KV tokens for tokens_per_request "
-        "(concurrent_requests x tokens_per_request required) and in_flight_tokens; for context_length, KV tokens in one "
-        "worker's pool (the served context length when that is shorter)."))
+        "Each target of the side, over all its replicas, in what it is checked on: tokens_per_request as KV tokens "
+        "(x concurrent_requests), context_length as one worker's KV tokens."))
     binding_limit: str | None
     plan: Plan | None = Field(None, description="The chosen setting only: one replica's plan, exactly as POST /v1/plan answers `plan_request`'s side.")
 

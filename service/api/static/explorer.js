@@ -266,8 +266,7 @@ function readUrl() {
 }
 
 function writeUrl() {
-  // A link the page cannot honour stays in the address bar as it was shared until the user
-  // picks: replacing it with the defaults would make it look honoured.
+  // An unhonoured link stays as shared until the user picks.
   if (state.linkProblems.length) return;
   const q = new URLSearchParams();
   if ($("model-source").value === "preset") q.set("preset", $("preset").value);
@@ -353,9 +352,7 @@ function showProblem(where, problem) {
   if (problem.allowed && problem.allowed.length) box.append(el("div", { class: "allowed", text: "allowed: " + problem.allowed.join(", ") }));
 }
 
-/* A link naming a preset, GPU, release or axis this server does not have: the alert says which
-   field, what it asked for and why; the control that stands in for it is greyed and shows what
-   is planned instead; no verdict is green (the results are greyed) until a control changes. */
+/* A link naming what this server lacks: say which field and why, grey what stands in for it. */
 function showLinkProblems() {
   const box = $("link-problem");
   const problems = state.linkProblems;
@@ -392,7 +389,6 @@ function clearLinkProblems() {
   showLinkProblems();
 }
 
-/* The status class of a verdict: never the green "ok" while the link is not honoured. */
 function verdictClass(feasible) {
   if (state.linkProblems.length) return "status substituted";
   return "status " + (feasible ? "ok" : "refused");
@@ -464,7 +460,6 @@ function renderPlan(plan, extra) {
   renderBars(plan);
 }
 
-/* Before a verdict planned in place of a link's request: says whose plan it is not. */
 function substitutedPrefix() {
   if (!state.linkProblems.length) return "";
   return "Not the link's plan (" + state.linkProblems.map((p) => `${p.key} "${p.value}" is unavailable`).join(", ") + "). Planned instead: ";
@@ -981,7 +976,6 @@ async function init() {
   showLinkProblems();
 
   $("inputs").addEventListener("submit", (e) => e.preventDefault());
-  // Any control the user touches: the page now shows the user's choice, not the link's.
   $("inputs").addEventListener("input", clearLinkProblems, true);
   $("inputs").addEventListener("change", clearLinkProblems, true);
   $("inputs").addEventListener("input", (e) => {
