@@ -8,7 +8,14 @@ from __future__ import annotations
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
-from test_explorer_browser import assert_figures_are_the_plans, form_request, open_view, plan, url_state, wait_idle
+from test_explorer_browser import (
+    assert_figures_are_the_plans,
+    form_request,
+    open_view,
+    plan,
+    url_state,
+    wait_idle,
+)
 
 DEFAULT_PRESET, DEFAULT_GPU = "qwen3-next-80b-a3b-instruct", "h200"
 
