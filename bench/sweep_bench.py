@@ -4,6 +4,7 @@ form, JSON and CSV, against a real `mambasizer serve`. Used by bench/run.py (`--
 leaves it out); runnable alone:
 
     python bench/sweep_bench.py [--runs 5] [--points 1000]
+    python bench/sweep_bench.py --dedupe [--runs 5]     # in process: repeated points planned once
 
 Every figure is the median of the runs, with min and max, timed from the first byte sent to
 the last byte received (one keep-alive connection, after one warm-up call per case).
@@ -114,6 +115,58 @@ def print_sweep(res: dict) -> None:
     res["slowest_median_s"] = worst
 
 
+def bench_dedupe(requests: dict[str, dict], *, runs: int = 5, points: int = 9999) -> dict:
+    """In process, side by side: `run_sweep` (each distinct point planned once) against the
+    same sweep planned point by point (what run_sweep did before: one `replan` per point,
+    the same validation and rows), for `points` identical points and for `points` distinct
+    ones, on each bench request. Both give the same rows (checked before timing)."""
+    from mambasizer.service.planner import model_layout
+    from mambasizer.service.solver import PlanInputError
+    from mambasizer.service.solver.plan import replan
+    from mambasizer.service.sweep import _invalid_row, _row, expand, run_sweep
+
+    def point_by_point(body: dict) -> dict:
+        sweep = expand(body)
+        layouts: dict[int, Any] = {}
+        rows = []
+        for point, req in zip(sweep.points, sweep.requests, strict=True):
+            try:
+                layout = layouts.get(id(req.model))
+                if layout is None:
+                    layout = layouts[id(req.model)] = model_layout(req)
+                rows.append(_row(point, replan(req, layout)))
+            except PlanInputError as exc:
+                rows.append(_invalid_row(point, exc))
+        return {"rows": rows}
+
+    res: dict[str, Any] = {"points": points, "runs": runs, "cases": {}}
+    for name, req in requests.items():
+        mmc = req["server_args"].get("max_mamba_cache_size") or 256
+        for kind, values in (("identical", [mmc] * points), ("distinct", list(range(mmc, mmc + points)))):
+            body = {"base": copy.deepcopy(req), "axes": [{"field": "server_args.max_mamba_cache_size", "values": values}]}
+            if run_sweep(body)["rows"] != point_by_point(body)["rows"]:
+                raise RuntimeError(f"{name} {kind}: the deduplicated rows differ from the point-by-point ones")
+            t: dict[str, list[float]] = {"once": [], "each": []}
+            for r in range(runs):  # alternating, which goes first swaps every run
+                for side in (("once", "each") if r % 2 == 0 else ("each", "once")):
+                    fn = run_sweep if side == "once" else point_by_point
+                    t0 = time.perf_counter()
+                    fn(body)
+                    t[side].append(time.perf_counter() - t0)
+            res["cases"][f"{name}, {points:,} {kind} points"] = {
+                side: {"median": statistics.median(v), "min": min(v), "max": max(v)} for side, v in t.items()}
+    return res
+
+
+def print_dedupe(res: dict) -> None:
+    print(f"run_sweep in process, {res['points']:,} points on server_args.max_mamba_cache_size, seconds "
+          f"(median [min-max] of {res['runs']} alternating runs): each distinct point once / every point planned")
+    for label, row in res["cases"].items():
+        once, each = row["once"], row["each"]
+        print(f"  {label:<52} once {once['median']:7.3f} s [{once['min']:.3f}-{once['max']:.3f}]   "
+              f"every point {each['median']:7.3f} s [{each['min']:.3f}-{each['max']:.3f}]   ratio {once['median'] / each['median']:.3f}")
+
+
 def main(argv: list[str] | None = None) -> int:
     from bench.harness import load_requests
 
@@ -121,7 +174,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--points", type=int, default=1000)
     ap.add_argument("--base-url", help="time a running server instead of starting one")
+    ap.add_argument("--dedupe", action="store_true",
+                    help="instead: in process, a sweep of --points (default here 9,999) identical / distinct points "
+                         "planned once per distinct point against every point planned")
     args = ap.parse_args(argv)
+    if args.dedupe:
+        points = args.points if "--points" in (argv if argv is not None else sys.argv) else 9999
+        dres = bench_dedupe(load_requests(), runs=args.runs, points=points)
+        print_dedupe(dres)
+        print(json.dumps({"sweep_dedupe": {k: {s: round(v[s]["median"], 4) for s in v} for k, v in dres["cases"].items()}}))
+        return 0
     res = bench_sweep(load_requests(), runs=args.runs, points=args.points, base_url=args.base_url)
     print_sweep(res)
     print(json.dumps({"sweep_1000_points_s": round(res["slowest_median_s"], 3)}))

@@ -154,7 +154,9 @@ class Candidate(Out):
     sglang_args: list[str] = Field(description="Launch flags, ready to paste after `python -m sglang.launch_server --model-path ...`.")
     env: dict[str, str] = Field(description="Environment variables to set (SGLANG_PP_LAYER_PARTITION, ...).")
     meets_target: bool
-    targets: dict[str, TargetCheck] = Field(description="Each target given, with what the plan reaches.")
+    targets: dict[str, TargetCheck] = Field(description=(
+        "Each target given, with what the plan reaches, in what it is checked on: tokens_per_request as KV tokens over "
+        "all workers (x running_requests), context_length as one worker's KV tokens."))
     max_running_requests: int = Field(description="SGLang's max_running_requests x attention DP.")
     max_total_num_tokens: int = Field(description="KV tokens per attention-DP worker x attention DP.")
     max_mamba_cache_size: int

@@ -122,7 +122,9 @@ class SideChoice(Out):
     env: dict[str, str]
     requests_per_replica: int = Field(description="max_running_requests x attn_dp_size of one replica.")
     kv_tokens_per_replica: int = Field(description="logical_max_total_num_tokens x attn_dp_size of one replica (request tokens its KV holds).")
-    targets: dict[str, TargetCheck] = Field(description="Each target of the side, over all its replicas.")
+    targets: dict[str, TargetCheck] = Field(description=(
+        "Each target of the side, over all its replicas, in what it is checked on: tokens_per_request as KV tokens "
+        "(x concurrent_requests), context_length as one worker's KV tokens."))
     binding_limit: str | None
     plan: Plan | None = Field(None, description="The chosen setting only: one replica's plan, exactly as POST /v1/plan answers `plan_request`'s side.")
 

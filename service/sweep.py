@@ -7,7 +7,8 @@ planned, so a bad point costs no planning. Sections the axes do not touch are pa
 pydantic as the base's already-validated instances (not re-validated per point), and the
 model layout is built once per distinct model: a point costs one section validation and one
 pipeline run (the solver's `replan`: the same figures as `plan()`, without the remedy search
-and the estimate's 2% sensitivity re-run, which only add text).
+and the estimate's 2% sensitivity re-run, which only add text). Points that make the same
+request (equal canonical JSON) are planned once and the answer fanned out to each row.
 """
 
 from __future__ import annotations
@@ -246,19 +247,55 @@ def _invalid_row(point: dict, exc: PlanInputError) -> dict:
     }
 
 
+def _canonical_keys(sweep: Sweep) -> list[tuple]:
+    """One key per point, equal exactly when two points are the same PlanRequest. The sections
+    no axis touches are the base's own instances in every point, so only the touched ones are
+    keyed: each as pydantic serialises it (defaults filled in, so an explicit default and an
+    omitted field agree), a model section once per distinct instance. Keys live only for
+    this sweep."""
+    touched = sorted({a.field.split(".", 1)[0] for a in sweep.axes})
+    model_json: dict[int, str] = {}
+    keys = []
+    for req in sweep.requests:
+        key = []
+        for section in touched:
+            value = getattr(req, section)
+            if section == "model":
+                text = model_json.get(id(value))
+                if text is None:
+                    text = model_json[id(value)] = value.model_dump_json()
+                key.append(text)
+            elif hasattr(value, "model_dump_json"):
+                key.append(value.model_dump_json())
+            else:  # a top-level scalar (accounting, sglang_version) or an unset section
+                key.append(repr(value))
+        keys.append(tuple(key))
+    return keys
+
+
 def run_sweep(body: dict) -> dict:
-    """The SweepResponse for a decoded body (raises PlanInputError for a bad sweep)."""
+    """The SweepResponse for a decoded body (raises PlanInputError for a bad sweep). Each
+    distinct point is planned once; a repeated point gets the same answer in its own row."""
     sweep = expand(body)
     layouts: dict[int, Any] = {}  # id(model section) -> layout; the sections live in sweep.requests
+    # The row of each distinct point (not its Plan: rows are kept for the response anyway,
+    # and 10,000 Plans held to the end would be garbage-collector work for nothing).
+    answers: dict[tuple, dict] = {}
     rows = []
-    for point, req in zip(sweep.points, sweep.requests, strict=True):
+    for point, req, key in zip(sweep.points, sweep.requests, _canonical_keys(sweep), strict=True):
+        row = answers.get(key)
+        if row is not None:
+            rows.append({**row, "point": point})  # "point" stays the first key
+            continue
         try:
             layout = layouts.get(id(req.model))
             if layout is None:
                 layout = layouts[id(req.model)] = model_layout(req)
-            rows.append(_row(point, replan(req, layout)))
+            row = _row(point, replan(req, layout))
         except PlanInputError as exc:
-            rows.append(_invalid_row(point, exc))
+            row = _invalid_row(point, exc)
+        answers[key] = row
+        rows.append(row)
     return {"reference": REFERENCE, "axes": [a.field for a in sweep.axes], "points": len(rows), "rows": rows}
 
 

@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any
 
 from mambasizer.service.api.trials import TrialSettings, TrialSettingsError
 from mambasizer.service.settings import flag_or_env
+from mambasizer.service.solver.releases.sizing import release_label
 
 if TYPE_CHECKING:  # pragma: no cover
     from mambasizer.service.api.deployments import Deployment, Snapshot
@@ -173,7 +174,7 @@ class DeploymentTrials:
             if d.plan is None or d.request is None:
                 states[d.name] = TrialState(d.name, model_name, "skipped", reason="the entry cannot be sized")
             elif not d.plan.feasible:
-                states[d.name] = TrialState(d.name, model_name, "skipped", reason="SGLang 0.5.23 would not start this plan")
+                states[d.name] = TrialState(d.name, model_name, "skipped", reason=f"{release_label(d.plan.reference)} would not start this plan")
             elif where is None:
                 states[d.name] = TrialState(d.name, model_name, "disabled",
                                             reason="no trial worker is configured and trials are disabled")

@@ -49,6 +49,7 @@ from mambasizer.schemas.trial import TrialOptions
 from mambasizer.service.api import wire
 from mambasizer.service.planner import plan
 from mambasizer.service.solver import PlanInputError
+from mambasizer.service.solver.releases.sizing import release_label
 
 log = logging.getLogger("mambasizer.deployments")
 
@@ -168,7 +169,7 @@ class DeploymentStore:
             elif d.plan is not None and not d.plan.feasible:
                 err = d.plan.error
                 log.warning(
-                    "deployment is infeasible: SGLang 0.5.23 would not start",
+                    "deployment is infeasible: %s would not start", release_label(d.plan.reference),
                     extra={"fields": {
                         "event": "deployment_infeasible", "deployment": d.name, "kind": err.kind if err else None,
                         "exception": err.exception if err else None, "error": err.message if err else None,

@@ -38,6 +38,7 @@ from mambasizer.service.cli import EXIT_INVALID, EXIT_OK, EXIT_WOULD_NOT_START
 from mambasizer.service.cli.common import add_command, whole_number
 from mambasizer.service.solver import gpu_labels
 from mambasizer.service.solver.errors import PlanInputError
+from mambasizer.service.solver.releases.sizing import release_label
 from mambasizer.service.upgrade import DEFAULT_MAX_CAPACITY_LOSS, DEFAULT_MAX_SLACK_LOSS
 
 PROG = "mambasizer check"
@@ -543,7 +544,7 @@ def _model(plan: dict) -> str:
 
 def _release(plan: dict) -> str:
     """The release whose rules the plan applied ('sglang==0.5.17' -> 'SGLang 0.5.17')."""
-    return "SGLang " + str(plan.get("reference") or "sglang==0.5.23").removeprefix("sglang==")
+    return release_label(str(plan.get("reference") or "sglang==0.5.23"))
 
 
 def verdict(plan: dict, args: argparse.Namespace) -> str:

@@ -19,6 +19,7 @@ from typing import Any
 from mambasizer.service.cli import EXIT_OK, EXIT_WOULD_NOT_START
 from mambasizer.service.cli.common import UnreadableInput, add_command, error, read_json_request
 from mambasizer.service.solver.gpus import DEFAULT_GPU
+from mambasizer.service.solver.releases.sizing import accounting_label, release_label
 
 GIB = float(1 << 30)
 
@@ -51,9 +52,10 @@ def render(plan: Any, ignored: list[str] | None = None, arg_warnings: Sequence[s
     """The readable table for a Plan."""
     r = plan.resolved
     out = []
-    release = "SGLang " + plan.reference.removeprefix("sglang==")
+    release = release_label(plan.reference)
     verdict = f"{release} would start" if plan.feasible else f"{release} would NOT start"
-    out.append(f"{plan.model_name} ({plan.family}), {plan.accounting} accounting: {verdict}")
+    # One release label on the line: the accounting is the planned release's own.
+    out.append(f"{plan.model_name} ({plan.family}), {accounting_label(plan.accounting, plan.reference)} accounting: {verdict}")
     mfs = "-" if r.mem_fraction_static is None else f"{r.mem_fraction_static:g}"
     out.append(
         f"  tp {r.tp_size}, pp {r.pp_size}, attention dp {r.attn_dp_size}, page {r.page_size}, "

@@ -65,8 +65,7 @@ def render(result: Any, kinds: bool = False) -> str:
         out.append("best:")
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in best.env.items())
         out.append(f"  {env + ' ' if env else ''}python -m sglang.launch_server --model-path MODEL {shlex.join(best.sglang_args)}")
-        for name, t in best.targets.items():
-            out.append(f"  {name}: {t.achieved:,} for {t.required:,} required ({'+' if t.margin >= 0 else ''}{t.margin:,})")
+        out += [_target_line(name, t) for name, t in best.targets.items()]
     out.append("")
     out.append(f"searched {result.searched:,} plans; refused: " + (", ".join(f"{k} {v:,}" for k, v in result.refused.items()) or "none"))
     if kinds:
@@ -78,6 +77,23 @@ def render(result: Any, kinds: bool = False) -> str:
         out.append("warnings:")
         out += [f"  - {w}" for w in result.warnings]
     return "\n".join(out)
+
+
+# What `required` / `achieved` count for each target (the JSON keys name the target given,
+# not the quantity): a tokens_per_request target is checked as a pool total.
+TARGET_QUANTITIES = {
+    "running_requests": "running requests over all workers",
+    "concurrent_requests": "running requests over all decode replicas",
+    "in_flight_requests": "running requests over all prefill replicas",
+    "tokens_per_request": "KV tokens over all workers (requests x tokens_per_request)",
+    "in_flight_tokens": "KV tokens over all prefill replicas",
+    "context_length": "KV tokens in one worker's pool (the served context when shorter)",
+}
+
+
+def _target_line(name: str, t: Any) -> str:
+    what = TARGET_QUANTITIES.get(name, name)
+    return f"  {name} target, {what}: {t.achieved:,} for {t.required:,} required ({'+' if t.margin >= 0 else ''}{t.margin:,})"
 
 
 class BadFlag(Exception):
@@ -128,8 +144,7 @@ def render_disaggregated(result: Any) -> str:
         out.append(_side_line(c))
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in c.env.items())
         out.append(f"  {env + ' ' if env else ''}python -m sglang.launch_server --model-path MODEL {shlex.join(c.sglang_args)}")
-        for name, t in c.targets.items():
-            out.append(f"  {name}: {t.achieved:,} for {t.required:,} required ({'+' if t.margin >= 0 else ''}{t.margin:,})")
+        out += [_target_line(name, t) for name, t in c.targets.items()]
     if result.gpus is not None:
         out.append(f"GPUs in all: {result.gpus:,}")
     if result.pair is not None:

@@ -125,11 +125,13 @@ def preset_name(key: str) -> str | None:
 def get_preset(name: str, allow_unverified: bool = False) -> Preset:
     """The preset to size. `allow_unverified` is accepted for compatibility and has no effect:
     every preset SGLang 0.5.23 can load is sized, verified or not."""
+    key = preset_name(name)
+    preset = PRESETS.get(key) if key is not None else None
+    if preset is not None and preset.sizable:
+        return preset  # the hot path: no import, no message built
     # Imported here: loading the presets imports no solver.
     from mambasizer.service.solver.errors import PlanInputError
 
-    key = preset_name(name)
-    preset = PRESETS.get(key) if key is not None else None
     if preset is None:
         # `allowed` holds the sizable presets; the listed-only ones are named apart, so a name
         # seen in GET /v1/presets (which lists all) is not mistaken for a typo.

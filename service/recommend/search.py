@@ -70,6 +70,7 @@ from mambasizer.service.solver.errors import PlanInputError
 from mambasizer.service.solver.launch import _capacity_defaults
 from mambasizer.service.solver.monotone import smallest_int
 from mambasizer.service.solver.plan import input_error_from_validation, replan
+from mambasizer.service.solver.releases.sizing import release_label
 from mambasizer.service.solver.requests import ESTIMATE_MAX, ESTIMATE_MIN
 from mambasizer.service.solver.stages import pp_stages
 
@@ -813,7 +814,7 @@ def _why(req: RecommendRequest, kinds: list[Kind], out: list[Candidate], search:
         lead = f"No searched setting meets every target; {parts[0]} comes closest for {goal} (misses {missed})"
     else:
         lead = f"{parts[0]} gives {goal}"
-    detail = [f"SGLang 0.5.23 would start with max_running_requests {c.max_running_requests:,}, {c.max_total_num_tokens:,} KV tokens and {c.max_mamba_cache_size:,} mamba slots per worker; {_binding(p.binding_limit)}"]
+    detail = [f"{release_label(p.reference)} would start with max_running_requests {c.max_running_requests:,}, {c.max_total_num_tokens:,} KV tokens and {c.max_mamba_cache_size:,} mamba slots per worker; {_binding(p.binding_limit)}"]
     if "SGLANG_PP_LAYER_PARTITION" in c.env:
         w = [s.weights_bytes for s in p.stages if s.weights_bytes is not None]
         mm = max(s.mamba_layers for s in p.stages)

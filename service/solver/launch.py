@@ -55,7 +55,6 @@ from mambasizer.service.solver.errors import PlanInputError
 from mambasizer.service.solver.layout import ModelLayout
 from mambasizer.service.solver.platform import HOPPER, Platform
 from mambasizer.service.solver.releases import launch_rules as rules
-from mambasizer.service.solver.releases.registry import at_least, base_release
 from mambasizer.service.solver.specs import MXFP8_SCALE_BLOCK as MXFP8_BLOCK
 
 DEFAULT_MAMBA_FULL_MEMORY_RATIO = 0.9
@@ -219,6 +218,8 @@ def _kv_dtype(args: ServerArgs, layout: ModelLayout) -> tuple[str, str]:
     """(the KV pool's dtype, why): `auto` as configure_kv_cache_dtype resolves it (the
     checkpoint's declared FP8 KV, else the model dtype)."""
     if args.kv_cache_dtype == "auto":
+        if layout.kv_auto is not None:
+            return layout.kv_auto
         return resolve_kv_auto(layout.hf_config, layout.hf_text_config, layout.model_dtype)
     given = {"bf16": "bfloat16", "fp16": "float16"}.get(args.kv_cache_dtype, args.kv_cache_dtype)
     return given, f"given: --kv-cache-dtype {args.kv_cache_dtype}"
@@ -228,14 +229,18 @@ def _kv_dtype(args: ServerArgs, layout: ModelLayout) -> tuple[str, str]:
 # (start, last, step) segments; the last one runs on to the limit.
 _PREFILL_GRAPH_SEGMENTS = ((4, 32, 4), (48, 256, 16), (288, 512, 32), (576, 1024, 64), (1280, 4096, 256))
 _PREFILL_GRAPH_TAIL = (4608, 512)
+_PREFILL_GRAPH_FIXED_COUNT = sum((last - start) // step + 1 for start, last, step in _PREFILL_GRAPH_SEGMENTS)
 
 
 def prefill_graph_size_count(limit: int) -> int:
     """How many token counts the breakable prefill graph captures up to `limit`, in closed
     form: SGLang lists them (`range(4608, limit + 1, 512)` for the tail), and a client's
     `cuda_graph_max_bs_prefill` may be 2^40, so the list is never built here."""
+    tail_start, tail_step = _PREFILL_GRAPH_TAIL
+    if limit >= tail_start:  # every fixed segment whole (the usual case): no loop
+        return _PREFILL_GRAPH_FIXED_COUNT + (limit - tail_start) // tail_step + 1
     count = 0
-    for start, last, step in _PREFILL_GRAPH_SEGMENTS + ((_PREFILL_GRAPH_TAIL[0], limit, _PREFILL_GRAPH_TAIL[1]),):
+    for start, last, step in _PREFILL_GRAPH_SEGMENTS:
         top = min(last, limit)
         if top >= start:
             count += (top - start) // step + 1
@@ -249,7 +254,7 @@ def _capacity_defaults(gpu_mib: float | None, tp: int, release: str = DEFAULT_RE
     if gpu_mib < 20 * 1024:
         return 2048, 8
     if gpu_mib < 35 * 1024:
-        chunk, small_tp, big_tp = rules.small_gpu_defaults(release)
+        chunk, small_tp, big_tp = rules.launch_profile(release).small_gpu_defaults
         return chunk, small_tp if tp < 4 else big_tp
     if gpu_mib < 60 * 1024:
         return 4096, 32 if tp < 4 else 160
@@ -300,15 +305,17 @@ class _Graphs(NamedTuple):
 def _cuda_graphs(layout: ModelLayout, args: ServerArgs, gpu_mib: float | None, release: str = DEFAULT_RELEASE, plat: Platform = HOPPER) -> _Graphs:
     """`handle_cuda_graph_config` + the graph half of `handle_gpu_memory_settings`, with
     the prefill graph and the decode max_bs rules of `release` (releases/launch_rules.py)."""
+    lp = rules.launch_profile(release)
     decode_on = not (args.disable_cuda_graph or args.disable_decode_cuda_graph)
-    if rules.piecewise_ignores_disable_cuda_graph(release):
+    if lp.piecewise_ignores_disable_cuda_graph:
         # 0.5.10-0.5.13: only --disable-piecewise-cuda-graph turns PCG off, not --disable-cuda-graph.
         prefill_locked = args.disable_prefill_cuda_graph
     else:
         prefill_locked = args.disable_cuda_graph or args.disable_prefill_cuda_graph
     prefill_on = not prefill_locked and platform.prefill_graph_default_on(plat)
-    by_release = rules.prefill_graph_on(
-        release, arch=layout.architecture, family=layout.family, mla=layout.kv.kind == "mla", kda=uses_kda(layout),
+    # From 0.5.20 on the release adds no rule of its own (None): skip building the question.
+    by_release = None if lp.prefill_follows_default else lp.prefill_graph_on(
+        arch=layout.architecture, family=layout.family, mla=layout.kv.kind == "mla", kda=uses_kda(layout),
         multimodal=layout.is_multimodal, multimodal_allowed=layout.architecture in MULTIMODAL_BREAKABLE_GRAPH_ARCHS,
         speculative=args.speculative_algorithm is not None, attn_dp=args.attn_dp_size, pp=args.pp_size,
     )
@@ -330,7 +337,7 @@ def _cuda_graphs(layout: ModelLayout, args: ServerArgs, gpu_mib: float | None, r
         chunked = args.chunked_prefill_size
     if args.cuda_graph_max_bs_decode is not None:
         max_bs = args.cuda_graph_max_bs_decode
-    elif (rules.decode_max_bs_follows_mrr(release) and args.max_running_requests is not None
+    elif (lp.decode_max_bs_follows_mrr and args.max_running_requests is not None
           and max_bs > args.max_running_requests):
         max_bs = args.max_running_requests
     if args.cuda_graph_max_bs_prefill is not None:
@@ -343,22 +350,45 @@ def _cuda_graphs(layout: ModelLayout, args: ServerArgs, gpu_mib: float | None, r
             prefill_max = PP_PREFILL_GRAPH_MAX_TOKENS
         if args.max_total_tokens is not None:
             prefill_max = min(prefill_max, args.max_total_tokens)
-        if rules.prefill_max_capped_by_context(release) and args.context_length is not None:
+        if lp.prefill_max_capped_by_context and args.context_length is not None:
             prefill_max = min(prefill_max, args.context_length)
     sizes = prefill_graph_size_count(prefill_max)
-    if not rules.prefill_list_has_576(release) and prefill_max >= 576:
+    if not lp.prefill_list_has_576 and prefill_max >= 576:
         sizes -= 1
     if deepep_aligned:
         sizes = wide_ep.aligned_prefill_graph_count(prefill_max, sizes)
     return _Graphs(decode_on, prefill_on, chunked, max_bs, sizes)
 
 
-def auto_mem_fraction_static(
+class ActivationReserve(NamedTuple):
+    """What `memory_hook.handle_gpu_memory_settings` keeps outside mem_fraction_static for a
+    launch (MiB): `estimate` (512 of metadata + 1.5 per activation token + tp * pp / 8 GiB of
+    parallel slack + the CUDA-graph buffers), `floor` (10 GiB on GPUs over 60 GiB, else 0) and
+    `extra` (added on top of the floor: the pre-0.5.14 speculative reserve, DeepEP buffers)."""
+
+    estimate: float
+    floor: float
+    extra: float
+
+    @property
+    def total(self) -> float:
+        """The automatic rule's reserve: (gpu - total) / gpu is its mem_fraction_static."""
+        return max(self.estimate, self.floor) + self.extra
+
+    @property
+    def needed(self) -> float:
+        """SGLang's own estimate of the activations and graph buffers, without the floor."""
+        return self.estimate + self.extra
+
+
+def activation_reserve(
     layout: ModelLayout, args: ServerArgs, gpu_mib: float | None, graphs: _Graphs | None = None, release: str = DEFAULT_RELEASE,
-) -> float:
-    """`memory_hook.handle_gpu_memory_settings` for a CUDA Hopper GPU (SIZING_SPEC §2.1.1, §8.1),
-    with `release`'s constants (releases/launch_rules.py)."""
-    g = graphs or _cuda_graphs(layout, args, gpu_mib, release)
+    plat: Platform = HOPPER,
+) -> ActivationReserve:
+    """The reserve of `memory_hook.handle_gpu_memory_settings` (SIZING_SPEC §2.1.1, §8.1), with
+    `release`'s constants (releases/launch_rules.py)."""
+    g = graphs or _cuda_graphs(layout, args, gpu_mib, release, plat)
+    lp = rules.launch_profile(release)
     tp, pp, dp = args.tp_size, args.pp_size, args.attn_dp_size
     mode = args.disaggregation_mode
     if mode == disaggregation.DECODE:
@@ -371,7 +401,7 @@ def auto_mem_fraction_static(
     reserved += activation_tokens * 1.5
     reserved += tp * pp / 8 * 1024
     graph = 0.0
-    if g.decode_on or not rules.decode_term_needs_graph(release):
+    if g.decode_on or not lp.decode_term_needs_graph:
         graph += g.decode_max_bs * 2
     if dp > 1 and mode != disaggregation.PREFILL:
         graph += g.decode_max_bs * dp * 3
@@ -381,30 +411,41 @@ def auto_mem_fraction_static(
         graph += g.prefill_sizes * 8 if layout.kv.kind != "mla" else 1.5 * 1024
         graph += wide_ep.bcg_deepep_reserve_mb(args.moe_a2a_backend, True)
     reserved += graph
-    if gpu_mib is not None and gpu_mib > 60 * 1024:
-        reserved = max(reserved, 10 * 1024)
-    reserved += rules.spec_reserve_mb(release, args.speculative_algorithm)
-    reserved += wide_ep.deepep_a2a_reserve_mb(args.moe_a2a_backend, g.decode_on)  # on top of the floor
-    mfs = round((gpu_mib - reserved) / gpu_mib, 3) if gpu_mib is not None else rules.fallback_mem_fraction(release)
-    if layout.is_multimodal and mode != disaggregation.DECODE:
+    floor = 10 * 1024 if gpu_mib is not None and gpu_mib > 60 * 1024 else 0
+    extra: float = lp.spec_reserve_mb(args.speculative_algorithm)
+    extra += wide_ep.deepep_a2a_reserve_mb(args.moe_a2a_backend, g.decode_on)  # on top of the floor
+    return ActivationReserve(reserved, floor, extra)
+
+
+def auto_mem_fraction_static(
+    layout: ModelLayout, args: ServerArgs, gpu_mib: float | None, graphs: _Graphs | None = None, release: str = DEFAULT_RELEASE,
+) -> float:
+    """`memory_hook.handle_gpu_memory_settings` for a CUDA Hopper GPU (SIZING_SPEC §2.1.1, §8.1),
+    with `release`'s constants (releases/launch_rules.py)."""
+    g = graphs or _cuda_graphs(layout, args, gpu_mib, release)
+    reserved = activation_reserve(layout, args, gpu_mib, g, release).total
+    mfs = round((gpu_mib - reserved) / gpu_mib, 3) if gpu_mib is not None else rules.launch_profile(release).fallback_mem_fraction
+    if layout.is_multimodal and args.disaggregation_mode != disaggregation.DECODE:
         mfs = adjust_mem_fraction_for_vlm(mfs, layout)
     return mfs
 
 
 def _in_radix_branch(layout: ModelLayout, release: str = DEFAULT_RELEASE) -> bool:
+    lp = rules.launch_profile(release)
     if layout.architecture == "GraniteMoeHybridForCausalLM":
-        if not rules.granite_in_radix_branch(base_release(release)):
+        if not lp.granite_in_radix_branch:
             return False
         # Only with a mamba layer among the config's (normalised) layer_types.
         return bool(layout.mamba_layer_ids)
-    return layout.architecture in MAMBA_RADIX_CACHE_ARCHS and rules.radix_arch_before_0_5_19(release, layout.architecture)
+    return layout.architecture in MAMBA_RADIX_CACHE_ARCHS and lp.radix_arch_before_0_5_19(layout.architecture)
 
 
 def supports_extra_buffer(layout: ModelLayout, release: str = DEFAULT_RELEASE, linear_attn_backend: str = "triton") -> bool:
     """`supports_mamba_cache_extra_buffer`: the architecture, and (0.5.23) the base
     linear-attention backend being triton (the per-mode overrides do not count)."""
-    if base_release(release) != DEFAULT_RELEASE:
-        return layout.architecture in rules.extra_buffer_archs(base_release(release))
+    lp = rules.launch_profile(release)
+    if not lp.is_default:
+        return layout.architecture in lp.extra_buffer_archs
     return layout.architecture in MAMBA_EXTRA_BUFFER_ARCHS and linear_attn_backend == "triton"
 
 
@@ -440,7 +481,8 @@ def resolve(
     *, release: str = DEFAULT_RELEASE, plat: Platform = HOPPER,
 ) -> Launch:
     """Resolve the flags as SGLang `release` does (a base release or post-release) on `plat`."""
-    release = base_release(release)
+    lp = rules.launch_profile(release)  # every release rule, read once per release
+    release = lp.release
     rejections: list[Rejection] = []
     warnings: list[str] = []
 
@@ -521,23 +563,23 @@ def resolve(
     #    strategy, with the page size as the user gave it (None: unset).
     # The Nemotron-H override that trips over a quant recipe kept only in hf_quant_config.json
     # arrived with the model-override declarations (0.5.19).
-    quant_failure = launch_quant_failure(layout.architecture, layout.hf_config, layout.hf_text_config) if at_least(release, "0.5.19") else None
+    quant_failure = launch_quant_failure(layout.architecture, layout.hf_config, layout.hf_text_config) if lp.checks_quant_recipe else None
     if quant_failure:
         reject("AttributeError", quant_failure)
     lfm2_triton = layout.family == "lfm2" and args.attention_backend == "triton"
-    if lfm2_triton and not rules.lfm2_triton_after_radix(release):
+    if lfm2_triton and not lp.lfm2_triton_after_radix:
         reject("AssertionError", f"{layout.architecture} does not support triton attention backend, as the first layer might not be an attention layer")
-    nemotron_triton = rules.nemotron_h_refuses_triton(release, layout.architecture, args.attention_backend)
-    if nemotron_triton and rules.nemotron_h_triton_before_radix(release):
+    nemotron_triton = lp.refuses_triton_for(layout.architecture, args.attention_backend)
+    if nemotron_triton and lp.nemotron_h_triton_before_radix:
         reject("AssertionError", rules.NEMOTRON_H_TRITON_ERROR)
     raw_page = args.page_size
     if choice.page_size is not None and (raw_page is None or choice.replaces_page):
         raw_page = choice.page_size
     disable_overlap = args.disable_overlap_schedule
     strategy = choice.strategy or args.mamba_radix_cache_strategy
-    if not rules.auto_strategy_resolves(release) and strategy == "auto":
+    if not lp.auto_strategy_resolves and strategy == "auto":
         strategy = "no_buffer"  # <=0.5.13: auto is no_buffer for every model
-    if rules.legacy_radix_era(release):  # <=0.5.13: per model class (releases/launch_rules.py)
+    if lp.legacy_radix_era:  # <=0.5.13: per model class (releases/launch_rules.py)
         legacy = rules.legacy_radix(
             release, arch=layout.architecture, strategy=strategy, page=raw_page, disable_overlap=disable_overlap,
             disable_radix=disable_radix, speculative=args.speculative_algorithm is not None,
@@ -573,9 +615,9 @@ def resolve(
                 reject("AssertionError", "no_buffer do not support overlap schedule. Try to set disable_overlap_schedule=True.")
             elif backend == "trtllm_mha":
                 reject("AssertionError", "no_buffer do not support trtllm_mha attention backend.")
-    if nemotron_triton and not rules.nemotron_h_triton_before_radix(release):
+    if nemotron_triton and not lp.nemotron_h_triton_before_radix:
         reject("AssertionError", rules.NEMOTRON_H_TRITON_ERROR)
-    if lfm2_triton and rules.lfm2_triton_after_radix(release):
+    if lfm2_triton and lp.lfm2_triton_after_radix:
         reject("AssertionError", f"{layout.architecture} does not support triton attention backend, as the first layer might not be an attention layer")
     # handle_deterministic_inference (after the strategy resolved, before the extra buffer is read).
     if args.enable_deterministic_inference and det_backend is not None:
@@ -603,7 +645,7 @@ def resolve(
     if args.enable_int8_mamba_checkpoint and args.enable_hierarchical_cache:
         reject("ValueError", int8_checkpoint.HICACHE_REFUSAL)
     # <=0.5.13's extra buffer is the strategy alone; 0.5.14 also needs the radix cache on.
-    radix_gate = not disable_radix or rules.legacy_radix_era(release)
+    radix_gate = not disable_radix or lp.legacy_radix_era
     extra_buffer = radix_gate and strategy in ("extra_buffer", "extra_buffer_lazy")
     lazy = radix_gate and strategy == "extra_buffer_lazy"
 
@@ -679,7 +721,7 @@ def resolve(
         if spec == "STANDALONE" and dp > 1:
             reject("ValueError", "Currently standalone speculative decoding does not support dp attention.")
         else:
-            if rules.eagle_disables_overlap(release, args.speculative_eagle_topk):
+            if lp.eagle_disables_overlap(args.speculative_eagle_topk):
                 disable_overlap = True
             if mrr is None:
                 mrr = SPEC_DEFAULT_MAX_RUNNING_REQUESTS
@@ -701,9 +743,9 @@ def resolve(
         topk = NGRAM_DEFAULT_MAX_BFS_BREADTH
         if num_draft is None:
             num_draft = NGRAM_DEFAULT_DRAFT_TOKENS
-        if steps is None and not rules.ngram_disables_overlap(release):
+        if steps is None and not lp.ngram_disables_overlap:
             steps = num_draft // topk  # <=0.5.13 leaves the steps unset and turns overlap off
-        if rules.ngram_disables_overlap(release):
+        if lp.ngram_disables_overlap:
             disable_overlap = True
         if topk > 1 and page > 1 and backend != "flashinfer":
             reject("ValueError", f"speculative_eagle_topk({topk}) > 1 with page_size({page}) > 1 is unstable and produces incorrect results for paged attention backends. This combination is only supported for the 'flashinfer' backend.")
@@ -734,15 +776,15 @@ def resolve(
         reject(*refused)
 
     # 9. --mamba-ssm-dtype is exported as SGLANG_MAMBA_SSM_DTYPE (beats the config's value).
-    env_ssm = mamba_ssm_dtype or rules.ssm_dtype_flag_default(release) or env.SGLANG_MAMBA_SSM_DTYPE
+    env_ssm = mamba_ssm_dtype or lp.ssm_dtype_flag_default or env.SGLANG_MAMBA_SSM_DTYPE
     # 0.5.8 reads the SSM dtype from the flag only (its default is exported), never the config.
     ssm_dtype = env_ssm or layout.config_ssm_dtype or "float32"
     conv_dtype = env.SGLANG_MAMBA_CONV_DTYPE or "bfloat16"
 
     # 10. check_server_args at engine start.
     if pp > 1 and resolved_spec is not None:
-        if rules.pp_refuses_speculative(release):
-            reject("AssertionError", rules.pp_speculative_refusal(release))
+        if lp.pp_refuses_speculative:
+            reject("AssertionError", lp.pp_speculative_refusal)
         elif resolved_spec != "EAGLE":
             reject("AssertionError", "Pipeline parallelism currently only supports EAGLE (non-multi-layer) speculative decoding")
         elif not disaggregation.allows_pp_with_spec(mode):  # SGLANG_ENABLE_PP_SPEC (not modelled) is off
@@ -761,31 +803,54 @@ def resolve(
             "FP4 cell (packed data, block scales per backend layout, the dequant workspace) is not modelled here; "
             "use fp8_e4m3 or mxfp8",
         )
+    # Positional, in Launch's field order (_LAUNCH_FIELDS below holds it at import): binding
+    # 51 keywords cost as much as the rest of this function's bookkeeping.
     return Launch(
-        tp_size=tp, pp_size=pp, attn_dp_size=dp, attn_tp_size=attn_tp, page_size=page,
-        kv_cache_dtype=kv_dtype, kv_itemsize=KV_ITEMSIZE.get(kv_dtype, 1), mem_fraction_static=mfs,
-        kv_cache_dtype_reason=kv_reason, draft_kv_layers_reason=draft_reason,
-        mamba_full_memory_ratio=args.mamba_full_memory_ratio if args.mamba_full_memory_ratio is not None else DEFAULT_MAMBA_FULL_MEMORY_RATIO,
-        strategy=strategy, extra_buffer=extra_buffer, extra_buffer_lazy=lazy,
-        disable_radix_cache=disable_radix, disable_overlap_schedule=disable_overlap,
-        max_running_requests=mrr, user_set_max_running_requests=args.max_running_requests is not None,
-        max_mamba_cache_size=args.max_mamba_cache_size, max_total_tokens=args.max_total_tokens,
-        speculative_algorithm=spec, num_draft_tokens=num_draft,
-        replayssm_spec=args.enable_linear_replayssm_spec, replayssm_cache_len=args.linear_replayssm_cache_len,
-        context_len=context_len, conv_dtype=conv_dtype, ssm_dtype=ssm_dtype,
-        draft_kv_layers=draft_kv_layers if prices_draft else 0, prices_draft_kv=prices_draft,
-        skip_decode_lock=env.SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK,
-        pp_max_micro_batch_size=args.pp_max_micro_batch_size,
-        rejections=tuple(rejections), warnings=tuple(warnings),
-        speculative_num_steps=steps, speculative_eagle_topk=topk, chunked_prefill_size=chunked,
-        decode_cuda_graph_max_bs=graphs.decode_max_bs, prefill_cuda_graph=graphs.prefill_on,
-        env_mamba_ssm_dtype=env_ssm, attention_backend=backend, platform=plat.name,
-        disaggregation_mode=mode, decode_extra_slots=extra_slots,
-        decode_extra_slots_given=args.disaggregation_decode_extra_slots is not None,
-        reserves_spec_state=not disaggregation.skips_spec_state(mode), dcp_size=args.dcp_size,
-        moe_a2a_backend=args.moe_a2a_backend, ep_size=wide_ep.ep_size(args.moe_a2a_backend, tp, args.ep_size),
-        enable_two_batch_overlap=args.enable_two_batch_overlap, enable_symm_mem=args.enable_symm_mem,
-        enable_hierarchical_cache=args.enable_hierarchical_cache,
+        tp, pp, dp, attn_tp, page,  # tp_size, pp_size, attn_dp_size, attn_tp_size, page_size
+        kv_dtype, KV_ITEMSIZE.get(kv_dtype, 1), mfs,  # kv_cache_dtype, kv_itemsize, mem_fraction_static
+        # mamba_full_memory_ratio
+        args.mamba_full_memory_ratio if args.mamba_full_memory_ratio is not None else DEFAULT_MAMBA_FULL_MEMORY_RATIO,
+        strategy, extra_buffer, lazy,  # strategy, extra_buffer, extra_buffer_lazy
+        disable_radix, disable_overlap,  # disable_radix_cache, disable_overlap_schedule
+        mrr, args.max_running_requests is not None,  # max_running_requests, user_set_max_running_requests
+        args.max_mamba_cache_size, args.max_total_tokens,  # max_mamba_cache_size, max_total_tokens
+        spec, num_draft,  # speculative_algorithm, num_draft_tokens
+        args.enable_linear_replayssm_spec, args.linear_replayssm_cache_len,  # replayssm_spec, replayssm_cache_len
+        context_len, conv_dtype, ssm_dtype,  # context_len, conv_dtype, ssm_dtype
+        draft_kv_layers if prices_draft else 0, prices_draft,  # draft_kv_layers, prices_draft_kv
+        env.SGLANG_OPT_MAMBA_SKIP_DECODE_LOCK,  # skip_decode_lock
+        args.pp_max_micro_batch_size,  # pp_max_micro_batch_size
+        tuple(rejections), tuple(warnings),  # rejections, warnings
+        steps, topk, chunked,  # speculative_num_steps, speculative_eagle_topk, chunked_prefill_size
+        graphs.decode_max_bs, graphs.prefill_on,  # decode_cuda_graph_max_bs, prefill_cuda_graph
+        backend, plat.name, env_ssm,  # attention_backend, platform, env_mamba_ssm_dtype
+        kv_reason, draft_reason,  # kv_cache_dtype_reason, draft_kv_layers_reason
+        mode, extra_slots,  # disaggregation_mode, decode_extra_slots
+        args.disaggregation_decode_extra_slots is not None,  # decode_extra_slots_given
+        not disaggregation.skips_spec_state(mode),  # reserves_spec_state
+        args.dcp_size, args.moe_a2a_backend,  # dcp_size, moe_a2a_backend
+        wide_ep.ep_size(args.moe_a2a_backend, tp, args.ep_size),  # ep_size
+        args.enable_two_batch_overlap, args.enable_symm_mem,  # enable_two_batch_overlap, enable_symm_mem
+        args.enable_hierarchical_cache,  # enable_hierarchical_cache
         int8_checkpoint=args.enable_int8_mamba_checkpoint, int8_checkpoint_size=args.int8_mamba_ckpt_size,
         linear_attn_decode_backend=decode_linear,
     )
+
+
+# The order resolve() passes Launch's fields in. A field added, removed or moved in Launch
+# fails here, at import, until resolve()'s return is updated with it (never a silent shift).
+_LAUNCH_FIELDS = (
+    "tp_size", "pp_size", "attn_dp_size", "attn_tp_size", "page_size", "kv_cache_dtype", "kv_itemsize",
+    "mem_fraction_static", "mamba_full_memory_ratio", "strategy", "extra_buffer", "extra_buffer_lazy",
+    "disable_radix_cache", "disable_overlap_schedule", "max_running_requests", "user_set_max_running_requests",
+    "max_mamba_cache_size", "max_total_tokens", "speculative_algorithm", "num_draft_tokens", "replayssm_spec",
+    "replayssm_cache_len", "context_len", "conv_dtype", "ssm_dtype", "draft_kv_layers", "prices_draft_kv",
+    "skip_decode_lock", "pp_max_micro_batch_size", "rejections", "warnings", "speculative_num_steps",
+    "speculative_eagle_topk", "chunked_prefill_size", "decode_cuda_graph_max_bs", "prefill_cuda_graph",
+    "attention_backend", "platform", "env_mamba_ssm_dtype", "kv_cache_dtype_reason", "draft_kv_layers_reason",
+    "disaggregation_mode", "decode_extra_slots", "decode_extra_slots_given", "reserves_spec_state", "dcp_size",
+    "moe_a2a_backend", "ep_size", "enable_two_batch_overlap", "enable_symm_mem", "enable_hierarchical_cache",
+    "int8_checkpoint", "int8_checkpoint_size", "linear_attn_decode_backend",
+)
+if Launch._fields != _LAUNCH_FIELDS:
+    raise ImportError(f"Launch's fields changed: update resolve()'s positional return and _LAUNCH_FIELDS ({Launch._fields})")

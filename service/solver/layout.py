@@ -40,6 +40,9 @@ class ModelLayout(NamedTuple):
     # Raw text config, for the launch-flag resolution rules that read more keys.
     hf_text_config: Mapping[str, Any] = _EMPTY
     hf_config: Mapping[str, Any] = _EMPTY
+    # `--kv-cache-dtype auto` as this checkpoint resolves it (dtype, why), when computed once
+    # for a layout kept for the process (a preset's); None: launch.py derives it per call.
+    kv_auto: tuple[str, str] | None = None
 
     def __repr__(self) -> str:  # the raw configs and the closure are noise in a repr
         return f"ModelLayout(name={self.name!r}, family={self.family!r}, layers={self.num_hidden_layers})"

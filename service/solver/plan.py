@@ -45,6 +45,7 @@ from mambasizer.service.solver import (
     stages,
     wide_ep,
 )
+from mambasizer.service.solver.checkpoint_quant import resolve_kv_auto
 from mambasizer.service.solver.errors import PlanInputError, SGLangStartupError
 from mambasizer.service.solver.families import layout_from_explicit, layout_from_hf_config
 from mambasizer.service.solver.launch import Launch, resolve
@@ -99,7 +100,11 @@ def preset_layout(name: str, hf_config: Mapping[str, Any]) -> ModelLayout:
             raise PlanInputError("model.preset", f"preset {name!r} cannot be sized: its {exc.field}: {exc.message}") from None
         # A preset's layout lives for the process: its state shapes, a pure function of
         # (tp, dtypes), are computed once per combination (StateSpec is immutable).
-        layout = layout._replace(state_at=lru_cache(maxsize=32)(layout.state_at))
+        # `kv_cache_dtype=auto` reads only the preset's (immutable) config: resolved once too.
+        layout = layout._replace(
+            state_at=lru_cache(maxsize=32)(layout.state_at),
+            kv_auto=resolve_kv_auto(layout.hf_config, layout.hf_text_config, layout.model_dtype),
+        )
         _PRESET_LAYOUTS[name] = layout
     return layout
 

@@ -12,9 +12,9 @@ from typing import Any
 
 from mambasizer.schemas.plan import Plan
 from mambasizer.schemas.request import PlanRequest
-from mambasizer.service.solver import mamba
+from mambasizer.service.solver import gpu_budget, mamba
 from mambasizer.service.solver.errors import PlanInputError, SGLangStartupError
-from mambasizer.service.solver.launch import Launch
+from mambasizer.service.solver.launch import Launch, activation_reserve
 from mambasizer.service.solver.layout import ModelLayout
 from mambasizer.service.solver.monotone import largest_int, smallest_int
 from mambasizer.service.solver.plan import replan, sized, stage_split, starts
@@ -102,7 +102,8 @@ def remedies_for(req: PlanRequest, layout: ModelLayout, launch: Launch, plan: Pl
         base = round(launch.mem_fraction_static * 1000)
         best = smallest_int(base, 999, lambda v: _starts(_with(req, server_args={"mem_fraction_static": v / 1000}), layout))
         if best is not None and best > base:
-            out.append(f"--mem-fraction-static {best / 1000:.3f} starts (the smallest value that does, all else equal)")
+            out.append(f"--mem-fraction-static {best / 1000:.3f} starts (the smallest value that does, all else equal)"
+                       + _activation_caveat(req, layout, best / 1000))
         elif best is None:
             out.append("no --mem-fraction-static below 1.0 starts with these weights: use more GPUs (TP/PP) or GPUs with more memory")
 
@@ -127,6 +128,30 @@ def remedies_for(req: PlanRequest, layout: ModelLayout, launch: Launch, plan: Pl
         if _starts(_with(req, server_args={"mamba_ssm_dtype": "bfloat16"}), layout):
             out.append("--mamba-ssm-dtype bfloat16 halves the SSM state and starts")
     return out
+
+
+def _activation_caveat(req: PlanRequest, layout: ModelLayout, mfs: float) -> str:
+    """Empty when `mfs` leaves the GPU at least what SGLang itself reserves outside the static
+    pool for this launch (activations, CUDA graphs: launch.activation_reserve, without its
+    10 GiB floor); else why the fraction that starts is not proven to serve. A budget that
+    names no GPU capacity cannot be checked, and says so."""
+    gpu = gpu_budget.capacity_mib(req)
+    release = req.sglang_version
+    if gpu is None:
+        return ("; SGLang's own activation reserve is not checked against it (the budget gives no GPU capacity: "
+                "give budget.gpu or budget.gpu_memory_mib)")
+    reserve = activation_reserve(layout, req.server_args, gpu, release=release, plat=gpu_budget.platform_of(req))
+    left = gpu * (1 - mfs)
+    if left >= reserve.needed:
+        return ""
+    auto = round((gpu - reserve.total) / gpu, 3)
+    return (
+        f", but it is NOT proven to serve: it leaves {left / 1024:.2f} GiB of the {gpu / 1024:.1f} GiB GPU for activations and "
+        f"CUDA graphs, less than the {reserve.needed / 1024:.2f} GiB SGLang {release} reserves for them on this launch "
+        "(memory_hook.handle_gpu_memory_settings: 512 MiB, 1.5 MiB per chunked-prefill token, tp_size x pp_size / 8 GiB, the "
+        f"CUDA-graph buffers; its automatic value here is {auto:.3f}); expect an out-of-memory error under load: use more "
+        "GPUs (TP/PP), a GPU with more memory, or a smaller --chunked-prefill-size"
+    )
 
 
 def _parallel_that_fits(req: PlanRequest, layout: ModelLayout) -> list[str]:

@@ -224,3 +224,77 @@ def test_openapi_documents_the_sweep_and_its_examples_answer(client):
         assert resp.status_code == 200, (name, resp.text)
         rows = resp.json()["rows"]
         assert rows and any(r["feasible"] for r in rows), name
+
+
+# --------------------------------------------------------------------------- repeated points
+
+
+def _counting_replan(monkeypatch) -> list:
+    """Wrap the sweep's own `replan` (the real one runs underneath) and record each call."""
+    import mambasizer.service.sweep as sweep_mod
+
+    calls: list = []
+    real = sweep_mod.replan
+
+    def counted(req, layout):
+        calls.append(req)
+        return real(req, layout)
+
+    monkeypatch.setattr(sweep_mod, "replan", counted)
+    return calls
+
+
+def test_repeated_points_are_planned_once_and_answer_as_the_distinct_ones(monkeypatch):
+    from mambasizer.service.sweep import run_sweep
+
+    base = {"model": {"preset": "qwen3-next-80b-a3b-instruct"}, "server_args": {"tp_size": 4}, "budget": {"gpu": "h200"}}
+    # tp 3 is an invalid point (SGLang asserts on the state shapes), tp 1 does not fit: both
+    # answers are repeated too, as are two GPUs.
+    distinct_tp, distinct_gpu = [1, 3, 4, 8], ["h200", "h100"]
+    repeated_tp, repeated_gpu = [4, 1, 4, 3, 8, 4, 3, 1, 8, 4], ["h200", "h100", "h200"]
+    calls = _counting_replan(monkeypatch)
+    unique = run_sweep({"base": base, "axes": [{"field": "budget.gpu", "values": distinct_gpu}, {"field": "server_args.tp_size", "values": distinct_tp}]})
+    assert len(calls) == 8  # one plan per point, the refused tp 3 included (replan raises)
+    by_point = {(r["point"]["budget.gpu"], r["point"]["server_args.tp_size"]): r for r in unique["rows"]}
+    assert by_point[("h200", 3)]["error_kind"] == "invalid_input" and by_point[("h200", 1)]["error_kind"] == "weights_do_not_fit"
+
+    calls.clear()
+    dup = run_sweep({"base": base, "axes": [{"field": "budget.gpu", "values": repeated_gpu}, {"field": "server_args.tp_size", "values": repeated_tp}]})
+    assert dup["points"] == len(dup["rows"]) == 30
+    # the pipeline (replan) runs once per distinct point: 2 GPUs x 4 TP sizes, not 30 times
+    assert len(calls) == 8
+    assert len({(r.budget.gpu, r.server_args.tp_size) for r in calls}) == 8
+    for row in dup["rows"]:
+        want = by_point[(row["point"]["budget.gpu"], row["point"]["server_args.tp_size"])]
+        assert row == want  # element by element: point, figures, error, every stage
+
+
+def test_a_sweep_of_9999_identical_points_plans_once(monkeypatch):
+    from mambasizer.service.sweep import run_sweep
+
+    base = {"model": {"preset": "kimi-linear-48b-a3b-instruct"}, "server_args": {"tp_size": 2}, "budget": {"gpu": "h200"}}
+    calls = _counting_replan(monkeypatch)
+    once = run_sweep({"base": base, "axes": [{"field": "server_args.max_running_requests", "values": [64]}]})
+    assert len(calls) == 1
+    calls.clear()
+    many = run_sweep({"base": base, "axes": [{"field": "server_args.max_running_requests", "values": [64] * 9999}]})
+    assert len(calls) == 1
+    assert many["points"] == 9999 and all(row == once["rows"][0] for row in many["rows"])
+    assert once["rows"][0]["feasible"] and once["rows"][0]["max_running_requests"] == 64
+
+
+def test_points_equal_as_requests_share_one_plan(monkeypatch, client):
+    """An explicit default and an omitted field are one request: one plan, and through the API
+    the same rows as POST /v1/plan at each point."""
+    from mambasizer.service.sweep import run_sweep
+
+    base = {"model": {"preset": "nemotron-h-56b-base-8k"}, "server_args": {"tp_size": 2, "pp_size": 2}, "budget": {"gpu": "h200"}}
+    calls = _counting_replan(monkeypatch)
+    # accounting "sglang-0.5.23" is the schema's default: the base and that point are the same request
+    body = run_sweep({"base": base, "axes": [{"field": "accounting", "values": ["sglang-0.5.23", "whole-model", "sglang-0.5.23"]}]})
+    assert len(calls) == 2
+    assert body["rows"][0] == body["rows"][2] and body["rows"][0]["point"] == {"accounting": "sglang-0.5.23"}
+    resp = client.post("/v1/sweep", json={"base": base, "axes": [{"field": "accounting", "values": ["sglang-0.5.23", "whole-model", "sglang-0.5.23"]}]})
+    assert resp.json()["rows"] == body["rows"]
+    for row in body["rows"]:
+        _assert_row_is_the_plan(client, base, row)

@@ -216,3 +216,42 @@ def test_the_searches_feasibility_check_is_replans_verdict():
             assert sized(request, layout, split) is None
         seen[expected] += 1
     assert seen[True] > 100 and seen[False] > 50 and seen["input error"] > 5, seen
+
+
+# An RTX 5090's capacity (32,607 MiB: torch.cuda.mem_get_info on the card) with Nemotron-H 8B
+# loaded: 31.36 GiB free before the weights, 2.0 GiB after.
+RTX_5090 = {"gpu_memory_mib": 32607, "free_gib_before_load": 31.36, "free_gib_after_load": 2.0}
+
+
+def test_a_fraction_that_starts_but_leaves_less_than_sglangs_activation_reserve_says_so():
+    body = req(model={"preset": "nemotron-h-8b-base-8k"}, budget=RTX_5090, tp_size=1, mem_fraction_static=0.85)
+    p = plan(body)
+    assert p.error.kind == "mamba_cache_too_small"
+    remedy = next(r for r in p.error.remedies if r.startswith("--mem-fraction-static"))
+    assert remedy.startswith("--mem-fraction-static 0.975 starts (the smallest value that does, all else equal), but it is NOT proven to serve")
+    # It starts (the sizing proves that much) ...
+    assert plan({**body, "server_args": {**body["server_args"], "mem_fraction_static": 0.975}}).feasible
+    # ... but leaves 32,607 x 0.025 = 815 MiB, under SGLang 0.5.23's own reserve for this launch:
+    # 512 + 1.5 x 4,096 chunked-prefill tokens (its 20-35 GB default) + 1 x 1 / 8 GiB + the
+    # decode graph (48 x 2) + the prefill graph (50 sizes up to 4,096 x 8) = 7,280 MiB.
+    assert "it leaves 0.80 GiB of the 31.8 GiB GPU for activations and CUDA graphs, less than the 7.11 GiB SGLang 0.5.23 reserves" in remedy
+    # The reserve is the one SGLang's automatic rule keeps (conformance-tested in
+    # tests/conformance/test_launch_resolution.py): (32,607 - 7,280) / 32,607 = 0.777.
+    auto = plan(req(model={"preset": "nemotron-h-8b-base-8k"}, budget=RTX_5090, tp_size=1))
+    assert auto.resolved.mem_fraction_static == 0.777 and "its automatic value here is 0.777" in remedy
+
+
+def test_a_fraction_with_room_for_the_activations_has_no_caveat():
+    # The heavy-weights case on a 143,771 MiB H200: the fraction that starts leaves ~20 GiB.
+    body = req(budget={"gpu_memory_mib": 143771, "free_gib_before_load": 139.6, "free_gib_after_load": 60.0},
+               tp_size=4, mem_fraction_static=0.8, max_mamba_cache_size=2000)
+    remedy = next(r for r in plan(body).error.remedies if r.startswith("--mem-fraction-static"))
+    assert remedy.endswith("starts (the smallest value that does, all else equal)")
+    assert (1 - float(remedy.split()[1])) * 143771 > 10 * 1024
+
+
+def test_a_fraction_on_a_budget_without_capacity_says_the_reserve_is_unchecked():
+    body = req(budget={"free_gib_before_load": 139.6, "free_gib_after_load": 60.0}, tp_size=4, mem_fraction_static=0.8, max_mamba_cache_size=2000)
+    remedy = next(r for r in plan(body).error.remedies if r.startswith("--mem-fraction-static"))
+    assert remedy.endswith("SGLang's own activation reserve is not checked against it (the budget gives no GPU capacity: "
+                           "give budget.gpu or budget.gpu_memory_mib)")

@@ -127,3 +127,31 @@ def test_0_5_8_exports_its_float32_ssm_flag_default():
     launch = _launch("qwen3-next+ssm-bf16", "0.5.8")
     assert (launch.ssm_dtype, launch.env_mamba_ssm_dtype) == ("float32", "float32")
     assert _launch("qwen3-next+ssm-bf16", "0.5.9").ssm_dtype == "bfloat16"
+
+
+# --------------------------------------------------------------------------- per-release profile
+
+
+def test_every_release_reads_its_launch_rules_once():
+    """launch_profile is resolved once per release string (the same object every call), a
+    post-release reads its base's rules, and a release outside the list is refused by name."""
+    from mambasizer.schemas.releases import SUPPORTED_RELEASES
+    from mambasizer.service.solver.releases import launch_rules as rules
+    from mambasizer.service.solver.releases.registry import base_release, release_key
+
+    for v in SUPPORTED_RELEASES:
+        lp = rules.launch_profile(v)
+        assert rules.launch_profile(v) is lp
+        assert lp.release == base_release(v) and lp == rules.launch_profile(base_release(v))
+        assert lp.is_default == (base_release(v) == "0.5.23")
+    assert release_key("0.5.15.post1") == (0, 5, 15) < release_key("0.5.16")
+    # spot values straight from the tables: 0.5.13's no_buffer era, 0.5.19's PP rule, 0.5.20's fallback
+    assert rules.launch_profile("0.5.13").legacy_radix_era and not rules.launch_profile("0.5.14").legacy_radix_era
+    assert rules.launch_profile("0.5.19").breakable_pp_off and not rules.launch_profile("0.5.18").breakable_pp_off
+    assert rules.launch_profile("0.5.19").fallback_mem_fraction == 0.88 and rules.launch_profile("0.5.20").fallback_mem_fraction == 0.95
+    assert rules.launch_profile("0.5.10").spec_reserve_mb("EAGLE") == 4 * 1024 and rules.launch_profile("0.5.14").spec_reserve_mb("EAGLE") == 0
+    for bad in ("0.5.24", "0.5.7", "latest"):
+        with pytest.raises(ValueError, match="unsupported SGLang release"):
+            rules.launch_profile(bad)
+        with pytest.raises(ValueError, match=r"supported: 0\.5\.8"):
+            release_key(bad)

@@ -134,6 +134,42 @@ def test_quantized_is_smaller_than_bf16_and_block_shapes_are_checked():
     assert e.value.field.endswith("weight_block_size")
 
 
+def _block_refusal(name: str, tp: int) -> str:
+    with pytest.raises(PlanInputError) as e:
+        _bytes(_layout(name, quantization_config={"quant_method": "fp8", "weight_block_size": [128, 128]}), tp=tp)
+    assert e.value.field == "model.hf_config.quantization_config.weight_block_size"
+    return e.value.message
+
+
+def test_a_block_fp8_refusal_names_every_shard_the_fix_and_no_tp_size_when_none_fits():
+    # Qwen3.5-27B's fused in_proj_ba: 48 value heads give [48, 48] rows at TP 1, [24, 24] at TP 2;
+    # a fused layer's shards are checked at every TP size, so no TP size fills 128-row blocks.
+    msg = _block_refusal("qwen3.5-27b", 2)
+    assert msg.startswith("model.language_model.layers.0.linear_attn.in_proj_b, model.language_model.layers.0.linear_attn.in_proj_a: "
+                          "an output partition of [24, 24] is not divisible by block_n=128 (and 47 more layer(s))")
+    assert 'quantization_config.modules_to_not_convert: ["linear_attn.in_proj_b", "linear_attn.in_proj_a"]' in msg
+    assert "no tp_size in 1, 2, 4, 8, 16, 32, 64 fills them" in msg and "or use tp_size" not in msg
+    assert "[48, 48]" in _block_refusal("qwen3.5-27b", 1)
+    # The named fix loads, at this TP size and at any other.
+    fixed = {"quant_method": "fp8", "weight_block_size": [128, 128], "modules_to_not_convert": ["linear_attn.in_proj_b", "linear_attn.in_proj_a"]}
+    for tp in (1, 2, 4, 8):
+        assert _bytes(_layout("qwen3.5-27b", quantization_config=fixed), tp=tp)[0] > 0
+    # A config that already carries `ignored_layers` is told that key (Fp8Config reads the first present).
+    with pytest.raises(PlanInputError) as e:
+        _bytes(_layout("qwen3.5-27b", quantization_config={"quant_method": "fp8", "weight_block_size": [128, 128], "ignored_layers": ["visual"]}), tp=2)
+    assert 'quantization_config.ignored_layers: ["linear_attn.in_proj_b", "linear_attn.in_proj_a"]' in e.value.message
+
+
+def test_a_block_fp8_refusal_offers_the_tp_sizes_that_fit():
+    # Nemotron-H 56B's mixer.in_proj at TP 4: [4096, 4096, 512, 512, 64] rows; 64 does not fill 128.
+    msg = _block_refusal("nemotron-h-56b-base-8k", 4)
+    assert msg.startswith("backbone.layers.0.mixer.in_proj: an output partition of [4096, 4096, 512, 512, 64] is not divisible by block_n=128")
+    assert 'modules_to_not_convert: ["mixer.in_proj"]' in msg and msg.endswith("or use tp_size 1 or 2, where every shard fills whole blocks")
+    qc = {"quant_method": "fp8", "weight_block_size": [128, 128]}
+    assert _bytes(_layout("nemotron-h-56b-base-8k", quantization_config=qc), tp=2) == (29247233616,)
+    assert _bytes(_layout("nemotron-h-56b-base-8k", quantization_config={**qc, "modules_to_not_convert": ["mixer.in_proj"]}), tp=4) == (18728764496,)
+
+
 def test_explicit_layout_and_unmodelled_families_are_refused():
     lay = layout_from_explicit(Layout.model_validate({
         "num_hidden_layers": 4, "mamba_layer_ids": [0, 1, 2], "full_attention_layer_ids": [3], "linear_kind": "mamba2",

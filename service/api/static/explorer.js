@@ -55,7 +55,7 @@ const SIDE_FIELDS = [
 ];
 const PAIR_FIGURES = ["decode_concurrency", "prefill_in_flight_requests", "binding_side", "decode_kv_tokens", "prefill_kv_tokens", "decode_kv_tokens_per_request", "prefill_replicas", "decode_replicas"];
 
-const state = { releases: [], defaultRelease: null, pairSeq: 0, presets: [], gpus: [], envFields: new Set(), hasRecommend: false, planSeq: 0, sweepSeq: 0, lastPlan: null, valuesEdited: false, tpKey: "", tpSizes: null };
+const state = { releases: [], defaultRelease: null, pairSeq: 0, presets: [], allPresets: [], gpus: [], linkProblems: [], envFields: new Set(), hasRecommend: false, planSeq: 0, sweepSeq: 0, lastPlan: null, valuesEdited: false, tpKey: "", tpSizes: null };
 
 /* ------------------------------------------------------------------ helpers */
 
@@ -214,9 +214,24 @@ function readUrl() {
   const set = (id, key) => {
     if (q.has(key)) $(id).value = q.get(key);
   };
-  if (q.has("preset") && state.presets.some((p) => p.name === q.get("preset"))) $("preset").value = q.get("preset");
-  if (q.has("gpu") && state.gpus.some((g) => g.name === q.get("gpu"))) $("gpu").value = q.get("gpu");
-  if (q.has("release") && state.releases.includes(q.get("release"))) $("release").value = q.get("release");
+  const problems = [];
+  if (q.has("preset")) {
+    const name = q.get("preset");
+    const listed = state.allPresets.find((p) => p.name === name);
+    if (state.presets.some((p) => p.name === name)) $("preset").value = name;
+    else problems.push({ key: "preset", id: "preset", value: name, why: listed ? `is listed but not sized by this server (${listed.reason || "GET /v1/presets/" + name + " says why"})` : "is not a preset this server has (GET /v1/presets lists them)" });
+  }
+  if (q.has("gpu")) {
+    if (state.gpus.some((g) => g.name === q.get("gpu"))) $("gpu").value = q.get("gpu");
+    else problems.push({ key: "gpu", id: "gpu", value: q.get("gpu"), why: "is not in this server's GPU catalog (GET /v1/gpus lists it)" });
+  }
+  if (q.has("release")) {
+    if (state.releases.includes(q.get("release"))) $("release").value = q.get("release");
+    else problems.push({ key: "release", id: "release", value: q.get("release"), why: `is not an SGLang release this server plans (it plans ${state.releases[0] || "?"} to ${state.releases[state.releases.length - 1] || "?"})` });
+  }
+  if (q.has("axis") && ![...$("sweep-axis").options].some((o) => o.value === q.get("axis")))
+    problems.push({ key: "axis", id: "sweep-axis", value: q.get("axis"), why: "is not a sweep axis of this page" });
+  state.linkProblems = problems;
   set("gpu-mib", "mib");
   if (q.get("mode") === "pair") $("deploy-mode").value = "pair";
   for (const [, pre] of SIDES)
@@ -251,6 +266,8 @@ function readUrl() {
 }
 
 function writeUrl() {
+  // An unhonoured link stays as shared until the user picks.
+  if (state.linkProblems.length) return;
   const q = new URLSearchParams();
   if ($("model-source").value === "preset") q.set("preset", $("preset").value);
   q.set("gpu", $("gpu").value);
@@ -335,6 +352,48 @@ function showProblem(where, problem) {
   if (problem.allowed && problem.allowed.length) box.append(el("div", { class: "allowed", text: "allowed: " + problem.allowed.join(", ") }));
 }
 
+/* A link naming what this server lacks: say which field and why, grey what stands in for it. */
+function showLinkProblems() {
+  const box = $("link-problem");
+  const problems = state.linkProblems;
+  document.body.classList.toggle("link-unhonoured", problems.length > 0);
+  document.querySelectorAll(".unhonoured").forEach((n) => {
+    n.classList.remove("unhonoured");
+    n.removeAttribute("aria-describedby");
+    n.removeAttribute("title");
+  });
+  if (!problems.length) {
+    box.hidden = true;
+    box.replaceChildren();
+    return;
+  }
+  box.hidden = false;
+  box.replaceChildren(
+    el("strong", { text: "This link cannot be shown as it was shared." }),
+    el("ul", {}, ...problems.map((p) => el("li", { "data-field": p.key }, el("code", { text: p.key }), ` "${p.value}" ${p.why}; `, el("span", { class: "instead", text: `planned with ${p.key} "${$(p.id).value}" instead` })))),
+    el("div", { class: "allowed", text: "The greyed controls show what is planned instead; this is not the link's plan. Change any control to plan your own choice." }),
+  );
+  for (const p of problems) {
+    const c = $(p.id);
+    c.classList.add("unhonoured");
+    c.setAttribute("aria-invalid", "true");
+    c.setAttribute("aria-describedby", "link-problem");
+    c.setAttribute("title", `the link asked for ${p.key} "${p.value}", which ${p.why}`);
+  }
+}
+
+function clearLinkProblems() {
+  if (!state.linkProblems.length) return;
+  state.linkProblems = [];
+  document.querySelectorAll(".unhonoured").forEach((n) => n.removeAttribute("aria-invalid"));
+  showLinkProblems();
+}
+
+function verdictClass(feasible) {
+  if (state.linkProblems.length) return "status substituted";
+  return "status " + (feasible ? "ok" : "refused");
+}
+
 const FIELD_CONTROL = { "server_args.tp_size": "tp", "server_args.pp_size": "pp", "server_args.attn_dp_size": "dp", "budget.gpu": "gpu", "budget.gpu_memory_mib": "gpu-mib", sglang_version: "release", "model.preset": "preset", config: "config" };
 for (const [id, field] of FLAGS) FIELD_CONTROL["server_args." + field] = id;
 // A pair's problem names the side: prefill.server_args.dcp_size -> p-dcp; its shared fields the shared control.
@@ -345,6 +404,7 @@ for (const [role, pre] of SIDES) {
 
 function markInvalid(field) {
   document.querySelectorAll("[aria-invalid]").forEach((n) => n.removeAttribute("aria-invalid"));
+  for (const p of state.linkProblems) $(p.id).setAttribute("aria-invalid", "true");
   if (!field) return;
   const side = SIDES.find(([role]) => field.startsWith(role + "."));
   const shared = side && !FIELD_CONTROL[field] ? field.slice(side[0].length + 1) : field;
@@ -381,10 +441,10 @@ function renderPlan(plan, extra) {
   }
   const status = $("status");
   status.hidden = false;
-  status.className = "status " + (plan.feasible ? "ok" : "refused");
+  status.className = verdictClass(plan.feasible);
   const r = plan.resolved;
   const gpu = selectedGpu();
-  status.textContent = statusText(plan, gpu);
+  status.textContent = substitutedPrefix() + statusText(plan, gpu);
 
   const refusal = $("refusal");
   refusal.hidden = plan.feasible || !plan.error;
@@ -398,6 +458,11 @@ function renderPlan(plan, extra) {
   $("notes").hidden = !notes.length;
   $("warnings").replaceChildren(...notes.map((t) => el("li", { text: t })));
   renderBars(plan);
+}
+
+function substitutedPrefix() {
+  if (!state.linkProblems.length) return "";
+  return "Not the link's plan (" + state.linkProblems.map((p) => `${p.key} "${p.value}" is unavailable`).join(", ") + "). Planned instead: ";
 }
 
 /* "SGLang 0.5.13 would start: ..." (the release is the plan's reference: the rules applied). */
@@ -731,7 +796,7 @@ function renderSidePlan(root, role, plan, extra) {
   const title = root.querySelector("h2");
   root.replaceChildren(title);
   root.dataset.feasible = String(plan.feasible);
-  root.append(el("div", { class: "status " + (plan.feasible ? "ok" : "refused"), text: statusText(plan, selectedGpu()) }));
+  root.append(el("div", { class: verdictClass(plan.feasible), text: substitutedPrefix() + statusText(plan, selectedGpu()) }));
   if (plan.error) {
     root.append(el("div", { class: "refusal" },
       el("h3", { text: "SGLang would not start" }),
@@ -784,8 +849,8 @@ function renderPair(data) {
   }
   const status = $("pair-status");
   status.hidden = false;
-  status.className = "status " + (pair.feasible ? "ok" : "refused");
-  status.textContent = pair.feasible ? `Both sides start; ${pair.binding_side} binds what the pair sustains.` : "At least one side would not start.";
+  status.className = verdictClass(pair.feasible);
+  status.textContent = substitutedPrefix() + (pair.feasible ? `Both sides start; ${pair.binding_side} binds what the pair sustains.` : "At least one side would not start.");
   $("pair-notes").replaceChildren(...pair.notes.map((t) => el("li", { text: t })));
   for (const [role] of SIDES) renderSidePlan($(`plan-${role}`), role, data[role], data[role]);
 }
@@ -880,7 +945,8 @@ function populate(select, items) {
 
 async function init() {
   const [presets, gpus, doc] = await Promise.all([api("GET", "/v1/presets"), api("GET", "/v1/gpus"), api("GET", "/openapi.json")]);
-  state.presets = presets.data.presets.filter((p) => p.sizable);
+  state.allPresets = presets.data.presets;
+  state.presets = state.allPresets.filter((p) => p.sizable);
   state.gpus = gpus.data.gpus;
   populate($("preset"), state.presets.map((p) => [p.name, `${p.name} (${p.model_id})`]));
   // Every catalog part; one without a confirmed capacity asks for its MiB (budget.gpu_memory_mib).
@@ -907,8 +973,11 @@ async function init() {
   if (state.presets.some((p) => p.name === "qwen3-next-80b-a3b-instruct")) $("preset").value = "qwen3-next-80b-a3b-instruct";
   $("tp").value = "4";
   readUrl();
+  showLinkProblems();
 
   $("inputs").addEventListener("submit", (e) => e.preventDefault());
+  $("inputs").addEventListener("input", clearLinkProblems, true);
+  $("inputs").addEventListener("change", clearLinkProblems, true);
   $("inputs").addEventListener("input", (e) => {
     if (e.target.id === "gpus") {
       const pp = intOrNull($("pp").value) ?? 1;
@@ -925,6 +994,7 @@ async function init() {
   });
   $("tp").addEventListener("keydown", stepTp);
   $("sweep-axis").addEventListener("change", () => {
+    clearLinkProblems();
     state.valuesEdited = false;
     scheduleUpdate();
   });

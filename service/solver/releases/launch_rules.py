@@ -14,9 +14,16 @@ Tested against the releases' own resolution by tests/conformance/test_release_la
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from functools import cache
 from typing import NamedTuple
 
-from mambasizer.service.solver.releases.registry import at_least, release_key
+from mambasizer.service.solver.releases.registry import (
+    DEFAULT_RELEASE,
+    at_least,
+    base_release,
+    release_key,
+)
 
 # ----------------------------------------------------------------------- radix strategy
 
@@ -111,9 +118,7 @@ PP_REFUSAL_NAMES_MIXED_CHUNK_UNTIL = "0.5.10"
 
 
 def pp_speculative_refusal(release: str) -> str:
-    if _until(release, PP_REFUSAL_NAMES_MIXED_CHUNK_UNTIL):
-        return PP_SPECULATIVE_REFUSAL + ", mixed chunked prefill."
-    return PP_SPECULATIVE_REFUSAL
+    return launch_profile(release).pp_speculative_refusal
 
 # ----------------------------------------------------------------------- SSM dtype
 
@@ -131,67 +136,59 @@ def _last(table, release: str):
 
 
 def extra_buffer_archs(release: str) -> frozenset[str]:
-    out: frozenset[str] = frozenset()
-    for first, archs in EXTRA_BUFFER_ARCHS_ADDED:
-        if at_least(release, first):
-            out = out | archs
-    return out
+    return launch_profile(release).extra_buffer_archs
 
 
 def auto_strategy_resolves(release: str) -> bool:
-    return at_least(release, AUTO_STRATEGY_RESOLVES_FROM)
+    return launch_profile(release).auto_strategy_resolves
 
 
 def spec_reserve_mb(release: str, algorithm: str | None) -> int:
-    if algorithm is None or algorithm == "NGRAM":
-        return 0
-    standalone, other = _last(SPEC_RESERVE_MB, release)
-    return standalone if algorithm == "STANDALONE" else other
+    return launch_profile(release).spec_reserve_mb(algorithm)
 
 
 def fallback_mem_fraction(release: str) -> float:
-    return _last(FALLBACK_MEM_FRACTION, release)
+    return launch_profile(release).fallback_mem_fraction
 
 
 def decode_term_needs_graph(release: str) -> bool:
-    return at_least(release, DECODE_TERM_NEEDS_GRAPH_FROM)
+    return launch_profile(release).decode_term_needs_graph
 
 
 def decode_max_bs_follows_mrr(release: str) -> bool:
-    return at_least(release, DECODE_MAX_BS_FOLLOWS_MRR_FROM)
+    return launch_profile(release).decode_max_bs_follows_mrr
 
 
 def small_gpu_defaults(release: str) -> tuple[int, int, int]:
-    return _last(SMALL_GPU_DEFAULTS, release)
+    return launch_profile(release).small_gpu_defaults
 
 
 def prefill_graph_era(release: str) -> str:
-    return _last(PREFILL_GRAPH_ERAS, release)
+    return launch_profile(release).prefill_graph_era
 
 
 def granite_in_radix_branch(release: str) -> bool:
-    return at_least(release, GRANITE_RADIX_BRANCH_FROM)
+    return launch_profile(release).granite_in_radix_branch
 
 
 def piecewise_ignores_disable_cuda_graph(release: str) -> bool:
-    return prefill_graph_era(release) == "piecewise" and _until(release, PIECEWISE_IGNORES_DISABLE_CUDA_GRAPH_UNTIL)
+    return launch_profile(release).piecewise_ignores_disable_cuda_graph
 
 
 def prefill_list_has_576(release: str) -> bool:
-    return at_least(release, PREFILL_LIST_HAS_576_FROM)
+    return launch_profile(release).prefill_list_has_576
 
 
 def prefill_max_capped_by_context(release: str) -> bool:
-    first, last = PREFILL_MAX_CAPPED_BY_CONTEXT
-    return at_least(release, first) and _until(release, last)
+    return launch_profile(release).prefill_max_capped_by_context
 
 
 def pp_refuses_speculative(release: str) -> bool:
-    return _until(release, PP_REFUSES_SPECULATIVE_UNTIL)
+    return launch_profile(release).pp_refuses_speculative
 
 
 def ssm_dtype_flag_default(release: str) -> str | None:
-    return "float32" if _until(release, SSM_DTYPE_FLAG_DEFAULT_UNTIL) else None
+    return launch_profile(release).ssm_dtype_flag_default
 
 
 def _until(release: str, last: str) -> bool:
@@ -206,29 +203,10 @@ def prefill_graph_on(
     """Whether `release` captures a prefill CUDA graph for this model and these flags, the
     user's disable flags aside. None: 0.5.23's own rule applies (`multimodal_allowed` is
     0.5.23's allow-list; KDA, PP and multimodal rules)."""
-    era = prefill_graph_era(release)
-    if era == "opt-in":
-        return False
-    if era == "piecewise":
-        if arch in PIECEWISE_DISABLED_ARCHS or attn_dp > 1 or pp > 1 or multimodal:
-            return False
-        return not (speculative and _until(release, PIECEWISE_OFF_WITH_SPEC_UNTIL))
-    if at_least(release, "0.5.20"):
-        return None
-    # breakable, 0.5.15-0.5.19
-    if mla and _until(release, BREAKABLE_MLA_OFF_UNTIL):
-        return False
-    if family == "nemotron_h" and release in BREAKABLE_NEMOTRON_H_OFF:
-        return False
-    if attn_dp > 1 and _until(release, BREAKABLE_DP_OFF_UNTIL):
-        return False
-    if pp > 1 and at_least(release, BREAKABLE_PP_OFF_FROM):
-        return False
-    if multimodal:
-        if arch in QWEN3_5_MULTIMODAL_ARCHS:
-            return at_least(release, QWEN3_5_MULTIMODAL_ALLOWED_FROM)
-        return multimodal_allowed
-    return True
+    return launch_profile(release).prefill_graph_on(
+        arch=arch, family=family, mla=mla, kda=kda, multimodal=multimodal, multimodal_allowed=multimodal_allowed,
+        speculative=speculative, attn_dp=attn_dp, pp=pp,
+    )
 
 
 # ----------------------------------------------------------------------- <=0.5.13 radix cache
@@ -310,9 +288,7 @@ SPEC_V2_TREE_OVERLAP_OFF_UNTIL = "0.5.12"
 
 
 def eagle_disables_overlap(release: str, topk: int | None) -> bool:
-    if _until(release, SPEC_V1_OVERLAP_OFF_UNTIL):
-        return True
-    return _until(release, SPEC_V2_TREE_OVERLAP_OFF_UNTIL) and topk is not None and topk > 1
+    return launch_profile(release).eagle_disables_overlap(topk)
 
 
 # NGRAM: <=0.5.13 turns the overlap schedule off and leaves --speculative-num-steps unset;
@@ -329,16 +305,16 @@ def _added(table, release: str) -> frozenset[str]:
 
 
 def legacy_radix_era(release: str) -> bool:
-    return _until(release, LEGACY_RADIX_UNTIL)
+    return launch_profile(release).legacy_radix_era
 
 
 def radix_arch_before_0_5_19(release: str, arch: str) -> bool:
     """False for the classes that join the radix branch only in 0.5.19."""
-    return at_least(release, "0.5.19") or arch not in RADIX_ARCHS_FROM_0_5_19
+    return launch_profile(release).radix_arch_before_0_5_19(arch)
 
 
 def nemotron_h_refuses_triton(release: str, arch: str, backend: str | None) -> bool:
-    return backend == "triton" and arch in NEMOTRON_H_ARCHS and _until(release, NEMOTRON_H_REFUSES_TRITON_UNTIL)
+    return launch_profile(release).refuses_triton_for(arch, backend)
 
 
 # LFM2's triton refusal follows its radix handling up to 0.5.14 (server_args), precedes it
@@ -347,11 +323,11 @@ LFM2_TRITON_AFTER_RADIX_UNTIL = "0.5.14"
 
 
 def lfm2_triton_after_radix(release: str) -> bool:
-    return _until(release, LFM2_TRITON_AFTER_RADIX_UNTIL)
+    return launch_profile(release).lfm2_triton_after_radix
 
 
 def nemotron_h_triton_before_radix(release: str) -> bool:
-    return at_least(release, NEMOTRON_H_TRITON_BEFORE_RADIX_FROM)
+    return launch_profile(release).nemotron_h_triton_before_radix
 
 
 # --enable-linear-replayssm with a (resolved) extra buffer: 0.5.15's refusal names the
@@ -372,7 +348,7 @@ def replayssm_extra_buffer_refusal(release: str, given: str, resolved: str) -> t
 
 
 def ngram_disables_overlap(release: str) -> bool:
-    return _until(release, NGRAM_DISABLES_OVERLAP_UNTIL)
+    return launch_profile(release).ngram_disables_overlap
 
 
 def chunk_page_message(release: str, chunk: int, page: int) -> str:
@@ -436,3 +412,144 @@ def legacy_radix(
     else:
         disable_radix = True
     return out()
+
+
+# ----------------------------------------------------------------------- per-release profile
+
+
+@dataclass(frozen=True, slots=True)
+class LaunchProfile:
+    """Every launch rule above, read for one release: built once per release string by
+    `launch_profile` (the tables are constants, so the answer never changes), so resolving a
+    launch reads attributes instead of comparing version strings rule by rule."""
+
+    release: str  # the base release
+    is_default: bool  # the release the solver's own 0.5.23 tables describe
+    extra_buffer_archs: frozenset[str]
+    auto_strategy_resolves: bool
+    spec_reserve_mb_by_kind: tuple[int, int]  # (STANDALONE, other non-NGRAM algorithms)
+    fallback_mem_fraction: float
+    decode_term_needs_graph: bool
+    decode_max_bs_follows_mrr: bool
+    small_gpu_defaults: tuple[int, int, int]
+    prefill_graph_era: str
+    granite_in_radix_branch: bool
+    piecewise_ignores_disable_cuda_graph: bool
+    prefill_list_has_576: bool
+    prefill_max_capped_by_context: bool
+    pp_refuses_speculative: bool
+    pp_speculative_refusal: str
+    ssm_dtype_flag_default: str | None
+    legacy_radix_era: bool
+    radix_archs_joined: bool  # the 0.5.19 classes are in the radix branch
+    nemotron_h_refuses_triton: bool  # for a Nemotron-H class with --attention-backend triton
+    nemotron_h_triton_before_radix: bool
+    lfm2_triton_after_radix: bool
+    ngram_disables_overlap: bool
+    spec_v1_overlap_off: bool
+    spec_v2_tree_overlap_off: bool
+    checks_quant_recipe: bool  # 0.5.19+: the Nemotron-H override reads the quant recipe
+    # prefill_graph_on's release terms
+    prefill_follows_default: bool
+    piecewise_off_with_spec: bool
+    breakable_mla_off: bool
+    breakable_nemotron_h_off: bool
+    breakable_dp_off: bool
+    breakable_pp_off: bool
+    qwen3_5_multimodal_allowed: bool
+
+    def spec_reserve_mb(self, algorithm: str | None) -> int:
+        if algorithm is None or algorithm == "NGRAM":
+            return 0
+        standalone, other = self.spec_reserve_mb_by_kind
+        return standalone if algorithm == "STANDALONE" else other
+
+    def eagle_disables_overlap(self, topk: int | None) -> bool:
+        if self.spec_v1_overlap_off:
+            return True
+        return self.spec_v2_tree_overlap_off and topk is not None and topk > 1
+
+    def radix_arch_before_0_5_19(self, arch: str) -> bool:
+        return self.radix_archs_joined or arch not in RADIX_ARCHS_FROM_0_5_19
+
+    def refuses_triton_for(self, arch: str, backend: str | None) -> bool:
+        return self.nemotron_h_refuses_triton and backend == "triton" and arch in NEMOTRON_H_ARCHS
+
+    def prefill_graph_on(
+        self, *, arch: str, family: str, mla: bool, kda: bool, multimodal: bool, multimodal_allowed: bool,
+        speculative: bool, attn_dp: int, pp: int,
+    ) -> bool | None:
+        """See the module-level `prefill_graph_on`."""
+        era = self.prefill_graph_era
+        if era == "opt-in":
+            return False
+        if era == "piecewise":
+            if arch in PIECEWISE_DISABLED_ARCHS or attn_dp > 1 or pp > 1 or multimodal:
+                return False
+            return not (speculative and self.piecewise_off_with_spec)
+        if self.prefill_follows_default:
+            return None
+        # breakable, 0.5.15-0.5.19
+        if mla and self.breakable_mla_off:
+            return False
+        if family == "nemotron_h" and self.breakable_nemotron_h_off:
+            return False
+        if attn_dp > 1 and self.breakable_dp_off:
+            return False
+        if pp > 1 and self.breakable_pp_off:
+            return False
+        if multimodal:
+            if arch in QWEN3_5_MULTIMODAL_ARCHS:
+                return self.qwen3_5_multimodal_allowed
+            return multimodal_allowed
+        return True
+
+
+@cache
+def launch_profile(release: str = DEFAULT_RELEASE) -> LaunchProfile:
+    """The launch rules of `release` (a release or post-release; ValueError otherwise), read
+    from the tables once per release string. Bounded: only SUPPORTED_RELEASES get here (an
+    unsupported string raises, and functools.cache keeps no exception)."""
+    r = base_release(release)
+    return LaunchProfile(
+        release=r,
+        is_default=r == DEFAULT_RELEASE,
+        extra_buffer_archs=_added(EXTRA_BUFFER_ARCHS_ADDED, r),
+        auto_strategy_resolves=at_least(r, AUTO_STRATEGY_RESOLVES_FROM),
+        spec_reserve_mb_by_kind=_last(SPEC_RESERVE_MB, r),
+        fallback_mem_fraction=_last(FALLBACK_MEM_FRACTION, r),
+        decode_term_needs_graph=at_least(r, DECODE_TERM_NEEDS_GRAPH_FROM),
+        decode_max_bs_follows_mrr=at_least(r, DECODE_MAX_BS_FOLLOWS_MRR_FROM),
+        small_gpu_defaults=_last(SMALL_GPU_DEFAULTS, r),
+        prefill_graph_era=_last(PREFILL_GRAPH_ERAS, r),
+        granite_in_radix_branch=at_least(r, GRANITE_RADIX_BRANCH_FROM),
+        piecewise_ignores_disable_cuda_graph=(
+            _last(PREFILL_GRAPH_ERAS, r) == "piecewise" and _until(r, PIECEWISE_IGNORES_DISABLE_CUDA_GRAPH_UNTIL)
+        ),
+        prefill_list_has_576=at_least(r, PREFILL_LIST_HAS_576_FROM),
+        prefill_max_capped_by_context=(
+            at_least(r, PREFILL_MAX_CAPPED_BY_CONTEXT[0]) and _until(r, PREFILL_MAX_CAPPED_BY_CONTEXT[1])
+        ),
+        pp_refuses_speculative=_until(r, PP_REFUSES_SPECULATIVE_UNTIL),
+        pp_speculative_refusal=(
+            PP_SPECULATIVE_REFUSAL + ", mixed chunked prefill."
+            if _until(r, PP_REFUSAL_NAMES_MIXED_CHUNK_UNTIL) else PP_SPECULATIVE_REFUSAL
+        ),
+        ssm_dtype_flag_default="float32" if _until(r, SSM_DTYPE_FLAG_DEFAULT_UNTIL) else None,
+        legacy_radix_era=_until(r, LEGACY_RADIX_UNTIL),
+        radix_archs_joined=at_least(r, "0.5.19"),
+        nemotron_h_refuses_triton=_until(r, NEMOTRON_H_REFUSES_TRITON_UNTIL),
+        nemotron_h_triton_before_radix=at_least(r, NEMOTRON_H_TRITON_BEFORE_RADIX_FROM),
+        lfm2_triton_after_radix=_until(r, LFM2_TRITON_AFTER_RADIX_UNTIL),
+        ngram_disables_overlap=_until(r, NGRAM_DISABLES_OVERLAP_UNTIL),
+        spec_v1_overlap_off=_until(r, SPEC_V1_OVERLAP_OFF_UNTIL),
+        spec_v2_tree_overlap_off=_until(r, SPEC_V2_TREE_OVERLAP_OFF_UNTIL),
+        checks_quant_recipe=at_least(r, "0.5.19"),
+        prefill_follows_default=at_least(r, "0.5.20"),
+        piecewise_off_with_spec=_until(r, PIECEWISE_OFF_WITH_SPEC_UNTIL),
+        breakable_mla_off=_until(r, BREAKABLE_MLA_OFF_UNTIL),
+        breakable_nemotron_h_off=r in BREAKABLE_NEMOTRON_H_OFF,
+        breakable_dp_off=_until(r, BREAKABLE_DP_OFF_UNTIL),
+        breakable_pp_off=at_least(r, BREAKABLE_PP_OFF_FROM),
+        qwen3_5_multimodal_allowed=at_least(r, QWEN3_5_MULTIMODAL_ALLOWED_FROM),
+    )

@@ -153,3 +153,18 @@ def reference_of(version: str) -> str:
     """The plan's `reference`: the release whose rules were applied ('sglang==0.5.15.post1')."""
     base_release(version)  # validates
     return f"sglang=={version}"
+
+
+def release_label(reference: str) -> str:
+    """What every text names a plan's release by: its `reference` 'sglang==0.5.18' -> 'SGLang 0.5.18'."""
+    return "SGLang " + reference.removeprefix("sglang==")
+
+
+def accounting_label(accounting: str, reference: str) -> str:
+    """A plan's accounting as its header names it: the request's default ("sglang-0.5.23",
+    the enum value kept for the wire) is the planned release's own accounting, named as that
+    release ('sglang-0.5.18'; what /v1/plan/compare calls it in release mode); "whole-model"
+    stays as it is."""
+    if accounting == "whole-model":
+        return accounting
+    return "sglang-" + reference.removeprefix("sglang==")

@@ -52,7 +52,9 @@ refuses to build (TP not dividing heads / experts, block-fp8 shapes that do not 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
+from typing import Any
 
 from mambasizer.service.solver.errors import PlanInputError
 from mambasizer.service.solver.layout import ModelLayout
@@ -87,23 +89,82 @@ def stage_weight_breakdown(layout: ModelLayout, *, tp_size: int, pp_size: int, e
     act = DTYPE_BYTES.get(str(dtype), 2)
     act = 2 if act == 4 else act
     path = "model.hf_config"
-    quant = quant_scheme(layout.hf_config, layout.hf_text_config, act, path)
     nextn = layout.num_nextn_predict_layers or int(layout.hf_text_config.get("mtp_num_hidden_layers") or 0)
     nextn = (draft_num_layers if draft_num_layers is not None else nextn) if load_nextn else 0
-    out = []
-    for s in stages:
-        r = Rank(tp_size, ep_size, act, quant)
-        try:
-            walker(r, layout, s, s.pp_rank == 0, s.pp_rank == pp_size - 1, pp_size, nextn)
-        except PlanInputError:  # already names its field (and is a ValueError)
-            raise
-        except KeyError as e:  # a key the model class needs and has no default for
-            raise PlanInputError(f"{path}.{e.args[0]}", "is needed to derive the weights (SGLang's config class has no default); add it from the checkpoint's config.json") from None
-        except (TypeError, ValueError, ZeroDivisionError) as e:
-            raise PlanInputError(path, f"a value the weights are derived from is malformed ({e}); check the config.json"[:300]) from None
-        groups = tuple(sorted(r.groups.items()))
-        out.append(StageWeights(s.pp_rank, sum(r.groups.values()), groups))
+
+    def walk(tp: int, ep: int) -> tuple[list[StageWeights], Any]:
+        quant = quant_scheme(layout.hf_config, layout.hf_text_config, act, path)
+        out = []
+        for s in stages:
+            r = Rank(tp, ep, act, quant)
+            try:
+                walker(r, layout, s, s.pp_rank == 0, s.pp_rank == pp_size - 1, pp_size, nextn)
+            except PlanInputError:  # already names its field (and is a ValueError)
+                raise
+            except KeyError as e:  # a key the model class needs and has no default for
+                raise PlanInputError(f"{path}.{e.args[0]}", "is needed to derive the weights (SGLang's config class has no default); add it from the checkpoint's config.json") from None
+            except (TypeError, ValueError, ZeroDivisionError) as e:
+                raise PlanInputError(path, f"a value the weights are derived from is malformed ({e}); check the config.json"[:300]) from None
+            groups = tuple(sorted(r.groups.items()))
+            out.append(StageWeights(s.pp_rank, sum(r.groups.values()), groups))
+        return out, quant
+
+    out, quant = walk(tp_size, ep_size)
+    unfit = getattr(quant, "unfit", None)
+    if unfit:
+        raise _block_fp8_refusal(layout, quant, unfit, tp_size, ep_size, walk)
     return tuple(out)
+
+
+# The TP sizes a block-fp8 refusal tries before it offers one (each walked in full).
+_BLOCK_FIT_TP_SIZES = (1, 2, 4, 8, 16, 32, 64)
+
+
+def _shard_suffix(name: str) -> str:
+    """'model.layers.3.linear_attn.in_proj_b' -> 'linear_attn.in_proj_b': the module path below
+    the layer index, which an ignore entry matches in every layer (on dotted boundaries)."""
+    m = re.match(r"^.*?\.layers\.\d+\.(.+)$", name)
+    return m.group(1) if m else name
+
+
+def _block_fp8_refusal(layout: ModelLayout, quant: Any, unfit: dict, tp_size: int, ep_size: int, walk: Any) -> PlanInputError:
+    """SGLang's Fp8LinearMethod refuses a layer whose TP shards do not fill whole blocks
+    (validate_block_quant_shapes). Names every such layer's shards (a fused layer's shards
+    must all be listed: SGLang requires them to agree), the key that keeps them unquantized,
+    and a TP size only when one passes the same check for the whole model."""
+    shards: list[str] = []
+    for parts in unfit:
+        for p in parts:
+            suffix = _shard_suffix(p)
+            if suffix not in shards:
+                shards.append(suffix)
+    (first, why), more = next(iter(unfit.items())), len(unfit) - 1
+    raw = layout.hf_config.get("quantization_config")
+    qc: dict = raw if isinstance(raw, dict) else {}
+    # Fp8Config.from_config reads the first of these keys the config has.
+    key = "ignored_layers" if "ignored_layers" in qc else "modules_to_not_convert"
+    fits = []
+    for tp in _BLOCK_FIT_TP_SIZES:
+        if tp == tp_size:
+            continue
+        ep = ep_size if tp % ep_size == 0 else 1
+        try:
+            _, q = walk(tp, ep)
+        except PlanInputError:  # TP does not divide the heads / experts there, etc.
+            continue
+        if not q.unfit:
+            fits.append(str(tp))
+    bn, bk = quant.block
+    listed = ", ".join(f'"{s}"' for s in shards)
+    tp_hint = (f"; or use tp_size {' or '.join(fits)}, where every shard fills whole blocks" if fits else
+               f"; no tp_size in {', '.join(map(str, _BLOCK_FIT_TP_SIZES))} fills them (a fused layer's shards are checked at every TP size)")
+    return PlanInputError(
+        "model.hf_config.quantization_config.weight_block_size",
+        f"{', '.join(first)}: {why}" + (f" (and {more} more layer(s))" if more else "")
+        + f"; SGLang refuses to load this block-fp8 checkpoint ([{bn}, {bk}] blocks) at tp_size {tp_size}. "
+        f"Keep these shards unquantized by listing every one in quantization_config.{key}: [{listed}] "
+        "(SGLang requires all shards of a fused layer to have the same precision)" + tp_hint,
+    )
 
 
 def stage_weight_bytes(layout: ModelLayout, *, tp_size: int, pp_size: int, ep_size: int,

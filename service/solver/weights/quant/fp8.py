@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mambasizer.service.solver.errors import PlanInputError
 from mambasizer.service.solver.weights.common import (
     cdiv,
 )
@@ -23,6 +22,10 @@ class Fp8(Quant):
         super().__init__(act_bytes, skip)
         self.block = tuple(block) if block else None
         self.static = static
+        # Block-wise only: every layer whose shards do not fill whole blocks at this TP size,
+        # (its checkpoint shards) -> why. SGLang refuses the first one it builds; the walk
+        # goes on so the refusal (weights/__init__.py) can name every one and the fix.
+        self.unfit: dict[tuple[str, ...], str] = {}
 
     def linear(self, in_pr, outs_pr, parts):
         if self.skipped(parts):
@@ -45,11 +48,7 @@ class Fp8(Quant):
             bad = f"an output partition of {list(outs_pr)} is not divisible by block_n={bn}"
         else:
             return
-        raise PlanInputError(
-            "model.hf_config.quantization_config.weight_block_size",
-            f"{parts[0]}: {bad}; SGLang refuses to load this block-fp8 checkpoint at this TP size "
-            "(list the layer in modules_to_not_convert, or pick another tp_size)",
-        )
+        self.unfit.setdefault(tuple(parts), bad)
 
     def experts(self, n_local, w13_pr, hidden, inter_pr, parts):
         if self.skipped_moe(parts):
