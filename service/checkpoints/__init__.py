@@ -50,9 +50,9 @@ def draft_for(draft_path: str, target_path: str | None) -> tuple[dict | None, di
     config = dict(found.config)
     if _draft_weights_priced(config):
         # The solver prices the draft's weights per rank from its config (weights/draft.py).
-        return ({"num_layers": layers, "hf_config": config}, info,
-                f"{read}; its {layers} layer(s) priced as the draft's KV layers, and its weights on every rank in an "
-                "estimated budget (SGLang loads them before sizing the pools)")
+        priced = (f"{read}; its {layers} layer(s) priced as the draft's KV layers, and its weights on every rank in an "
+                  "estimated budget (SGLang loads them before sizing the pools)")
+        return {"num_layers": layers, "hf_config": config}, info, priced
     held = f"({stored:,} bytes stored) " if stored is not None else ""
     note = (f"{read}; its {layers} layer(s) priced as the draft's KV layers; its weights {held}are not in an "
             f"estimated budget (SGLang builds {_arch(config)}, a draft the weights code does not walk); a measured "

@@ -35,10 +35,14 @@ def draft_weight_bytes(hf_config: dict, *, tp_size: int, ep_size: int) -> int:
     when both use the same rope: `get_rope` caches per process); otherwise the whole model."""
     lay = layout_from_hf_config(dict(hf_config), path=FIELD)
     stages = pp_stages(lay.num_hidden_layers, 1, None, lay.mamba_layer_ids, lay.full_attention_layer_ids)
-    kw = dict(tp_size=tp_size, pp_size=1, ep_size=ep_size, stages=stages)
+
+    def one_rank(nextn: int | None) -> int:
+        return stage_weight_bytes(lay, tp_size=tp_size, pp_size=1, ep_size=ep_size, stages=stages,
+                                  load_nextn=nextn is not None, draft_num_layers=nextn)[0]
+
     arch = lay.architecture
     if arch not in MTP_REBUILT:
-        return stage_weight_bytes(lay, load_nextn=False, **kw)[0]
+        return one_rank(None)
     layers = MTP_REBUILT[arch]
     if layers is None:
         layers = lay.num_nextn_predict_layers
@@ -46,5 +50,4 @@ def draft_weight_bytes(hf_config: dict, *, tp_size: int, ep_size: int) -> int:
         raise PlanInputError(f"{FIELD}.num_nextn_predict_layers",
                              f"SGLang builds a {arch} draft as its MTP model, and this config has no MTP layers: "
                              "give the draft's config.json with num_nextn_predict_layers")
-    with_mtp = stage_weight_bytes(lay, load_nextn=True, draft_num_layers=layers, **kw)[0]
-    return with_mtp - stage_weight_bytes(lay, load_nextn=False, **kw)[0]
+    return one_rank(layers) - one_rank(None)
