@@ -44,3 +44,12 @@ def test_fixture_weights_equal_sglang_model_classes(folders, scheme, tp):
     check = cross_check(found.config, found.inventory)
     print(f"\n{scheme} tp {tp}: {ours:,} bytes per rank = SGLang's; inventory: {check['note']}")
     assert check["agrees"] is True
+
+
+def test_weight_only_nvfp4_equals_sglang():
+    """nvfp4a16 (the NVFP4 fixture without input_activations): CompressedTensorsW4A16Fp4 without
+    input_global_scale."""
+    config = F.config("nvfp4-ct")
+    del config["quantization_config"]["config_groups"]["group_0"]["input_activations"]
+    theirs, _ = W.rank_bytes(dict(config), tp=2, pp=1)
+    assert _ours(config, 2) == theirs
