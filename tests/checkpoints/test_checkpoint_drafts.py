@@ -79,3 +79,19 @@ def test_a_draft_checkpoints_weights_move_an_estimated_plan_by_exactly_its_bytes
     moved = (unpriced.stages[-1].free_gib_after_load - priced.stages[-1].free_gib_after_load) * (1 << 30)
     assert abs(moved - draft) < 1 << 20  # the free GiB are reported rounded
     assert priced.max_total_num_tokens < unpriced.max_total_num_tokens
+
+
+def test_a_draft_config_the_weights_cannot_be_derived_from_names_the_draft(checkpoints):
+    """A draft_model.hf_config whose quant format is not modelled: refused naming the draft's
+    field, not the target's model.hf_config."""
+    import pytest
+
+    from mambasizer.service.solver.errors import PlanInputError
+
+    config = F.config("bf16-mtp")
+    config["quantization_config"] = {"quant_method": "bitsandbytes"}
+    body = {"sglang_args": ["--model-path", str(checkpoints["fp8"]), *EAGLE], "budget": {"gpu": "h200"},
+            "draft_model": {"num_layers": 1, "hf_config": config}}
+    with pytest.raises(PlanInputError) as exc:
+        plan(wire.prepare(body, allow_trial=False).request)
+    assert exc.value.field == "draft_model.hf_config.quantization_config.quant_method", exc.value

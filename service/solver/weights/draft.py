@@ -30,6 +30,17 @@ FIELD = "draft_model.hf_config"
 
 
 def draft_weight_bytes(hf_config: dict, *, tp_size: int, ep_size: int) -> int:
+    """The draft's bytes per rank (below), its refusals naming the draft's config (the weights code names the
+    target's, `model.hf_config...`)."""
+    try:
+        return _draft_weight_bytes(hf_config, tp_size=tp_size, ep_size=ep_size)
+    except PlanInputError as exc:
+        if exc.field.startswith("model.hf_config"):
+            raise PlanInputError(FIELD + exc.field[len("model.hf_config"):], exc.message, exc.allowed) from None
+        raise
+
+
+def _draft_weight_bytes(hf_config: dict, *, tp_size: int, ep_size: int) -> int:
     """The draft model's bytes on one rank of the target's TP (x EP) layout. For an MTP-rebuilt
     architecture: the MTP draft's embedding, lm_head and layers (its rotary cache is the target's
     when both use the same rope: `get_rope` caches per process); otherwise the whole model."""
