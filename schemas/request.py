@@ -392,6 +392,12 @@ class DraftModel(Strict):
     target config (MTP)."""
 
     num_layers: Annotated[StrictInt, Field(ge=0, le=MAX_LAYERS)]
+    hf_config: dict[str, Any] | None = Field(
+        None,
+        description="The draft checkpoint's config.json (what --speculative-draft-model-path reads). With it, a budget "
+        "estimated from the GPU alone also holds the draft's weights on every rank, as SGLang loads them before the "
+        "pools are sized (service/solver/weights/draft.py); a measured budget already holds them.",
+    )
 
 
 _ENV_TRUE, _ENV_FALSE = ("true", "1", "yes", "y"), ("false", "0", "no", "n")

@@ -46,11 +46,35 @@ def draft_for(draft_path: str, target_path: str | None) -> tuple[dict | None, di
     if not isinstance(layers, int) or isinstance(layers, bool) or layers < 0:
         return None, info, f"--speculative-draft-model-path {draft_path[:200]!r}: its config.json has no num_hidden_layers"
     stored = found.inventory.total_bytes if found.inventory is not None else None
-    weights = (f"its weights ({stored:,} bytes stored) are not in an estimated budget; a measured one holds them"
-               if stored is not None else "its weights are not in an estimated budget; a measured one holds them")
-    note = (f"--speculative-draft-model-path {draft_path[:200]!r}: read from {found.source} "
-            f"({', '.join(found.files) or 'shipped'}); its {layers} layer(s) priced as the draft's KV layers; {weights}")
+    read = f"--speculative-draft-model-path {draft_path[:200]!r}: read from {found.source} ({', '.join(found.files) or 'shipped'})"
+    config = dict(found.config)
+    if _draft_weights_priced(config):
+        # The solver prices the draft's weights per rank from its config (weights/draft.py).
+        priced = (f"{read}; its {layers} layer(s) priced as the draft's KV layers, and its weights on every rank in an "
+                  "estimated budget (SGLang loads them before sizing the pools)")
+        return {"num_layers": layers, "hf_config": config}, info, priced
+    held = f"({stored:,} bytes stored) " if stored is not None else ""
+    note = (f"{read}; its {layers} layer(s) priced as the draft's KV layers; its weights {held}are not in an "
+            f"estimated budget (SGLang builds {_arch(config)}, a draft the weights code does not walk); a measured "
+            "one holds them")
     return {"num_layers": layers}, info, note
+
+
+def _arch(config: dict) -> str:
+    archs = config.get("architectures")
+    return str(archs[0])[:100] if isinstance(archs, list) and archs else "a model without architectures"
+
+
+def _draft_weights_priced(config: dict) -> bool:
+    """Whether the solver can price this draft's weights: its family is one the weights code walks."""
+    from mambasizer.service.solver.errors import PlanInputError
+    from mambasizer.service.solver.families import layout_from_hf_config
+
+    try:
+        layout_from_hf_config(dict(config), path="draft_model.hf_config")
+    except PlanInputError:
+        return False
+    return True
 
 
 __all__ = [

@@ -26,6 +26,7 @@ from mambasizer.service.solver.layout import ModelLayout
 from mambasizer.service.solver.platform import HOPPER, Platform, of_gpu
 from mambasizer.service.solver.stages import StageRange
 from mambasizer.service.solver.weights import stage_weight_bytes
+from mambasizer.service.solver.weights.draft import draft_weight_bytes
 
 if TYPE_CHECKING:
     from mambasizer.service.solver.launch import Launch
@@ -357,6 +358,32 @@ def request_weights(req: PlanRequest, layout: ModelLayout, launch: Launch, stage
     ep = launch.ep_size  # DeepEP resolves it to tp_size (wide_ep.ep_size)
     if launch.tp_size % ep != 0:
         raise PlanInputError("server_args.ep_size", f"must divide tp_size={launch.tp_size} (experts shard over ep_size, the rest over tp_size // ep_size)")
+    weights = _target_weights(req, layout, launch, stage_ranges, ep)
+    draft_config = req.draft_model.hf_config if req.draft_model is not None else None
+    if draft_config is None or not weights:
+        return weights
+    # A draft checkpoint's weights: loaded on the last stage before the pools are sized.
+    return (*weights[:-1], weights[-1] + _draft_weights(draft_config, launch.tp_size, ep))
+
+
+_DRAFT_CACHE: dict[tuple[int, int, int], tuple[dict, int]] = {}
+
+
+def _draft_weights(hf_config: dict, tp_size: int, ep_size: int) -> int:
+    """draft_weight_bytes, kept per (config object, tp, ep) while that request's config lives
+    (a sweep or recommend re-plans one request many times). Bounded like request_weights."""
+    key = (id(hf_config), tp_size, ep_size)
+    hit = _DRAFT_CACHE.get(key)
+    if hit is not None and hit[0] is hf_config:
+        return hit[1]
+    value = draft_weight_bytes(hf_config, tp_size=tp_size, ep_size=ep_size)
+    if len(_DRAFT_CACHE) >= 64:
+        _DRAFT_CACHE.pop(next(iter(_DRAFT_CACHE)))
+    _DRAFT_CACHE[key] = (hf_config, value)
+    return value
+
+
+def _target_weights(req: PlanRequest, layout: ModelLayout, launch: Launch, stage_ranges: Sequence[StageRange], ep: int) -> tuple[int, ...]:
     draft = req.draft_model.num_layers if req.draft_model is not None else None
     # The MTP draft comes from the target checkpoint: `num_nextn_predict_layers` (DeepSeek-style
     # configs) or, in Qwen3.5 / Qwen3-Next configs, `mtp_num_hidden_layers` (which SGLang does

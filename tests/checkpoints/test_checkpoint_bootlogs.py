@@ -42,13 +42,13 @@ SKIPPED = {
                               "slot / token counts is given (the pinned-slot sweep's budgets are not)",
     "qwen3.8-27b-fp8-5.json": "MI300A pools at mamba ratios with budgets the log does not give (no weight line)",
     "qwen3.8-27b-nvfp4-3.json": "RadixArk/Qwen3.8-27B-NVFP4 (inferred): its quant config (compressed-tensors NVFP4) was not "
-                                "retrieved, and the solver does not model compressed-tensors nvfp4-pack-quantized",
+                                "retrieved (its ignore list decides which layers stay BF16)",
     "qwen3.8-27b-nvfp4-4.json": "RadixArk NVFP4 + DFlash2 draft: checkpoint config not retrieved, draft not modelled",
     "qwen3.8-27b-nvfp4-5.json": "one cap line (mamba 64 -> mrr 12) with a DFlash draft whose config is not known",
     "qwen3.8-27b-autoround-int4-1.json": "AutoRound INT4 served W4A8 by a patched build: quant config not retrieved",
-    "qwen3.6-27b-nvfp4-1.json": "unsloth/Qwen3.6-27B-NVFP4 (compressed-tensors NVFP4): its config not retrieved, and the "
-                                "solver does not model compressed-tensors nvfp4-pack-quantized (SGLang does: "
-                                "tests/conformance/test_checkpoint_fixture_weights.py pins the gap)",
+    "qwen3.6-27b-nvfp4-1.json": "unsloth/Qwen3.6-27B-NVFP4 (compressed-tensors NVFP4, modelled: "
+                                "tests/conformance/test_checkpoint_fixture_weights.py): its config (the ignore list) "
+                                "not retrieved",
     "qwopus3.6-27b-v2-fp8-1.json": "Jackrong/Qwopus3.6-27B-v2-FP8: config not retrieved; one cap line only",
     "qwen3.6-35b-a3b-fp8-1.json": "Qwen3.6-35B-A3B-FP8: config (its quantization_config) not retrieved; PR-branch figures",
     "qwen3.6-35b-a3b-fp8-2.json": "Qwen3.6-35B-A3B-FP8: config not retrieved; author's figures without memory lines",

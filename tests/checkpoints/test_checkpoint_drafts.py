@@ -57,3 +57,41 @@ def test_an_unreadable_draft_keeps_the_launch_sizable(checkpoints, tmp_path):
     p = _prepare(str(checkpoints["fp8"]), str(tmp_path / "no-such-draft"))
     assert p.request.draft_model is None
     assert any("was not read" in w and "no such directory" in w for w in p.sglang_args_warnings)
+
+
+def test_a_draft_checkpoints_weights_move_an_estimated_plan_by_exactly_its_bytes(checkpoints):
+    """A GPU-only budget: SGLang loads the draft's weights on every rank before sizing the pools.
+    The fixture BF16 checkpoint as the FP8 target's draft (SGLang rebuilds it as its MTP class):
+    the last stage's weights grow by exactly draft_weight_bytes at the target's TP, and the free
+    memory after load falls by the same bytes."""
+    from mambasizer.service.solver.weights.draft import draft_weight_bytes
+
+    args = ["--model-path", str(checkpoints["fp8"]), "--speculative-draft-model-path", str(checkpoints["bf16-mtp"]),
+            "--tp-size", "2", *EAGLE]
+    p = wire.prepare({"sglang_args": args, "budget": {"gpu": "h200"}}, allow_trial=False)
+    assert p.request.draft_model is not None and p.request.draft_model.hf_config is not None
+    assert any("its weights on every rank in an estimated budget" in w for w in p.sglang_args_warnings)
+    without = p.request.model_copy(update={"draft_model": p.request.draft_model.model_copy(update={"hf_config": None})})
+    priced, unpriced = plan(p.request), plan(without)
+    draft = draft_weight_bytes(p.request.draft_model.hf_config, tp_size=2, ep_size=1)
+    assert draft == 3_020_003_328  # tests/conformance/test_draft_weights.py: SGLang's draft class at tp 2
+    assert priced.stages[-1].weights_bytes - unpriced.stages[-1].weights_bytes == draft
+    moved = (unpriced.stages[-1].free_gib_after_load - priced.stages[-1].free_gib_after_load) * (1 << 30)
+    assert abs(moved - draft) < 1 << 20  # the free GiB are reported rounded
+    assert priced.max_total_num_tokens < unpriced.max_total_num_tokens
+
+
+def test_a_draft_config_the_weights_cannot_be_derived_from_names_the_draft(checkpoints):
+    """A draft_model.hf_config whose quant format is not modelled: refused naming the draft's
+    field, not the target's model.hf_config."""
+    import pytest
+
+    from mambasizer.service.solver.errors import PlanInputError
+
+    config = F.config("bf16-mtp")
+    config["quantization_config"] = {"quant_method": "bitsandbytes"}
+    body = {"sglang_args": ["--model-path", str(checkpoints["fp8"]), *EAGLE], "budget": {"gpu": "h200"},
+            "draft_model": {"num_layers": 1, "hf_config": config}}
+    with pytest.raises(PlanInputError) as exc:
+        plan(wire.prepare(body, allow_trial=False).request)
+    assert exc.value.field == "draft_model.hf_config.quantization_config.quant_method", exc.value

@@ -17,7 +17,7 @@ from mambasizer.service.checkpoints import resolve, serve_policy
 from mambasizer.service.cli import main
 from mambasizer.service.planner import plan
 
-SIZED = ("fp8", "int4-gptq", "bf16-mtp")  # nvfp4-ct: refused by the solver (tests below)
+SIZED = ("fp8", "int4-gptq", "bf16-mtp", "nvfp4-ct")
 
 
 def _request(path: str) -> dict:
@@ -111,11 +111,16 @@ def test_shipped_checkpoint_is_the_fast_path_and_named(hub):
                   "files_read": [], "preset": "qwen3.6-27b"}
 
 
-def test_compressed_tensors_nvfp4_is_read_then_refused_with_the_solver_reason(checkpoints):
+def test_compressed_tensors_nvfp4_is_read_and_sized(checkpoints):
+    """nvfp4-pack-quantized (unsloth / RadixArk NVFP4): planned, its weights per rank SGLang's
+    (tests/conformance/test_checkpoint_fixture_weights.py), below the BF16 checkpoint's."""
     found = resolve(str(checkpoints["nvfp4-ct"]))
     assert found.config["quantization_config"]["format"] == "nvfp4-pack-quantized"
-    with pytest.raises(Exception, match="nvfp4-pack-quantized"):
-        plan(wire.prepare(_request(str(checkpoints["nvfp4-ct"])), allow_trial=False).request)
+    nvfp4, ck = _plan(str(checkpoints["nvfp4-ct"]))
+    bf16, _ = _plan(str(checkpoints["bf16-mtp"]))
+    assert ck is not None and ck["cross_check"]["agrees"] is True
+    assert nvfp4["stages"][0]["weights_bytes"] == 9_943_995_632  # SGLang's model class at tp 2 (conformance test)
+    assert nvfp4["stages"][0]["weights_bytes"] < bf16["stages"][0]["weights_bytes"]
 
 
 def test_check_cli_sizes_a_directory_and_refuses_an_offline_miss(checkpoints, monkeypatch, tmp_path, capsys):

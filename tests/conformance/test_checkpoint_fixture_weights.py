@@ -1,6 +1,6 @@
 """The fixture checkpoints (tests/checkpoints/ckpt_fixtures.py: an FP8 block checkpoint whose
 modules_to_not_convert names the GDN in_proj_a / in_proj_b shards, a GPTQ INT4 one, the BF16
-one with its MTP head, and a compressed-tensors NVFP4 one), read from their folders by the
+one with its MTP head, and a compressed-tensors NVFP4 (`nvfp4-pack-quantized`) one), read from their folders by the
 resolver (service/checkpoints): per-rank weights equal SGLang 0.5.23's model classes built on
 the meta device for the config read (tests/conformance/weights_ref.py), and the tensor
 inventory's cross-check is printed."""
@@ -14,7 +14,6 @@ import pytest
 
 import weights_ref as W
 from mambasizer.service.checkpoints import cross_check, resolve
-from mambasizer.service.solver.errors import PlanInputError
 from mambasizer.service.solver.families import layout_from_hf_config
 from mambasizer.service.solver.stages import pp_stages
 from mambasizer.service.solver.weights import stage_weight_bytes
@@ -36,7 +35,7 @@ def _ours(config: dict, tp: int) -> int:
 
 
 @pytest.mark.parametrize("tp", (1, 2))
-@pytest.mark.parametrize("scheme", ("fp8", "int4-gptq", "bf16-mtp"))
+@pytest.mark.parametrize("scheme", ("fp8", "int4-gptq", "bf16-mtp", "nvfp4-ct"))
 def test_fixture_weights_equal_sglang_model_classes(folders, scheme, tp):
     found = resolve(str(folders[scheme]))
     theirs, _ = W.rank_bytes(dict(found.config), tp=tp, pp=1)
@@ -47,12 +46,10 @@ def test_fixture_weights_equal_sglang_model_classes(folders, scheme, tp):
     assert check["agrees"] is True
 
 
-def test_compressed_tensors_nvfp4_is_a_pinned_gap(folders):
-    """SGLang 0.5.23 builds this checkpoint's model; the solver does not model the
-    compressed-tensors nvfp4-pack-quantized format yet and refuses it by name."""
-    found = resolve(str(folders["nvfp4-ct"]))
-    theirs, _ = W.rank_bytes(dict(found.config), tp=1, pp=1)
-    stored = found.inventory.total_bytes - found.inventory.mtp_bytes
-    print(f"\nnvfp4-ct tp 1: SGLang {theirs:,} bytes; the checkpoint stores {stored:,} bytes the target loads")
-    with pytest.raises(PlanInputError, match="nvfp4-pack-quantized"):
-        _ours(found.config, 1)
+def test_weight_only_nvfp4_equals_sglang():
+    """nvfp4a16 (the NVFP4 fixture without input_activations): CompressedTensorsW4A16Fp4 without
+    input_global_scale."""
+    config = F.config("nvfp4-ct")
+    del config["quantization_config"]["config_groups"]["group_0"]["input_activations"]
+    theirs, _ = W.rank_bytes(dict(config), tp=2, pp=1)
+    assert _ours(config, 2) == theirs

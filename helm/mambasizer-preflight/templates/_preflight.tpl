@@ -24,9 +24,10 @@ Call it from any chart:
                                   not start (requirements are the decode side's)
   preset, gpu, sglangArgs         form 2: `check --preset P --gpu G -- ARGS` (planned from the
                                   GPU alone: `mambasizer check --help`, GET /v1/gpus)
-  modelPath                       the launch's --model-path (a preset name or a shipped checkpoint's
-                                  HF repo id), in place of preset or beside it (then both must name
-                                  one checkpoint): `check --gpu G -- --model-path M ARGS`; a
+  modelPath                       the launch's --model-path (a preset name, a checkpoint directory
+                                  (see modelVolume), or an HF repo id: the HF cache, else the Hub),
+                                  in place of preset or beside it (then both must name one
+                                  checkpoint): `check --gpu G -- --model-path M ARGS`; a
                                   `--model-path` inside sglangArgs does the same
   gpuMemoryMib            int     the GPU's capacity in MiB (`check --gpu-memory-mib`, nvidia-smi
                                   memory.total; rocminfo Pool 1 KB / 1024): with gpu, that part at
@@ -44,6 +45,13 @@ Call it from any chart:
                                   that release would not start it, or loses more than
                                   maxCapacityLoss (share, default 0.1) of its requests / tokens
                                   or maxSlackLoss (default 0.5) of the memory outside the pools
+  modelVolume.claimName / mountPath   the deployment's model PVC, mounted read-only at mountPath
+                                  (where SGLang's pod mounts it): modelPath (or --model-path) a
+                                  directory under it is read as SGLang reads it (config.json, the
+                                  quant config, safetensors headers; never a weight)
+  hfTokenSecret.name / key        the Secret (and its key) holding the deployment's Hugging Face
+                                  token: env HF_TOKEN from it, for a repo id read from the Hub
+                                  (HF_HOME is then /tmp/huggingface); the token is never rendered
   url                     string  ask a running mambasizer service instead
   resources, nodeSelector, tolerations, podAnnotations, serviceAccountName
   nameSuffix              string  default "mambasizer-preflight" (Job = <release>-<suffix>)
@@ -186,6 +194,17 @@ SGLang spells it), so the launch form needs no preset. */ -}}
 {{- fail (printf "mambasizer preflight: %s takes gpu or budgetGiB, not both: keep %s" $what $budgets) }}
 {{- end }}
 {{- $extra := include "mambasizer-preflight.args" . | fromJsonArray -}}
+{{- $volume := $v.modelVolume | default dict -}}
+{{- /* Set when either field is: values files carry both keys empty by default. */ -}}
+{{- $hasVolume := or (not (empty $volume.claimName)) (not (empty $volume.mountPath)) -}}
+{{- if and $hasVolume (or (empty $volume.claimName) (empty $volume.mountPath)) }}
+{{- fail "mambasizer preflight: modelVolume needs claimName (the deployment's model PVC) and mountPath (where its pod mounts it, e.g. /models), with modelPath a directory under mountPath" }}
+{{- end }}
+{{- $token := $v.hfTokenSecret | default dict -}}
+{{- $hasToken := or (not (empty $token.name)) (not (empty $token.key)) -}}
+{{- if and $hasToken (or (empty $token.name) (empty $token.key)) }}
+{{- fail "mambasizer preflight: hfTokenSecret needs name (the deployment's Secret) and key (the key holding the Hugging Face token, e.g. HF_TOKEN)" }}
+{{- end }}
 {{- $ctx := . }}
 apiVersion: batch/v1
 kind: Job
@@ -290,6 +309,17 @@ spec:
             - name: MAMBASIZER_REQUEST_JSON
               value: {{ toJson $request | quote }}
             {{- end }}
+            {{- if $hasToken }}
+            # The deployment's token, from its Secret: never in the rendered manifest.
+            - name: HF_TOKEN
+              valueFrom:
+                secretKeyRef:
+                  name: {{ $token.name | toString | quote }}
+                  key: {{ $token.key | toString | quote }}
+            # huggingface_hub keeps what it reads under HF_HOME; the root filesystem is read-only.
+            - name: HF_HOME
+              value: /tmp/huggingface
+            {{- end }}
           terminationMessagePath: /dev/termination-log
           terminationMessagePolicy: FallbackToLogsOnError
           {{- with $v.resources }}
@@ -306,8 +336,20 @@ spec:
           volumeMounts:
             - name: tmp
               mountPath: /tmp
+            {{- if $hasVolume }}
+            - name: model
+              mountPath: {{ $volume.mountPath | toString | quote }}
+              readOnly: true
+            {{- end }}
       volumes:
         - name: tmp
           emptyDir: {}
+        {{- if $hasVolume }}
+        # The deployment's own model volume, read-only: the preflight reads what SGLang loads.
+        - name: model
+          persistentVolumeClaim:
+            claimName: {{ $volume.claimName | toString | quote }}
+            readOnly: true
+        {{- end }}
 {{- end }}
 {{- end -}}

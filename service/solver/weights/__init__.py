@@ -33,13 +33,14 @@ Granite-4.0-H, LFM2 (with its config-key aliases), Kimi-Linear, Kimi-K3 with its
 (config.json) and nested (hf_quant_config.json) forms, with glob exclude lists; ModelOpt
 MIXED_PRECISION (FP8 + W4A16_NVFP4); compressed-tensors int4 pack-quantized and MXFP4 MoE
 (Kimi-K3 as shipped); AWQ / GPTQ int4 linear layers and GPTQ-Marlin / AWQ (gated) MoE experts;
-compressed-tensors fp8 (tensor, channel) linear layers and experts; every shipped quantized checkpoint at
+compressed-tensors fp8 (tensor, channel) linear layers and experts; compressed-tensors NVFP4
+(nvfp4-pack-quantized) linear layers; every shipped quantized checkpoint at
 tp 1/2/4/8 and pp 2; the Nemotron-3 and Qwen3.5 MTP drafts in bf16, and the Nemotron-3
 Super / Ultra MTP drafts under ModelOpt FP8 as shipped.
 
 Estimated: AWQ on non-gated (relu2) experts (3.4% under on Nemotron-3 Nano), compressed-tensors
 fp8 block-wise, MXFP4 linear layers / MXFP4 MoE
-backend paddings, MTP drafts under other quant methods, a `draft_num_layers` that is not the checkpoint's MTP; anything a load
+backend paddings, MTP drafts under other quant methods, a `draft_num_layers` that is not the checkpoint's MTP (a draft checkpoint of its own is draft.py's); anything a load
 step allocates after construction (a kernel backend repacking or padding weights) and the
 allocator's cache. Not modelled: awq_marlin's refusal of shards it cannot tile (SGLang fails
 to start; we answer bytes).

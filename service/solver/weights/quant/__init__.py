@@ -15,6 +15,7 @@ from mambasizer.service.solver.checkpoint_quant import (
 from mambasizer.service.solver.errors import PlanInputError
 from mambasizer.service.solver.weights.quant.base import Quant
 from mambasizer.service.solver.weights.quant.ct_fp8 import CtFp8
+from mambasizer.service.solver.weights.quant.ct_nvfp4 import CtNvfp4
 from mambasizer.service.solver.weights.quant.fp8 import Fp8
 from mambasizer.service.solver.weights.quant.ignore_list import (
     MAX_ENTRIES,
@@ -26,7 +27,7 @@ from mambasizer.service.solver.weights.quant.modelopt import ModelOptFp8, ModelO
 from mambasizer.service.solver.weights.quant.mxfp4 import Mxfp4
 from mambasizer.service.solver.weights.quant.wna16 import WNA16
 
-__all__ = ['WNA16', 'CtFp8', 'Fp8', 'ModelOptFp8', 'ModelOptMixed', 'Mxfp4', 'Nvfp4', 'Quant', 'check_ignore_lists', 'quant_scheme']
+__all__ = ['WNA16', 'CtFp8', 'CtNvfp4', 'Fp8', 'ModelOptFp8', 'ModelOptMixed', 'Mxfp4', 'Nvfp4', 'Quant', 'check_ignore_lists', 'quant_scheme']
 
 
 def quant_scheme(hf: Mapping[str, Any], text: Mapping[str, Any], act_bytes: int, path: str) -> Quant:
@@ -92,6 +93,17 @@ def quant_scheme(hf: Mapping[str, Any], text: Mapping[str, Any], act_bytes: int,
         fmt = str(g.get("format") or qc.get("format") or "")
         if w.get("num_bits") == 4 and w.get("type") == "float" and "mxfp4" in fmt:
             return Mxfp4(act_bytes, skip)
+        if (w.get("num_bits") == 4 and w.get("type") == "float" and str(w.get("strategy") or "") == "tensor_group"
+                and w.get("group_size") == 16):
+            # SGLang's _is_fp4a4_nvfp4 / _is_fp4a16_nvfp4: the NVFP4 layout (group 16), activations
+            # quantized (w4a4, `input_global_scale` kept on Hopper's weight-only fallback) or not.
+            acts = g.get("input_activations") or {}
+            if acts and not (acts.get("num_bits") == 4 and acts.get("type") == "float" and acts.get("group_size") == 16
+                             and str(acts.get("strategy") or "") == "tensor_group"):
+                raise PlanInputError(f"{qpath}.config_groups.input_activations",
+                                     "SGLang 0.5.23 refuses this checkpoint (NotImplementedError): activation-quantized float4 "
+                                     "is only supported in the NVFP4 layout (tensor_group, group_size 16)")
+            return CtNvfp4(act_bytes, skip, 16, bool(acts), bool(qc.get("kv_cache_scheme")))
         if w.get("num_bits") == 4 and w.get("type", "int") == "int":
             return WNA16(act_bytes, skip, 4, int(w.get("group_size") or -1), "compressed-tensors", not w.get("symmetric", True))
         if w.get("num_bits") == 8 and w.get("type") == "float":
@@ -104,7 +116,7 @@ def quant_scheme(hf: Mapping[str, Any], text: Mapping[str, Any], act_bytes: int,
             acts = g.get("input_activations") or {}
             return CtFp8(act_bytes, skip, strategy, block, not acts.get("dynamic", True),
                          bool(qc.get("kv_cache_scheme")), str(acts.get("strategy") or "token").lower())
-        raise PlanInputError(field, f"compressed-tensors format {fmt or w!r} is not modelled (int4 pack-quantized, fp8 and mxfp4 are)"[:300])
+        raise PlanInputError(field, f"compressed-tensors format {fmt or w!r} is not modelled (int4 pack-quantized, nvfp4 pack-quantized, fp8 and mxfp4 are)"[:300])
     raise PlanInputError(field, f"quant_method {method!r} is not modelled (fp8, modelopt FP8/NVFP4, awq, gptq, compressed-tensors are); give a budget with measured memory instead")
 
 
