@@ -45,6 +45,11 @@ FigureName = Literal[
     "max_running_requests",
     "context_len",
     "available_gpu_mem_gb",
+    # SGLang's refusal when the mamba state pool comes out empty: `Computed max_mamba_cache_size=%d
+    # (total_rest_memory=%.2f GB, mamba_cache_per_req=%.2f MB)`.
+    "computed_max_mamba_cache_size",
+    "total_rest_memory_gb",
+    "mamba_cache_per_req_mb",
 ]
 EstimatedFigureName = Literal["avail_mem_before_load_gb", "avail_mem_after_load_gb", "weight_mem_usage_gb"]
 

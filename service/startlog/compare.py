@@ -31,7 +31,13 @@ from mambasizer.service.requests.server_args_record import record_launch_line
 from mambasizer.service.sglang_args import MODELLED, _flags, parse_sglang_args
 from mambasizer.service.solver import gpus
 from mambasizer.service.solver.releases.registry import base_release
-from mambasizer.service.startlog.parse import FIGURES, BootLog, BootLogError, parse_boot_log
+from mambasizer.service.startlog.parse import (
+    FIGURES,
+    BootLog,
+    BootLogError,
+    parse_boot_log,
+    read_mamba_refusal,
+)
 from mambasizer.service.startlog.release import ReleaseFinding, detect_release
 from mambasizer.service.startlog.rounding import RoundingBox, box, corner_requests
 
@@ -39,6 +45,7 @@ GB = 1 << 30  # SGLang prints GB as bytes / 2**30 with two decimals
 REFERENCE_VERSION = DEFAULT_RELEASE
 ROLES = ("prefill", "decode")
 GB_FIGURES = frozenset(n for n in FIGURES if n.endswith("_gb"))
+MB_FIGURES = frozenset(n for n in FIGURES if n.endswith("_mb"))  # SGLang prints MB as bytes / 2**20, 2 decimals
 
 # Figures the plan takes as input or cannot know before a boot.
 NOT_PREDICTED = {
@@ -81,6 +88,7 @@ class _Context:
     rounding: RoundingBox | None = None  # ± GB on the printed free memory the budget takes
     corner_plans: list | None = None  # the plans at the rounding box's corners (made on first need)
     launch_warnings: list[str] = field(default_factory=list)  # the front door's notes on the launch line
+    rest_input: bool = False  # the budget is the refusal's printed total_rest_memory (not predicted then)
 
 
 # --------------------------------------------------------------------------- request
@@ -124,6 +132,16 @@ def _budget(log: BootLog, ctx: _Context) -> dict | None:
         )
         after = after_all
     if after is None:
+        rest = low("total_rest_memory_gb")
+        if rest is not None:
+            # A refusal of the mamba pool prints the memory it split (R0): the budget as SGLang had it.
+            ctx.rest_input = True
+            ctx.approximations.append(
+                f"no free-memory line: the budget is the total_rest_memory SGLang printed in its refusal ({rest} GB, "
+                "2 decimals: ±0.005 GB), the memory it handed to the mamba split; what left it there (the free "
+                "memory, the weights, other processes on the GPU) is not in the log"
+            )
+            return {"rest_gib": rest}
         ctx.no_plan = "no 'Load weight end ... avail mem=' line: the free memory SGLang measured is not in the log"
         return None
     if before is None:
@@ -335,6 +353,31 @@ def _gb(nbytes: int | None) -> float | None:
     return None if nbytes is None else float(f"{nbytes / GB:.2f}")
 
 
+REST_INPUT = "the plan takes it as input (the log prints no free memory: this is its budget, as rest_gib)"
+MIB = 1 << 20
+_REFUSAL_FIGURES = ("computed_max_mamba_cache_size", "total_rest_memory_gb", "mamba_cache_per_req_mb")
+
+
+def _refusal_figure(name: str, ctx: _Context) -> tuple[Any, str | None]:
+    """A figure of SGLang's empty-mamba-pool refusal, as the plan computes it: from the plan's own
+    refusal (worded as SGLang words it, read by the log's reader), else (the plan starts) the
+    split it makes, which SGLang would not refuse."""
+    plan = ctx.plan
+    if name == "total_rest_memory_gb" and ctx.rest_input:
+        return None, REST_INPUT
+    if name == "mamba_cache_per_req_mb":
+        return float(f"{plan.mamba_cache_per_req_bytes / MIB:.2f}"), None
+    if plan.error is not None and plan.error.kind == "mamba_cache_too_small":
+        figures: dict = {}
+        read_mamba_refusal(plan.error.message, figures)
+        return figures.get(name), None
+    if not plan.feasible:
+        return None, f"mambasizer predicts SGLang {ctx.release} would refuse otherwise: {plan.error.message}" if plan.error else "infeasible"
+    if name == "computed_max_mamba_cache_size":
+        return plan.max_mamba_cache_size, None
+    return (None if plan.rest_gib is None else float(f"{plan.rest_gib:.2f}")), None
+
+
 def _predict(name: str, stage_index: int, ctx: _Context) -> tuple[Any, str | None]:
     """(predicted value, why there is none)."""
     if name in NOT_PREDICTED:
@@ -342,6 +385,8 @@ def _predict(name: str, stage_index: int, ctx: _Context) -> tuple[Any, str | Non
     if ctx.plan is None:
         return None, f"cannot plan: {ctx.no_plan}"
     plan = ctx.plan
+    if name in _REFUSAL_FIGURES:
+        return _refusal_figure(name, ctx)
     if not plan.feasible:
         return None, f"mambasizer predicts SGLang {ctx.release} would not start: {plan.error.message}" if plan.error else "infeasible"
     if stage_index >= len(plan.stages):
@@ -372,7 +417,7 @@ def _predict(name: str, stage_index: int, ctx: _Context) -> tuple[Any, str | Non
 
 
 def _same(name: str, logged: Any, predicted: Any) -> bool:
-    if name in GB_FIGURES:
+    if name in GB_FIGURES or name in MB_FIGURES:
         return f"{float(logged):.2f}" == f"{float(predicted):.2f}"
     return logged == predicted
 
@@ -380,7 +425,7 @@ def _same(name: str, logged: Any, predicted: Any) -> bool:
 def difference(name: str, logged: Any, predicted: Any) -> Any:
     if predicted is None or logged is None:
         return None
-    if name in GB_FIGURES:
+    if name in GB_FIGURES or name in MB_FIGURES:
         return float(f"{float(predicted) - float(logged):.2f}")
     return predicted - logged
 
@@ -459,7 +504,7 @@ def check_log(
             predicted, why = _predict(name, _stage_index(rank), ctx)
             if predicted is None:
                 cause = why
-                if ctx.plan is not None and not ctx.plan.feasible and name not in NOT_PREDICTED:
+                if ctx.plan is not None and not ctx.plan.feasible and name not in NOT_PREDICTED and why != REST_INPUT:
                     all_match = False
             elif _same(name, logged, predicted):
                 predicted_any = True
