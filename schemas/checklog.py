@@ -189,7 +189,8 @@ class CheckLogResponse(BaseModel):
     notes: list[str] = Field(
         default_factory=list,
         description="What reading the log skipped: bytes that are not UTF-8 text in lines check-log does not read, counted "
-        "(such a byte in a start-up line it reads is a 422 naming `log`).",
+        "(such a byte in a start-up line it reads is a 422 naming `log`); and, when the log's model_path names no shipped "
+        "checkpoint exactly but starts with one's name (`.../Qwen3.5-397B-A17B-FP8`), which preset it was taken as.",
     )
 
 

@@ -88,6 +88,7 @@ class _Context:
     rounding: RoundingBox | None = None  # ± GB on the printed free memory the budget takes
     corner_plans: list | None = None  # the plans at the rounding box's corners (made on first need)
     launch_warnings: list[str] = field(default_factory=list)  # the front door's notes on the launch line
+    model_note: str | None = None  # which preset a suffixed model_path was taken as (resolve_logged_model_path)
     rest_input: bool = False  # the budget is the refusal's printed total_rest_memory (not predicted then)
 
 
@@ -196,8 +197,7 @@ def rebuild_request(
         if found is None:
             ctx.no_plan = f"model_path {model_path!r} matches no shipped preset; pass the model's config.json"
             return None
-        if found.lenient_note is not None:
-            ctx.approximations.insert(0, found.lenient_note)
+        ctx.model_note = found.lenient_note  # said in the answer's notes
         body["model"] = found.resolved.model
         ctx.weights_cause = found.weights_cause
     if not record and not sglang_args:
@@ -524,7 +524,7 @@ def check_log(
                 estimated[name] = checked
         if figures:
             ranks.append({"rank": rank, "figures": figures, "estimated": estimated})
-    reading = _reading_notes(log)
+    reading = _reading_notes(log) + ([ctx.model_note] if ctx.model_note else [])
     data = {
         "sglang_version": log.sglang_version,
         "release": _release_data(found),

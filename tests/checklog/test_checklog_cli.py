@@ -160,6 +160,20 @@ def test_config_json_for_a_model_without_preset(tmp_path, capsys):
     assert code == 0, out
 
 
+def test_a_suffixed_model_path_says_which_preset_it_was_taken_as(tmp_path, capsys):
+    """The lenient match (resolve_logged_model_path's fallback, for logs only) is said in the
+    answer's notes, in the JSON as POST /v1/check-log returns it."""
+    text, _ = synth_log(QWEN_TP2, "/data/nvme0n1p1/Qwen3.5-35B-A3B-Base-X")
+    code, out, _ = run(capsys, "check-log", write(tmp_path, text), "--json")
+    notes = json.loads(out)["notes"]
+    assert code == 0 and len(notes) == 1, notes
+    assert notes[0].startswith("model_path '/data/nvme0n1p1/Qwen3.5-35B-A3B-Base-X' names no shipped checkpoint exactly; taken as preset 'qwen3.5-35b-a3b'")
+    # An exact repo id is the front door's own resolution: no note.
+    text, _ = synth_log(QWEN_TP2, "Qwen/Qwen3.5-35B-A3B")
+    code, out, _ = run(capsys, "check-log", write(tmp_path, text), "--json")
+    assert code == 0 and json.loads(out)["notes"] == []
+
+
 def test_preset_matching_by_model_path():
     assert preset_for_model_path("/data/nvme0n1p1/Qwen3.5-397B-A17B-FP8") == "qwen3.5-397b-a17b"
     assert preset_for_model_path("nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16") == "nvidia-nemotron-3-nano-30b-a3b"
