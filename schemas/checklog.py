@@ -45,6 +45,11 @@ FigureName = Literal[
     "max_running_requests",
     "context_len",
     "available_gpu_mem_gb",
+    # SGLang's refusal when the mamba state pool comes out empty: `Computed max_mamba_cache_size=%d
+    # (total_rest_memory=%.2f GB, mamba_cache_per_req=%.2f MB)`.
+    "computed_max_mamba_cache_size",
+    "total_rest_memory_gb",
+    "mamba_cache_per_req_mb",
 ]
 EstimatedFigureName = Literal["avail_mem_before_load_gb", "avail_mem_after_load_gb", "weight_mem_usage_gb"]
 
@@ -184,7 +189,8 @@ class CheckLogResponse(BaseModel):
     notes: list[str] = Field(
         default_factory=list,
         description="What reading the log skipped: bytes that are not UTF-8 text in lines check-log does not read, counted "
-        "(such a byte in a start-up line it reads is a 422 naming `log`).",
+        "(such a byte in a start-up line it reads is a 422 naming `log`); and, when the log's model_path names no shipped "
+        "checkpoint exactly but starts with one's name (`.../Qwen3.5-397B-A17B-FP8`), which preset it was taken as.",
     )
 
 

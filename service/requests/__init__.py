@@ -5,7 +5,10 @@
 * a launch line (`sglang_args`, with `--model-path` naming the model): read inside
   `prepare` by the release's own parser (launch_line.py, model_path.py);
 * the CLI's `--preset/--gpu/--gpu-memory-mib/--budget-gib/--sglang-version -- ARGS`, which
-  the Helm preflight hook renders: `command_line.launch_body` makes it the same JSON body.
+  the Helm preflight hook renders: `command_line.launch_body` makes it the same JSON body;
+* a start-up log (check-log): its `server_args` record becomes the launch line that sets it
+  (server_args_record.py), its `model_path` resolves by `resolve_logged_model_path`, and the
+  body goes through `prepare` with the free memory the log measured as the budget.
 
 Outside the web layer on purpose: the solver's clients (sweep, the pair view, recommend, the
 CLI) reach request handling here, never through `service/api/`, and the API is one more

@@ -5,11 +5,13 @@
     result.all_match   # every predicted figure equals the logged one, every estimate is
                        # within its stated error (exit 0)
 
-The plan request is rebuilt from the log itself (mambasizer.service.startlog.parse): the model from the
-preset whose model id matches `model_path` (or the config.json given), the flags from the
-`server_args` record (the modelled ones, by SGLang's own names), and the free memory SGLang
-measured before and after the weights load as the measured budget. Nothing else: the
-comparison is plan vs observed.
+The plan request is made from the log (mambasizer.service.startlog.parse) by the request front
+door (service/requests), as `POST /v1/plan` makes it from the same launch: the `server_args`
+record becomes its launch line (server_args_record.py: each field away from the logging
+release's parser default), read by that release's own parser, `--model-path` resolved by
+`resolve_logged_model_path` (or the config.json given), and the free memory SGLang measured
+before and after the weights load as the measured budget. A flag the API refuses is refused
+here by the same message. Nothing else: the comparison is plan vs observed.
 
 Beside it, per rank, `estimated` holds the second comparison (mambasizer.service.startlog.estimate):
 the free memory before and after the load and the weights' usage predicted before a boot,
@@ -19,35 +21,31 @@ from the model's weights and the GPU (the `gpu` argument or the log's GPU line).
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from pydantic import ValidationError
-
 from mambasizer.schemas.releases import DEFAULT_RELEASE, SUPPORTED_RELEASES
-from mambasizer.schemas.request import PlanRequest
-from mambasizer.service.presets import PRESETS
-from mambasizer.service.sglang_args import (
-    FROM_CLI_ARGS_RENAMES,
-    IGNORED,
-    MODELLED,
-    RELEASE_DEST_ALIASES,
-    SPECIAL,
-    _flags,
-)
+from mambasizer.service.requests import prepare
+from mambasizer.service.requests.model_path import resolve_logged_model_path
+from mambasizer.service.requests.server_args_record import record_launch_line
+from mambasizer.service.sglang_args import MODELLED, _flags, parse_sglang_args
 from mambasizer.service.solver import gpus
 from mambasizer.service.solver.releases.registry import base_release
-from mambasizer.service.startlog.parse import FIGURES, BootLog, BootLogError, parse_boot_log
+from mambasizer.service.startlog.parse import (
+    FIGURES,
+    BootLog,
+    BootLogError,
+    parse_boot_log,
+    read_mamba_refusal,
+)
 from mambasizer.service.startlog.release import ReleaseFinding, detect_release
 from mambasizer.service.startlog.rounding import RoundingBox, box, corner_requests
 
 GB = 1 << 30  # SGLang prints GB as bytes / 2**30 with two decimals
 REFERENCE_VERSION = DEFAULT_RELEASE
 ROLES = ("prefill", "decode")
-# A ServerArgs field -> the dest an old release's parser gives it (`tp_size` <- `tensor_parallel_size`).
-_PARSER_DEST = {field_name: dest for dest, field_name in FROM_CLI_ARGS_RENAMES.items()}
 GB_FIGURES = frozenset(n for n in FIGURES if n.endswith("_gb"))
+MB_FIGURES = frozenset(n for n in FIGURES if n.endswith("_mb"))  # SGLang prints MB as bytes / 2**20, 2 decimals
 
 # Figures the plan takes as input or cannot know before a boot.
 NOT_PREDICTED = {
@@ -57,8 +55,6 @@ NOT_PREDICTED = {
     "available_gpu_mem_gb": "free memory after the pools, CUDA graphs and activations: graph and activation memory are not modelled",
 }
 _HOPPER = ("H100", "H200", "H800", "H20", "GH200")
-_NON_CUDA_DEVICES = ("xpu", "npu", "hpu", "cpu", "mps", "musa")
-_NON_CUDA_BACKENDS = ("intel_xpu", "aiter", "ascend", "wave", "intel_amx", "torch_native")
 
 
 @dataclass
@@ -91,54 +87,12 @@ class _Context:
     role_source: str = "default"  # where disaggregation_mode came from
     rounding: RoundingBox | None = None  # ± GB on the printed free memory the budget takes
     corner_plans: list | None = None  # the plans at the rounding box's corners (made on first need)
+    launch_warnings: list[str] = field(default_factory=list)  # the front door's notes on the launch line
+    model_note: str | None = None  # which preset a suffixed model_path was taken as (resolve_logged_model_path)
+    rest_input: bool = False  # the budget is the refusal's printed total_rest_memory (not predicted then)
 
 
-# --------------------------------------------------------------------------- model
-
-
-def _norm(text: str) -> str:
-    return text.strip().rstrip("/").rsplit("/", 1)[-1].lower()
-
-
-def preset_for_model_path(model_path: str) -> str | None:
-    """The shipped preset `model_path` names: its model id or preset name, exactly or
-    followed by a quantisation suffix (`Qwen3.5-397B-A17B-FP8`); the longest match wins."""
-    base = _norm(model_path)
-    best: tuple[int, str] | None = None
-    for name, preset in PRESETS.items():
-        if not preset.sizable:
-            continue
-        for candidate in {name.lower(), _norm(preset.model_id.split(" ", 1)[0])}:
-            if candidate and (base == candidate or base.startswith(candidate + "-")):
-                if best is None or len(candidate) > best[0]:
-                    best = (len(candidate), name)
-    return best[1] if best else None
-
-
-# Words in a checkpoint's name that say its weights are quantised some way.
-_QUANT_WORDS = frozenset(
-    "fp8 fp4 nvfp4 mxfp4 mxfp8 int4 int8 awq gptq autoround w4a16 w8a8 w4a8 w8a16 4bit 8bit bnb gguf exl2 quantized".split()
-)
-
-
-def checkpoint_variant_cause(model_path: str, preset_name: str) -> str | None:
-    """Why a `model_path` that names a preset with a quantisation suffix (`...-FP8`, `...-AWQ-4bit`)
-    the preset's own checkpoint does not carry cannot take the preset's weights; None when it can."""
-    base = _norm(model_path)
-    preset = PRESETS[preset_name]
-    model_id = _norm(preset.model_id.split(" ", 1)[0])
-    for candidate in sorted({preset_name.lower(), model_id}, key=len, reverse=True):
-        if base == candidate or base.startswith(candidate + "-"):
-            marks = set(re.split(r"[-_.]", base[len(candidate):].lower())) & _QUANT_WORDS
-            missing = marks - set(re.split(r"[-_.]", model_id))
-            if missing:
-                return (
-                    f"model_path {model_path!r} is preset {preset_name!r} ({preset.model_id.split(' ', 1)[0]}) in another "
-                    f"quantisation ({'/'.join(sorted(missing)).upper()}): its weights are not the preset's; give its config.json "
-                    "(--config / hf_config) to estimate them"
-                )
-            return None
-    return None
+# --------------------------------------------------------------------------- request
 
 
 # SGLang flags that change what the weights load puts on the GPU, which weights.py does not model.
@@ -150,52 +104,17 @@ _WEIGHT_FLAGS = {
 }
 
 
-def _weight_flags_cause(record: dict, launch: Any, release: str) -> str | None:
+def _weight_flags_cause(server_args: dict, launch: Any, release: str) -> str | None:
     _, by_dest = _flags(base_release(release))
     found = []
     for key, why in _WEIGHT_FLAGS.items():
-        value = record.get(key)
+        value = server_args.get(key)
         flag = by_dest.get(key)
         if value is not None and (flag is None or value != flag.default):
             found.append(f"{key}={value!r} ({why})")
         elif launch is not None and "--" + key.replace("_", "-") in launch.ignored:
             found.append(f"--{key.replace('_', '-')} ({why})")
     return "weights not estimated: " + "; ".join(found) if found else None
-
-
-# --------------------------------------------------------------------------- request
-
-
-def _server_args(record: dict, ctx: _Context) -> dict:
-    out: dict[str, Any] = {}
-    # The record is the logging release's ServerArgs: its parser's defaults, and the field
-    # names it used (0.5.14 renamed mamba_scheduler_strategy to mamba_radix_cache_strategy).
-    _, by_dest = _flags(base_release(ctx.release))
-    for own_key, value in record.items():
-        key = RELEASE_DEST_ALIASES.get(own_key, own_key)
-        if own_key != key and key in record:
-            continue  # both spellings printed: the current one wins
-        if key in MODELLED:
-            if value is not None:
-                out[key] = value
-            continue
-        flag = by_dest.get(own_key) or by_dest.get(_PARSER_DEST.get(own_key, own_key))
-        if flag is None or value is None or value == flag.default or key in ("model_path", "served_model_name"):
-            continue
-        if key == "device":
-            if str(value).lower() in _NON_CUDA_DEVICES:
-                ctx.platform_cause = f"device {value!r}: SGLang's resolution on this platform is not modelled"
-            continue
-        if key in IGNORED or key in SPECIAL:
-            continue  # cannot change the sizing (mambasizer.service.sglang_args), or read for its meaning
-        # A flag mambasizer does not model, away from its default: named when figures differ.
-        ctx.unmodelled.append(f"{key}={value!r}")
-    # `--dp-size N --enable-dp-attention` is the older spelling of the attention-DP width.
-    if "attn_dp_size" not in out and record.get("enable_dp_attention") and isinstance(record.get("dp_size"), int):
-        out["attn_dp_size"] = record["dp_size"]
-    if isinstance(out.get("attention_backend"), str) and out["attention_backend"] in _NON_CUDA_BACKENDS:
-        ctx.platform_cause = ctx.platform_cause or f"attention_backend {out['attention_backend']!r}: this platform's resolution is not modelled"
-    return out
 
 
 def _budget(log: BootLog, ctx: _Context) -> dict | None:
@@ -214,6 +133,16 @@ def _budget(log: BootLog, ctx: _Context) -> dict | None:
         )
         after = after_all
     if after is None:
+        rest = low("total_rest_memory_gb")
+        if rest is not None:
+            # A refusal of the mamba pool prints the memory it split (R0): the budget as SGLang had it.
+            ctx.rest_input = True
+            ctx.approximations.append(
+                f"no free-memory line: the budget is the total_rest_memory SGLang printed in its refusal ({rest} GB, "
+                "2 decimals: ±0.005 GB), the memory it handed to the mamba split; what left it there (the free "
+                "memory, the weights, other processes on the GPU) is not in the log"
+            )
+            return {"rest_gib": rest}
         ctx.no_plan = "no 'Load weight end ... avail mem=' line: the free memory SGLang measured is not in the log"
         return None
     if before is None:
@@ -227,35 +156,51 @@ def _budget(log: BootLog, ctx: _Context) -> dict | None:
     return {"free_gib_before_load": before, "free_gib_after_load": after}
 
 
+def _launch_words(log: BootLog, sglang_args: list[str] | None, role: str | None, release: str) -> list[str]:
+    """The launch line the plan is made from: the record's flags (record_launch_line), then the
+    caller's launch arguments (for a log whose record was cut away: theirs win, as the last
+    occurrence of a flag wins in SGLang's parser), then the pair's side as the role."""
+    words = record_launch_line(log.server_args, release)
+    if sglang_args:
+        words += [str(a) for a in sglang_args]
+    if role is not None and "disaggregation_mode" not in log.server_args:
+        # Parsed on its own first: the role is the pair's only when the line does not set it.
+        if "disaggregation_mode" not in parse_sglang_args(list(words), base_release(release)).server_args:
+            words += ["--disaggregation-mode", role]
+    return words
+
+
 def rebuild_request(
     log: BootLog, hf_config: dict | None, ctx: _Context, sglang_args: list[str] | None = None, role: str | None = None,
     gpu: str | None = None,
 ) -> dict | None:
+    """The plan request for the log, made by the front door (service/requests: `prepare`, the
+    logging release's own parser, `--model-path` resolution) from the record's flags, the
+    caller's launch arguments, the measured free memory and the GPU: the verdicts
+    `POST /v1/plan` gives the same launch. A flag the API refuses is a PlanInputError naming it."""
     record = log.server_args
-    launch = None
-    if sglang_args:
-        # The launch command, for a log whose server_args record was cut away; its flags win.
-        from mambasizer.service.sglang_args import parse_sglang_args
-
-        launch = parse_sglang_args(list(sglang_args), base_release(ctx.release))
+    words = _launch_words(log, sglang_args, role, ctx.release)
+    # Read once here for the model path and the role (raises as the API does on a bad flag).
+    launch = parse_sglang_args(list(words), base_release(ctx.release))
+    logged = launch.server_args.get("disaggregation_mode")
+    if role is not None and logged is not None and logged != role:
+        raise RoleMismatch(_mismatch(role, logged))
+    body: dict[str, Any] = {"sglang_version": ctx.release}
     if hf_config is not None:
-        model: dict = {"hf_config": hf_config}
+        body["model"] = {"hf_config": hf_config}
     else:
-        model_path = (launch.model_path if launch is not None else None) or record.get("model_path")
+        model_path = launch.model_path
         if not isinstance(model_path, str):
             ctx.no_plan = "the log has no server_args record naming model_path; pass the model's config.json"
             return None
-        preset = preset_for_model_path(model_path)
-        if preset is None:
+        found = resolve_logged_model_path(model_path, launch.revision)
+        if found is None:
             ctx.no_plan = f"model_path {model_path!r} matches no shipped preset; pass the model's config.json"
             return None
-        model = {"preset": preset}
-        ctx.weights_cause = checkpoint_variant_cause(model_path, preset)
-    ctx.weights_cause = ctx.weights_cause or _weight_flags_cause(record, launch, ctx.release)
-    server_args = _server_args(record, ctx)
-    if launch is not None:
-        server_args.update(launch.server_args)
-    elif not record:
+        ctx.model_note = found.lenient_note  # said in the answer's notes
+        body["model"] = found.resolved.model
+        ctx.weights_cause = found.weights_cause
+    if not record and not sglang_args:
         ctx.approximations.append("no server_args record in the log: SGLang's defaults are assumed for every flag")
     budget = _budget(log, ctx)
     if budget is None:
@@ -263,49 +208,33 @@ def rebuild_request(
     part = resolution_gpu(gpu, log.gpu)
     if part is not None:
         budget["gpu"] = part
-    if role is not None:
-        logged = server_args.get("disaggregation_mode")
-        if logged is not None and logged != role:
-            raise RoleMismatch(_mismatch(role, logged))
-        if logged is None:
-            server_args["disaggregation_mode"] = role
+    body["budget"] = budget
+    body["sglang_args"] = words
+    prepared = prepare(body, allow_trial=False)
+    ctx.launch_warnings = list(prepared.sglang_args_warnings)
+    server_args = prepared.request.server_args.model_dump(exclude_unset=True)
+    ctx.weights_cause = ctx.weights_cause or _weight_flags_cause({**record, **server_args}, launch, ctx.release)
+    if "disaggregation_mode" in server_args:
+        caller_sets = bool(sglang_args) and "disaggregation_mode" in parse_sglang_args(
+            [str(a) for a in sglang_args or []], base_release(ctx.release)).server_args
+        if caller_sets:
+            ctx.role_source = "launch arguments"
+        elif record.get("disaggregation_mode") is not None:
+            ctx.role_source = "server_args"
+        elif role is not None:
             ctx.role_source = "the pair's side"
-    if "disaggregation_mode" in server_args and ctx.role_source == "default":
-        ctx.role_source = "launch arguments" if launch is not None and "disaggregation_mode" in launch.server_args else "server_args"
-    request = {"model": model, "server_args": server_args, "budget": budget, "sglang_version": ctx.release}
-    if launch is not None and launch.env:
-        request["env"] = launch.env
-    # Drop each flag the request schema refuses (an unmodelled value), naming it.
-    for _ in range(len(server_args) + 1):
-        try:
-            PlanRequest.model_validate(request)
-            return request
-        except ValidationError as exc:
-            bad = _server_arg_in_error(exc)
-            if bad is None or bad not in server_args:
-                ctx.no_plan = f"the rebuilt request is not valid: {_first_error(exc)}"
-                return None
-            ctx.unmodelled.append(f"{bad}={server_args.pop(bad)!r}")
-    return None
+    request: dict[str, Any] = {"model": body["model"], "server_args": server_args, "budget": budget, "sglang_version": ctx.release}
+    if prepared.request.env is not None:
+        env = prepared.request.env.model_dump(exclude_unset=True)
+        if env:
+            request["env"] = env
+    return request
 
 
 def _mismatch(role: str, logged: Any) -> str:
     if logged == "null":
         return f"the log given as the {role} side is an aggregated server's (its server_args say disaggregation_mode 'null'): give a {role} node's log"
     return f"the log given as the {role} side is a {logged} node's (its server_args say disaggregation_mode {logged!r}): give it as the {logged} side"
-
-
-def _server_arg_in_error(exc: ValidationError) -> str | None:
-    for err in exc.errors():
-        loc = err.get("loc", ())
-        if len(loc) >= 2 and loc[0] == "server_args":
-            return str(loc[1])
-    return None
-
-
-def _first_error(exc: ValidationError) -> str:
-    err = exc.errors()[0]
-    return ".".join(str(p) for p in err.get("loc", ())) + ": " + str(err.get("msg"))
 
 
 # --------------------------------------------------------------------------- causes
@@ -424,6 +353,31 @@ def _gb(nbytes: int | None) -> float | None:
     return None if nbytes is None else float(f"{nbytes / GB:.2f}")
 
 
+REST_INPUT = "the plan takes it as input (the log prints no free memory: this is its budget, as rest_gib)"
+MIB = 1 << 20
+_REFUSAL_FIGURES = ("computed_max_mamba_cache_size", "total_rest_memory_gb", "mamba_cache_per_req_mb")
+
+
+def _refusal_figure(name: str, ctx: _Context) -> tuple[Any, str | None]:
+    """A figure of SGLang's empty-mamba-pool refusal, as the plan computes it: from the plan's own
+    refusal (worded as SGLang words it, read by the log's reader), else (the plan starts) the
+    split it makes, which SGLang would not refuse."""
+    plan = ctx.plan
+    if name == "total_rest_memory_gb" and ctx.rest_input:
+        return None, REST_INPUT
+    if name == "mamba_cache_per_req_mb":
+        return float(f"{plan.mamba_cache_per_req_bytes / MIB:.2f}"), None
+    if plan.error is not None and plan.error.kind == "mamba_cache_too_small":
+        figures: dict = {}
+        read_mamba_refusal(plan.error.message, figures)
+        return figures.get(name), None
+    if not plan.feasible:
+        return None, f"mambasizer predicts SGLang {ctx.release} would refuse otherwise: {plan.error.message}" if plan.error else "infeasible"
+    if name == "computed_max_mamba_cache_size":
+        return plan.max_mamba_cache_size, None
+    return (None if plan.rest_gib is None else float(f"{plan.rest_gib:.2f}")), None
+
+
 def _predict(name: str, stage_index: int, ctx: _Context) -> tuple[Any, str | None]:
     """(predicted value, why there is none)."""
     if name in NOT_PREDICTED:
@@ -431,6 +385,8 @@ def _predict(name: str, stage_index: int, ctx: _Context) -> tuple[Any, str | Non
     if ctx.plan is None:
         return None, f"cannot plan: {ctx.no_plan}"
     plan = ctx.plan
+    if name in _REFUSAL_FIGURES:
+        return _refusal_figure(name, ctx)
     if not plan.feasible:
         return None, f"mambasizer predicts SGLang {ctx.release} would not start: {plan.error.message}" if plan.error else "infeasible"
     if stage_index >= len(plan.stages):
@@ -461,7 +417,7 @@ def _predict(name: str, stage_index: int, ctx: _Context) -> tuple[Any, str | Non
 
 
 def _same(name: str, logged: Any, predicted: Any) -> bool:
-    if name in GB_FIGURES:
+    if name in GB_FIGURES or name in MB_FIGURES:
         return f"{float(logged):.2f}" == f"{float(predicted):.2f}"
     return logged == predicted
 
@@ -469,7 +425,7 @@ def _same(name: str, logged: Any, predicted: Any) -> bool:
 def difference(name: str, logged: Any, predicted: Any) -> Any:
     if predicted is None or logged is None:
         return None
-    if name in GB_FIGURES:
+    if name in GB_FIGURES or name in MB_FIGURES:
         return float(f"{float(predicted) - float(logged):.2f}")
     return predicted - logged
 
@@ -548,7 +504,7 @@ def check_log(
             predicted, why = _predict(name, _stage_index(rank), ctx)
             if predicted is None:
                 cause = why
-                if ctx.plan is not None and not ctx.plan.feasible and name not in NOT_PREDICTED:
+                if ctx.plan is not None and not ctx.plan.feasible and name not in NOT_PREDICTED and why != REST_INPUT:
                     all_match = False
             elif _same(name, logged, predicted):
                 predicted_any = True
@@ -568,7 +524,7 @@ def check_log(
                 estimated[name] = checked
         if figures:
             ranks.append({"rank": rank, "figures": figures, "estimated": estimated})
-    reading = _reading_notes(log)
+    reading = _reading_notes(log) + ([ctx.model_note] if ctx.model_note else [])
     data = {
         "sglang_version": log.sglang_version,
         "release": _release_data(found),

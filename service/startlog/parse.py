@@ -125,6 +125,7 @@ def _continues(raw: str, stripped: str) -> bool:
 # Digits are bounded: a figure never has more, and int() of a huge digit run is refused.
 _INT = re.compile(r"[ \t]*(-?\d{1,20})(?![\d.])")
 _GB = re.compile(r"[ \t]*(-?\d{1,15}(?:\.\d{1,6})?)[ \t]*GB")
+_MB = re.compile(r"[ \t]*(-?\d{1,15}(?:\.\d{1,6})?)[ \t]*MB")
 
 
 def _after(text: str, key: str, pattern: re.Pattern, start: int = 0) -> str | None:
@@ -137,6 +138,11 @@ def _after(text: str, key: str, pattern: re.Pattern, start: int = 0) -> str | No
 
 def _gb(text: str, key: str, start: int = 0) -> float | None:
     value = _after(text, key, _GB, start)
+    return float(value) if value is not None else None
+
+
+def _mb(text: str, key: str, start: int = 0) -> float | None:
+    value = _after(text, key, _MB, start)
     return float(value) if value is not None else None
 
 
@@ -169,6 +175,7 @@ def _read_figures(body: str, figures: dict) -> bool:
     found |= _put(figures, "intermediate_ssm_state_gb", _gb(body, "intermediate_ssm_state_cache size:"))
     found |= _put(figures, "intermediate_conv_window_gb", _gb(body, "intermediate_conv_window_cache size:"))
     found |= _read_kv(body, figures)
+    found |= read_mamba_refusal(body, figures)
     at = body.find("Memory pool end")
     if at >= 0:
         found |= _put(figures, "memory_pool_end_avail_gb", _gb(body, "avail mem=", at))
@@ -183,6 +190,23 @@ def _read_figures(body: str, figures: dict) -> bool:
     if at >= 0:
         printed = body[at + len("Using KV cache dtype:") :].split()
         found |= _put(figures, "kv_cache_dtype_printed", printed[0] if printed else None)
+    return found
+
+
+REFUSAL_KEY = "Computed max_mamba_cache_size="
+
+
+def read_mamba_refusal(body: str, figures: dict) -> bool:
+    """SGLang's refusal when the mamba state pool comes out empty (0.5.13 on,
+    `_handle_max_mamba_cache`): `Computed max_mamba_cache_size=%d (total_rest_memory=%.2f GB,
+    mamba_cache_per_req=%.2f MB)`. Also read from a plan's own error (compare.py), which
+    words it as SGLang does."""
+    at = body.find(REFUSAL_KEY)
+    if at < 0:
+        return False
+    found = _put(figures, "computed_max_mamba_cache_size", _int(body, REFUSAL_KEY, at))
+    found |= _put(figures, "total_rest_memory_gb", _gb(body, "total_rest_memory=", at))
+    found |= _put(figures, "mamba_cache_per_req_mb", _mb(body, "mamba_cache_per_req=", at))
     return found
 
 

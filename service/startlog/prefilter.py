@@ -46,6 +46,7 @@ NEEDLES: tuple[bytes, ...] = (
     b"chunked_prefill_size=", b"context_len=",
     b"available_",  # available_gpu_mem= / available_cpu_mem=
     b"init torch distributed ends", b"finalized token capacity",
+    b"total_rest_memory=", b"mamba_cache_per_req=",  # the mamba pool's refusal (its `Computed max_` is under max_)
 )
 
 

@@ -13,7 +13,9 @@ import pytest
 
 from mambasizer.service.cli import main
 from mambasizer.service.presets import PRESETS
-from mambasizer.service.startlog.compare import check_log, preset_for_model_path
+from mambasizer.service.requests.model_path import lenient_preset as preset_for_model_path
+from mambasizer.service.solver import PlanInputError
+from mambasizer.service.startlog.compare import check_log
 from synth_log import estimated_budget, synth_log
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -132,13 +134,16 @@ def test_printed_release_is_planned_and_platform_named_as_cause(tmp_path):
     assert "A40" in fig["cause"] and "not modelled" in fig["cause"]
 
 
-def test_unmodelled_flag_is_dropped_and_named(tmp_path):
-    """An SGLang flag value mambasizer does not model (here DFLASH) is dropped from the
-    request and named as the cause of the figures it moves."""
+def test_unmodelled_flag_is_refused_as_the_api_refuses_it():
+    """An SGLang flag value mambasizer does not model (here DFLASH) in the log's record is
+    refused by check-log exactly as POST /v1/plan refuses the same launch flag: the record is
+    a launch line read by the front door (tests/requests/test_checklog_verdicts.py holds the table)."""
     text, _ = synth_log(QWEN_TP2, "Qwen/Qwen3.5-35B-A3B", perturb={"kv_tokens": 123})
     text = text.replace("'mem_fraction_static': 0.85", "'mem_fraction_static': 0.85, 'speculative_algorithm': 'DFLASH'")
-    fig = check_log(text).data["ranks"][0]["figures"]["kv_tokens"]
-    assert "features not modelled: speculative_algorithm='DFLASH'" in fig["cause"]
+    with pytest.raises(PlanInputError) as exc:
+        check_log(text)
+    assert exc.value.field == "sglang_args"
+    assert exc.value.message.startswith("--speculative-algorithm DFLASH changes SGLang 0.5.23's sizing"), exc.value.message
 
 
 def test_config_json_for_a_model_without_preset(tmp_path, capsys):
@@ -153,6 +158,20 @@ def test_config_json_for_a_model_without_preset(tmp_path, capsys):
     assert any("matches no shipped preset; pass the model's config.json" in (c or "") for c in causes)
     code, out, _ = run(capsys, "check-log", log, "--config", write(tmp_path, json.dumps(config), "config.json"), "--json")
     assert code == 0, out
+
+
+def test_a_suffixed_model_path_says_which_preset_it_was_taken_as(tmp_path, capsys):
+    """The lenient match (resolve_logged_model_path's fallback, for logs only) is said in the
+    answer's notes, in the JSON as POST /v1/check-log returns it."""
+    text, _ = synth_log(QWEN_TP2, "/data/nvme0n1p1/Qwen3.5-35B-A3B-Base-X")
+    code, out, _ = run(capsys, "check-log", write(tmp_path, text), "--json")
+    notes = json.loads(out)["notes"]
+    assert code == 0 and len(notes) == 1, notes
+    assert notes[0].startswith("model_path '/data/nvme0n1p1/Qwen3.5-35B-A3B-Base-X' names no shipped checkpoint exactly; taken as preset 'qwen3.5-35b-a3b'")
+    # An exact repo id is the front door's own resolution: no note.
+    text, _ = synth_log(QWEN_TP2, "Qwen/Qwen3.5-35B-A3B")
+    code, out, _ = run(capsys, "check-log", write(tmp_path, text), "--json")
+    assert code == 0 and json.loads(out)["notes"] == []
 
 
 def test_preset_matching_by_model_path():
@@ -259,14 +278,15 @@ def test_launch_args_errors_exit_2(tmp_path, capsys):
     assert (code, out) == (2, "") and err.startswith("mambasizer: error: sglang_args: unknown flag --tp-sise") and err.count("\n") == 1
 
 
-def test_unmodelled_flag_in_the_record_is_named():
+def test_unmodelled_flag_in_the_record_is_refused_by_name(tmp_path, capsys):
     """A record flag neither modelled nor known to be size-neutral (here --enable-dp-lm-head)
-    is named as a possible cause; size-neutral ones (host, port, log_level) are not."""
+    is refused naming it, as the API refuses the launch (exit 2, one line); size-neutral ones
+    (host, port, log_level) are not."""
     text, _ = synth_log(QWEN_TP2, "Qwen/Qwen3.5-35B-A3B", perturb={"kv_tokens": 123})
     text = text.replace("'mem_fraction_static': 0.85", "'mem_fraction_static': 0.85, 'enable_dp_lm_head': True")
-    cause = check_log(text).data["ranks"][0]["figures"]["kv_tokens"]["cause"]
-    # (123 logged tokens are far outside what the free memory's 2-decimal rounding can move)
-    assert cause.startswith("features not modelled: enable_dp_lm_head=True; the log's rounding cannot explain it ("), cause
+    code, out, err = run(capsys, "check-log", write(tmp_path, text))
+    assert (code, out) == (2, "") and err.count("\n") == 1
+    assert err.startswith("mambasizer: error: sglang_args: --enable-dp-lm-head changes SGLang 0.5.23's sizing"), err
 
 
 NOISE = (

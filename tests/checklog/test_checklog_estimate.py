@@ -16,16 +16,14 @@ from fastapi.testclient import TestClient
 from mambasizer.service.api.app import create_app
 from mambasizer.service.cli import main
 from mambasizer.service.presets import PRESETS
+from mambasizer.service.requests.model_path import lenient_preset as preset_for_model_path
+from mambasizer.service.requests.model_path import variant_weights_cause as checkpoint_variant_cause
 from mambasizer.service.solver import gpus
 from mambasizer.service.solver.families import layout_from_hf_config
 from mambasizer.service.solver.gpu_budget import GIB
 from mambasizer.service.solver.stages import pp_stages
 from mambasizer.service.solver.weights import stage_weight_bytes
-from mambasizer.service.startlog.compare import (
-    check_log,
-    checkpoint_variant_cause,
-    preset_for_model_path,
-)
+from mambasizer.service.startlog.compare import check_log
 from mambasizer.service.startlog.estimate import Estimate, check, gpu_from_log, gpu_named
 from synth_log import estimated_budget, synth_log
 from test_checklog_cli import REAL_397B_ARGS

@@ -104,9 +104,11 @@ def test_a_partial_record_bounds_by_the_fields_it_has():
     # The parallel sizes print as ServerArgs fields in every release (tp_size, not tensor_parallel_size).
     found = detect_release(parse_boot_log(text.replace("'mem_fraction_static'", "'tp_size': 2, 'mem_fraction_static'")))
     assert found.candidates == ("0.5.13", "0.5.13.post1")
-    # A field 0.5.13 parses as attention_context_parallel_size, away from its default, is named as a cause.
-    result = check_log(text.replace("'mem_fraction_static'", "'attn_cp_size': 2, 'mem_fraction_static'"))
-    assert result.data["ranks"][0]["figures"]["kv_tokens"]["cause"].startswith("features not modelled: attn_cp_size=2;")
+    # A field 0.5.13 parses as attention_context_parallel_size, away from its default, is refused by
+    # the flag 0.5.13's own parser spells it with, as the API refuses that launch.
+    with pytest.raises(PlanInputError) as exc:
+        check_log(text.replace("'mem_fraction_static'", "'attn_cp_size': 2, 'mem_fraction_static'"))
+    assert exc.value.message.startswith("--attention-context-parallel-size changes SGLang 0.5.13's sizing"), exc.value.message
 
 
 def test_record_and_wordings_that_disagree_trust_the_record():
