@@ -133,12 +133,12 @@ def test_printed_release_is_planned_and_platform_named_as_cause(tmp_path):
 
 
 def test_unmodelled_flag_is_dropped_and_named(tmp_path):
-    """An SGLang flag value mambasizer does not model (here DFLASH) is dropped from the
+    """An SGLang flag value mambasizer does not model (here UNO) is dropped from the
     request and named as the cause of the figures it moves."""
     text, _ = synth_log(QWEN_TP2, "Qwen/Qwen3.5-35B-A3B", perturb={"kv_tokens": 123})
-    text = text.replace("'mem_fraction_static': 0.85", "'mem_fraction_static': 0.85, 'speculative_algorithm': 'DFLASH'")
+    text = text.replace("'mem_fraction_static': 0.85", "'mem_fraction_static': 0.85, 'speculative_algorithm': 'UNO'")
     fig = check_log(text).data["ranks"][0]["figures"]["kv_tokens"]
-    assert "features not modelled: speculative_algorithm='DFLASH'" in fig["cause"]
+    assert "features not modelled: speculative_algorithm='UNO'" in fig["cause"]
 
 
 def test_config_json_for_a_model_without_preset(tmp_path, capsys):
