@@ -264,7 +264,8 @@ ModelSpec = Annotated[
 
 # --------------------------------------------------------------------------- server args
 
-SpecAlgorithm = Literal["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM"]
+# DFLASH / DSPARK: 0.5.23 (service/solver/dflash.py); earlier releases refuse them by name.
+SpecAlgorithm = Literal["EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH", "DSPARK"]
 # The KV dtypes of SGLang 0.5.23's --kv-cache-dtype. mxfp8 (Blackwell) is sized with its UE8M0
 # block scales; the FP4 recipes are refused with SGLang's reason where it refuses them, and as
 # not modelled where it starts (their cell depends on the attention backends' workspaces).
@@ -300,6 +301,9 @@ class ServerArgs(Strict):
     speculative_num_draft_tokens: Annotated[StrictInt, Field(ge=1, le=1024)] | None = None
     speculative_num_steps: Annotated[StrictInt, Field(ge=1, le=1024)] | None = None
     speculative_eagle_topk: Annotated[StrictInt, Field(ge=1, le=1024)] | None = None
+    # DFLASH's block size / DSPARK's gamma; a non-positive value is SGLang's own ValueError.
+    speculative_dflash_block_size: Annotated[StrictInt, Field(ge=-1024, le=1024)] | None = None
+    speculative_dspark_block_size: Annotated[StrictInt, Field(ge=-1024, le=1024)] | None = None
     enable_linear_replayssm_spec: StrictBool = False
     linear_replayssm_cache_len: Annotated[StrictInt, Field(ge=1, le=1 << 16)] = 16
     context_length: Annotated[StrictInt, Field(ge=1, le=MAX_CONTEXT)] | None = None
@@ -398,6 +402,14 @@ class DraftModel(Strict):
         "estimated from the GPU alone also holds the draft's weights on every rank, as SGLang loads them before the "
         "pools are sized (service/solver/weights/draft.py); a measured budget already holds them.",
     )
+    # DFLASH / DSPARK (0.5.23) read the draft's own config: its attention geometry prices the
+    # draft KV cell (`dflash_draft_cell_size_per_token`), its block size is the draft-token
+    # count when no flag gives one. --speculative-draft-model-path fills them from config.json.
+    num_kv_heads: Annotated[StrictInt, Field(ge=1, le=1 << 16)] | None = None
+    head_dim: Annotated[StrictInt, Field(ge=1, le=1 << 16)] | None = None
+    dtype: Literal["bfloat16", "float16", "float32"] | None = None
+    block_size: Annotated[StrictInt, Field(ge=1, le=1024)] | None = None  # dflash_config.block_size
+    dspark_block_size: Annotated[StrictInt, Field(ge=1, le=1024)] | None = None  # top-level dspark_block_size
 
 
 _ENV_TRUE, _ENV_FALSE = ("true", "1", "yes", "y"), ("false", "0", "no", "n")

@@ -239,8 +239,10 @@ MODELLED: dict[str, Callable[[str], Any] | None] = {
     "disable_radix_cache": None,
     "mamba_radix_cache_strategy": _choice("auto", "no_buffer", "extra_buffer", "extra_buffer_lazy"),
     "disable_overlap_schedule": None,
-    # SGLang upper-cases the algorithm; DFLASH / DSPARK / UNO / plugins are not modelled.
-    "speculative_algorithm": _choice("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", transform=str.upper),
+    # SGLang upper-cases the algorithm; UNO / plugins are not modelled.
+    "speculative_algorithm": _choice("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH", "DSPARK", transform=str.upper),
+    "speculative_dflash_block_size": _int,
+    "speculative_dspark_block_size": _int,
     "speculative_num_draft_tokens": _int,
     "speculative_num_steps": _int,
     "speculative_eagle_topk": _int,

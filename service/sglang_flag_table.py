@@ -50,6 +50,9 @@ MODELLED = {
         linear_attn_decode_backend linear_attn_prefill_backend linear_attn_verify_backend
         enable_deterministic_inference
     """,
+    "DFLASH's block size / DSPARK's gamma: the draft-token count D (`speculative_hook._handle_dflash` / "
+    "`_handle_dspark`), which sizes the mamba intermediate `per_req x (reqs + 1) x D` (service/solver/dflash.py); "
+    "SGLang ignores them under other algorithms": "speculative_dflash_block_size speculative_dspark_block_size",
     "read for its meaning: --dp-size with --enable-dp-attention is attention DP, alone it is replicas": "dp_size enable_dp_attention",
     "the checkpoint the plan reads (service/checkpoints/); --device: CUDA only, other devices refused": """
         model_path revision served_model_name speculative_draft_model_path device
@@ -142,10 +145,10 @@ NO_EFFECT = {
     "read by `moe_hook.handle_a2a_moe`, which runs after `handle_gpu_memory_settings` (pipeline.py): `normal` turns the "
     "decode graph off after mem_fraction_static is fixed; DeepEP's buffers are allocated at first dispatch, outside the "
     "budget (slack_consumers): the split is unchanged": "deepep_mode",
-    "read only by the DFLASH / DSPARK drafts (`speculative/dflash*`, `dspark*`), which --speculative-algorithm refuses; "
-    "without them SGLang ignores it": """
-        speculative_dflash_block_size speculative_dspark_block_size speculative_dspark_sps_table_path
-        speculative_dspark_confidence_sts_path speculative_dspark_align_verify_tokens_to_graph_tier
+    "DSPARK's runtime planner tables and verify-width alignment (`dspark_components/dspark_planner.py`), read "
+    "after the pools are sized; the draft-token count they act within is --speculative-dspark-block-size's": """
+        speculative_dspark_sps_table_path speculative_dspark_confidence_sts_path
+        speculative_dspark_align_verify_tokens_to_graph_tier
     """,
     "an attention kernel variant of FlashInfer MLA prefill (`flashinfer_mla_backend`): no pool or buffer is sized by it":
         "flashinfer_mla_disable_ragged",

@@ -49,7 +49,14 @@ from typing import NamedTuple
 
 from mambasizer.schemas.releases import DEFAULT_RELEASE
 from mambasizer.schemas.request import Env, ServerArgs
-from mambasizer.service.solver import dcp, disaggregation, int8_checkpoint, platform, wide_ep
+from mambasizer.service.solver import (
+    dcp,
+    dflash,
+    disaggregation,
+    int8_checkpoint,
+    platform,
+    wide_ep,
+)
 from mambasizer.service.solver.checkpoint_quant import launch_quant_failure, resolve_kv_auto
 from mambasizer.service.solver.errors import PlanInputError
 from mambasizer.service.solver.layout import ModelLayout
@@ -186,6 +193,8 @@ class Launch(NamedTuple):
     int8_checkpoint: bool = False
     int8_checkpoint_size: int | None = None
     linear_attn_decode_backend: str = "triton"
+    # DFLASH / DSPARK: the draft's own KV bytes per token, added to the target's cell (dflash.py).
+    dflash_draft_cell: int = 0
 
     @property
     def rejected(self) -> bool:
@@ -478,11 +487,14 @@ def check_pp_layers(layout: ModelLayout, pp: int) -> None:
 
 def resolve(
     layout: ModelLayout, args: ServerArgs, env: Env, gpu_memory_mib: int | None, draft_layers: int | None, needs_mfs: bool,
-    *, release: str = DEFAULT_RELEASE, plat: Platform = HOPPER,
+    *, release: str = DEFAULT_RELEASE, plat: Platform = HOPPER, draft: dflash.DraftGeometry | None = None,
 ) -> Launch:
-    """Resolve the flags as SGLang `release` does (a base release or post-release) on `plat`."""
+    """Resolve the flags as SGLang `release` does (a base release or post-release) on `plat`.
+    `draft`: the draft's config as DFLASH / DSPARK read it (service/solver/dflash.py)."""
     lp = rules.launch_profile(release)  # every release rule, read once per release
     release = lp.release
+    if args.speculative_algorithm in dflash.DFLASH_FAMILY:
+        dflash.check_release(args.speculative_algorithm, release)
     rejections: list[Rejection] = []
     warnings: list[str] = []
 
@@ -737,6 +749,15 @@ def resolve(
                 if topk is not None and topk > 1 and page > 1 and backend not in platform.PAGE_TREE_SPEC_BACKENDS:
                     reject("ValueError", f"speculative_eagle_topk > 1 with page_size > 1 is only supported on {platform.PAGE_TREE_SPEC_BACKENDS}; "
                            f"got attention_backend={backend!r}. Use page_size == 1 or one of those backends.")
+    elif spec in dflash.DFLASH_FAMILY:
+        got = dflash.resolve(
+            spec, pp=pp, draft=draft, num_draft_tokens=num_draft, max_running_requests=mrr,
+            dflash_block_size=args.speculative_dflash_block_size, dspark_block_size=args.speculative_dspark_block_size,
+        )
+        if isinstance(got, dflash.Resolved):
+            num_draft, steps, topk, mrr = got
+        else:
+            reject(*got)
     elif spec == "NGRAM":
         if mrr is None:
             mrr = SPEC_DEFAULT_MAX_RUNNING_REQUESTS
@@ -769,6 +790,15 @@ def resolve(
                 f"tokens are overstated; each draft layer costs {one:,} bytes per token. Give draft_model.num_layers "
                 "(the draft checkpoint's num_hidden_layers) to price it as SGLang does"
             )
+
+    dflash_cell = 0
+    if spec in dflash.DFLASH_FAMILY and draft is not None and not rejections:
+        if backend == "trtllm_mha":
+            raise PlanInputError("server_args.attention_backend", f"{spec} with trtllm_mha: SGLang picks the draft's attention "
+                                 "backend from its layer types (fa4 or the fallback), which is not modelled; use another backend")
+        # The draft runs the target's attention backend (`_resolve_dflash_draft_attention_backend`).
+        dflash_cell = dflash.draft_cell_bytes(draft, kv_cache_dtype=args.kv_cache_dtype, draft_attention_backend=backend,
+                                              attn_tp=attn_tp, attn_dcp=args.dcp_size)
 
     # handle_cache_compatibility (after the speculative hook): HiCache needs the radix cache.
     refused = wide_ep.hicache_rejections(args.enable_hierarchical_cache, disable_radix)
@@ -833,7 +863,7 @@ def resolve(
         args.enable_two_batch_overlap, args.enable_symm_mem,  # enable_two_batch_overlap, enable_symm_mem
         args.enable_hierarchical_cache,  # enable_hierarchical_cache
         int8_checkpoint=args.enable_int8_mamba_checkpoint, int8_checkpoint_size=args.int8_mamba_ckpt_size,
-        linear_attn_decode_backend=decode_linear,
+        linear_attn_decode_backend=decode_linear, dflash_draft_cell=dflash_cell,
     )
 
 
@@ -850,7 +880,7 @@ _LAUNCH_FIELDS = (
     "attention_backend", "platform", "env_mamba_ssm_dtype", "kv_cache_dtype_reason", "draft_kv_layers_reason",
     "disaggregation_mode", "decode_extra_slots", "decode_extra_slots_given", "reserves_spec_state", "dcp_size",
     "moe_a2a_backend", "ep_size", "enable_two_batch_overlap", "enable_symm_mem", "enable_hierarchical_cache",
-    "int8_checkpoint", "int8_checkpoint_size", "linear_attn_decode_backend",
+    "int8_checkpoint", "int8_checkpoint_size", "linear_attn_decode_backend", "dflash_draft_cell",
 )
 if Launch._fields != _LAUNCH_FIELDS:
     raise ImportError(f"Launch's fields changed: update resolve()'s positional return and _LAUNCH_FIELDS ({Launch._fields})")

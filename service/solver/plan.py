@@ -36,6 +36,7 @@ from mambasizer.service.solver import (
     allocation,
     budget,
     dcp,
+    dflash,
     disaggregation,
     gpu_budget,
     int8_checkpoint,
@@ -165,6 +166,7 @@ def _resolve(req: PlanRequest, layout: ModelLayout) -> Launch:
         needs_mfs=b.rest_gib is None,
         release=req.sglang_version,
         plat=gpu_budget.platform_of(req),
+        draft=dflash.DraftGeometry(**req.draft_model.model_dump(exclude={"hf_config"})) if req.draft_model else None,
     )
 
 
@@ -425,6 +427,9 @@ def _pipeline(req, layout, launch: Launch, stage_ranges, state: StateSpec, whole
                 draft_layers=launch.draft_kv_layers, prices_draft_kv=prices_draft, eagle_cell=prof.eagle_cell,
                 attn_dcp=launch.dcp_size, mxfp8=launch.kv_cache_dtype == "mxfp8",
             )
+            if launch.dflash_draft_cell and cell > 0:
+                # scale_kv_cell_size_per_token_for_dflash: target + the draft's own cell.
+                cell += launch.dflash_draft_cell
             on_other = cell == 0 and has_full and launch.pp_size > 1
             by_full[n_full] = cell, kv.stage_tokens(
                 p.budget_bytes, cell, page_size=launch.page_size, kv_on_another_stage=on_other,

@@ -135,15 +135,15 @@ def test_printed_release_is_planned_and_platform_named_as_cause(tmp_path):
 
 
 def test_unmodelled_flag_is_refused_as_the_api_refuses_it():
-    """An SGLang flag value mambasizer does not model (here DFLASH) in the log's record is
+    """An SGLang flag value mambasizer does not model (here UNO) in the log's record is
     refused by check-log exactly as POST /v1/plan refuses the same launch flag: the record is
     a launch line read by the front door (tests/requests/test_checklog_verdicts.py holds the table)."""
     text, _ = synth_log(QWEN_TP2, "Qwen/Qwen3.5-35B-A3B", perturb={"kv_tokens": 123})
-    text = text.replace("'mem_fraction_static': 0.85", "'mem_fraction_static': 0.85, 'speculative_algorithm': 'DFLASH'")
+    text = text.replace("'mem_fraction_static': 0.85", "'mem_fraction_static': 0.85, 'speculative_algorithm': 'UNO'")
     with pytest.raises(PlanInputError) as exc:
         check_log(text)
     assert exc.value.field == "sglang_args"
-    assert exc.value.message.startswith("--speculative-algorithm DFLASH changes SGLang 0.5.23's sizing"), exc.value.message
+    assert exc.value.message.startswith("--speculative-algorithm UNO changes SGLang 0.5.23's sizing"), exc.value.message
 
 
 def test_config_json_for_a_model_without_preset(tmp_path, capsys):

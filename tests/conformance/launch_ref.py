@@ -54,6 +54,9 @@ _LAZY_MODULES = (
     "sglang.srt.configs.mamba_utils",
     "sglang.srt.model_loader",
     "sglang.srt.layers.cp.bcg",
+    # the DFLASH / DSPARK hooks read the draft's block size / gamma through these
+    "sglang.srt.speculative.dflash_utils",
+    "sglang.srt.speculative.dspark_components.dspark_config",
 )
 
 # Env keys a case may set; everything else in os.environ is left as it is.

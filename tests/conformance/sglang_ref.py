@@ -73,6 +73,7 @@ FAKED_MODULES = (
     "torchvision",
     "sentencepiece",
     "tvm_ffi",
+    "partial_json_parser",
 )
 
 ENV_KEYS = (
@@ -504,7 +505,7 @@ def _make_context(sg, sa: dict, *, mfs: float, pp_rank: int):
             speculative_algorithm=spec_name,
             speculative_num_draft_tokens=D,
             max_speculative_num_draft_tokens=D,
-            speculative_draft_attention_backend=None,
+            speculative_draft_attention_backend=sa.get("attention_backend"),
             speculative_draft_model_path=None,
             speculative_draft_kv_cache_dtype=None,
             enable_multi_layer_eagle=False,
@@ -574,10 +575,18 @@ def _kv_dtype(sg, sa: dict, model_dtype):
     return (resolved if resolved is not None else sa.get("kv_cache_dtype", "auto")), dtype
 
 
-def _build_kvc(sg, mc, sa, *, stage_range, spec_algo, draft_layers, kv_dtype, kv_dtype_str):
+def _build_kvc(sg, mc, sa, *, stage_range, spec_algo, draft_layers, kv_dtype, kv_dtype_str, dflash_draft=None):
     model = types.SimpleNamespace(start_layer=stage_range[0], end_layer=stage_range[1])
     layer_info = sg.resolve_layer_indices(model=model, model_config=mc, is_draft_worker=False)
     aux = sg.SpecAuxHiddenStateConfig(eagle_draft_num_layers=draft_layers)
+    if dflash_draft is not None:
+        # What `spec_aux_hidden_state._resolve_dflash_aux_hidden_state` stores for the DFLASH
+        # family: the draft's ModelConfig and its layer count (SGLang's own parser reads it).
+        from sglang.srt.speculative.dflash_utils import parse_dflash_draft_config
+
+        aux.draft_model_config = dflash_draft
+        aux.dflash_draft_num_layers = parse_dflash_draft_config(draft_hf_config=dflash_draft.hf_config).require_num_layers()
+        aux.draft_kv_num_layers = aux.dflash_draft_num_layers
     return sg.kvcm.KVCacheConfigurator(
         device="cuda",
         gpu_id=0,
@@ -724,6 +733,12 @@ def _run(sg, request, sa, draft, pp, f_pre, mfs, out, all_reduce_inputs, all_red
         sa = {**sa, "kv_cache_dtype": weights_ref.kv_cache_dtype_auto(hf)}
         if sa["kv_cache_dtype"] not in ("fp8_e4m3", "fp8_e5m2"):
             sa["kv_cache_dtype"] = "auto"
+    # The DFLASH family's draft (a config given as draft_model.hf_config): the draft worker
+    # resolves its KV dtype from the user's --kv-cache-dtype (its own model has no quant config).
+    dflash_draft = None
+    user_kv_dtype = sa.get("kv_cache_dtype", "auto")
+    if spec_algo.is_dflash_family() and draft is not None and draft.get("hf_config") is not None:
+        dflash_draft = model_config_for(draft["hf_config"])
     kv_dtype_str, kv_dtype = _kv_dtype(sg, sa, mc.dtype)
     page = int(sa.get("page_size") or 1)
 
@@ -731,12 +746,13 @@ def _run(sg, request, sa, draft, pp, f_pre, mfs, out, all_reduce_inputs, all_red
     # runtime context: `_handle_max_mamba_cache` writes K into it.
     ranks = []  # (kvc, ctx, parallel)
     for rank in range(pp):
-        ctx, parallel = _make_context(sg, sa, mfs=mfs, pp_rank=rank)
+        ctx, parallel = _make_context(sg, {**sa, "kv_cache_dtype": user_kv_dtype} if dflash_draft is not None else sa,
+                                      mfs=mfs, pp_rank=rank)
         sg.rc._CONTEXT, sg.rc._PARALLEL = ctx, parallel
         stage_range = sg.kvcm.get_pp_indices(mc.num_hidden_layers, rank, pp)
         kvc = _build_kvc(
             sg, mc, sa, stage_range=stage_range, spec_algo=spec_algo,
-            draft_layers=draft_layers, kv_dtype=kv_dtype, kv_dtype_str=kv_dtype_str,
+            draft_layers=draft_layers, kv_dtype=kv_dtype, kv_dtype_str=kv_dtype_str, dflash_draft=dflash_draft,
         )
         ranks.append((kvc, ctx, parallel))
         s, e = kvc.layer_info.start_layer, kvc.layer_info.end_layer

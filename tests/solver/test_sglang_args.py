@@ -64,8 +64,9 @@ def test_store_true_flags_and_no_prefix():
 
 def test_speculative_algorithm_is_upper_cased_and_limited():
     assert parse_sglang_args(["--speculative-algorithm", "nextn"]).server_args == {"speculative_algorithm": "NEXTN"}
+    assert parse_sglang_args(["--speculative-algorithm", "dflash"]).server_args == {"speculative_algorithm": "DFLASH"}
     with pytest.raises(PlanInputError) as exc:
-        parse_sglang_args(["--speculative-algorithm", "DFLASH"])
+        parse_sglang_args(["--speculative-algorithm", "UNO"])
     assert "not model" in exc.value.message and "--speculative-algorithm" in exc.value.allowed
 
 
