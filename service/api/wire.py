@@ -19,6 +19,7 @@ import mambasizer.schemas.request as request_schema
 from mambasizer.schemas import Plan, PlanRequest
 from mambasizer.schemas.releases import DEFAULT_RELEASE
 from mambasizer.schemas.trial import TrialRefusal, TrialResult
+from mambasizer.schemas.vllm_plan import VllmPlan
 from mambasizer.service.sglang_args import parse_sglang_args
 from mambasizer.service.solver import PlanInputError
 from mambasizer.service.solver.plan import input_error_from_validation
@@ -367,8 +368,8 @@ def _weight_moving(request: PlanRequest, flags: list) -> tuple[str, ...]:
     return (f"{given}: changes the weights each GPU loads; ignored here because the measured budget already holds its effect",)
 
 
-def plan_json(plan: Plan) -> bytes:
-    """THE encoding of a Plan: the API body and `mambasizer plan --json` both use it."""
+def plan_json(plan: Plan | VllmPlan) -> bytes:
+    """THE encoding of a Plan (or an engine "vllm" VllmPlan): the API body and `mambasizer plan --json` both use it."""
     return plan.model_dump_json().encode()
 
 

@@ -181,7 +181,7 @@ def plan_vllm(req: PlanRequest, layout: ModelLayout) -> VllmPlan:
     if args.dp_size > 1:
         warnings.append(f"-dp {args.dp_size}: each data-parallel engine sizes itself as this plan does")
     base = dict(
-        reference=f"vllm=={req.vllm_version}", vllm_version=req.vllm_version, epoch=profile.epoch, warnings=warnings,
+        engine="vllm", reference=f"vllm=={req.vllm_version}", vllm_version=req.vllm_version, epoch=profile.epoch, warnings=warnings,
         model_name=layout.name, family=layout.family, resolved=resolved, block_size=al.block_size,
         attention_page_bytes_per_token=attn_1tok, mamba_page_bytes=al.mamba_page_bytes, page_bytes=al.page_bytes,
         mamba_padding_pct=al.padding_pct, groups=groups, group_size=grouping.group_size, padding_layers=grouping.padding_layers,
