@@ -46,6 +46,9 @@ MAX_CONTEXT = 1 << 28
 # leaves room for the rest of any body under the 1 MiB body limit (a launch line has < 100).
 MAX_SGLANG_ARGS = 256
 MAX_SGLANG_ARG_CHARS = 1024
+MAX_VLLM_ARGS = 64
+MAX_VLLM_ARG_CHARS = 256
+MAX_PP_FIGURES = 64
 
 
 
@@ -429,7 +432,7 @@ class Budget(Strict):
         None, description="With `gpu` / `gpu_memory_mib` alone: GiB resident before the weights load "
         "(CUDA context, cuBLAS, NCCL, custom all-reduce), replacing the calibrated estimate.",
     )
-    kv_cache_memory_gib: Annotated[Gib | Annotated[list[Gib], Field(min_length=1, max_length=MAX_PARALLEL)], Field(union_mode="left_to_right")] | None = Field(
+    kv_cache_memory_gib: Annotated[Gib | Annotated[list[Gib], Field(min_length=1, max_length=MAX_PP_FIGURES)], Field(union_mode="left_to_right")] | None = Field(
         None, description="engine \"vllm\" only: the \"Available KV cache memory: X GiB\" vLLM logs per worker (the measured form); "
         "a list gives one figure per PP stage when they differ (the minimum over a stage's TP ranks).",
     )
@@ -518,7 +521,8 @@ class PlanRequest(Strict):
         description="engine \"vllm\": the vLLM release whose start-up rules are applied (0.20.0 to 0.34.0; "
         "post-releases size as their base). Default 0.34.0.",
     )
-    vllm_args: Annotated[list[Annotated[str, Field(max_length=MAX_SGLANG_ARG_CHARS)]], Field(max_length=MAX_SGLANG_ARGS)] | None = Field(
+    # A vllm serve line has < 60 entries; bounded so the largest valid body stays under the body limit.
+    vllm_args: Annotated[list[Annotated[str, Field(max_length=MAX_VLLM_ARG_CHARS)]], Field(max_length=MAX_VLLM_ARGS)] | None = Field(
         default=None,
         description="engine \"vllm\": the `vllm serve` flags as typed, e.g. [\"--max-model-len\", \"131072\", \"-tp\", \"2\"]. "
         "Flags that do not move the KV-cache pool are accepted and ignored; one that moves it and is not modelled is refused by name.",
