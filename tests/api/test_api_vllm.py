@@ -5,6 +5,7 @@ flag is named), and the CLI's `mambasizer plan` on the same body."""
 from __future__ import annotations
 
 import json
+
 import pytest
 from fastapi.testclient import TestClient
 
