@@ -17,13 +17,16 @@ vLLM's own code that runs, per case:
   minimum over workers), `generate_scheduler_kv_cache_config` and `get_kv_cache_capacity`
   (the "GPU KV cache size" / "Maximum concurrency" figures; 0.20's old token figure is
   restated from its two-line log function, which also logs);
-* the max_num_seqs start-up check is compared on its condition and text (below).
+* NOT run here: the max_num_seqs start-up check (`CompilationConfig.resolve_cudagraph_mode_and_sizes`
+  needs the model runner's CUDA-graph resolution); the plan compares max_num_seqs with num_blocks,
+  which this oracle does check, and tests/solver/test_vllm_bootlogs.py checks its text against
+  the public error reports.
 
 Stood in (device probes and objects that need a GPU or a downloaded checkpoint):
 * the device: `VllmConfig(device_config=DeviceConfig(device="cuda"))`, the hybrid KV-cache
   manager left on (`disable_hybrid_kv_cache_manager = False`: on a CPU host vLLM cannot tell the
   platform and turns it off), the layout LBNHC (what `resolve_kv_cache_layout` picks on CUDA);
-* the attention backend: `Platform._find_non_ssm_backends` returns a FlashAttention-shaped
+* the attention backend: `Platform._find_non_ssm_backends` (`_find_non_ssm_backend` before 0.30) returns a FlashAttention-shaped
   stand-in (kernel blocks: multiples of 16, no packing), what SM80-SM120 FlashAttention declares;
 * the layers' prefill checkpoint alignment (`get_mamba_prefill_checkpoint_alignment` reads the
   built layers): the case's value (64 for FlashInfer GDN prefill on SM90, 1 for Mamba2), and the
@@ -38,7 +41,6 @@ Stood in (device probes and objects that need a GPU or a downloaded checkpoint):
 from __future__ import annotations
 
 import contextlib
-import io
 import json
 import logging
 import sys
@@ -57,6 +59,12 @@ MODULES = {
     "GraniteMoeHybridForCausalLM": ("granitemoehybrid", "GraniteMoeHybridForCausalLM"),
     "FalconH1ForCausalLM": ("falcon_h1", "FalconH1ForCausalLM"),
     "Lfm2ForCausalLM": ("lfm2", "Lfm2ForCausalLM"),
+    # Qwen3.5 / 3.6: the architecture's own config hook runs (MODELS_CONFIG_MAP, the HF
+    # mamba_ssm_dtype); the state classmethods are Qwen3-Next's, whose bodies qwen3_5.py repeats
+    # (gated_delta_net_state_shape / _dtype over the same hf_text_config fields): qwen3_5.py
+    # itself imports torchvision, which has no build for the venv's CPU torch.
+    "Qwen3_5ForConditionalGeneration": ("qwen3_next", "Qwen3NextForCausalLM"),
+    "Qwen3_5MoeForConditionalGeneration": ("qwen3_next", "Qwen3NextForCausalLM"),
 }
 DT = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}
 
@@ -148,6 +156,7 @@ def run_case(c: dict) -> dict:
             return default
 
     Platform._find_non_ssm_backends = classmethod(lambda cls, _vc: [Backend])
+    Platform._find_non_ssm_backend = classmethod(lambda cls, _vc: Backend)  # before 0.30: one backend
     ModelRegistry.resolve_model_cls = lambda *a, **k: (model_cls, c["architecture"])
     mamba_abstract.get_mamba_prefill_checkpoint_alignment = lambda _vc: c["checkpoint_alignment"]
     Platform.update_block_size_for_backend(vc)
@@ -194,18 +203,19 @@ def run_case(c: dict) -> dict:
     if hasattr(kv_cache_utils, "get_kv_cache_capacity"):
         out["tokens"], out["concurrency"] = kv_cache_utils.get_kv_cache_capacity(vc, sched)
     else:  # 0.20: the figures exist only inside the logging function; read them off its log
-        buf = io.StringIO()
-        handler = logging.StreamHandler(buf)
-        logging.disable(logging.NOTSET)
-        log = logging.getLogger("vllm.v1.core.kv_cache_utils")
-        log.addHandler(handler)
-        log.setLevel(logging.INFO)
-        log.propagate = False
+        lines: list[str] = []
+
+        class Recorder:  # stands in for the module's logger: records each message as formatted
+            def __getattr__(self, _name):
+                return lambda msg, *a, **_k: lines.append(msg % a if a else msg)
+
+        saved, kv_cache_utils.logger = kv_cache_utils.logger, Recorder()
         fn = getattr(kv_cache_utils, "_report_kv_cache_config", None) or kv_cache_utils.report_kv_cache_config
-        fn(vc, sched)
-        log.removeHandler(handler)
-        logging.disable(logging.CRITICAL)
-        out["log"] = buf.getvalue()
+        try:
+            fn(vc, sched)
+        finally:
+            kv_cache_utils.logger = saved
+        out["log"] = "\n".join(ln for ln in lines if "KV cache size" in ln or "Maximum concurrency" in ln)
         out["concurrency"] = kv_cache_utils.get_max_concurrency_for_kv_cache_config(vc, sched)
     return out
 

@@ -25,6 +25,7 @@ from release_wheels import cache_root
 DEPS = (
     "pyzmq", "aiohttp", "multidict", "yarl", "propcache", "aiohappyeyeballs", "aiosignal", "frozenlist",
     "cachetools", "cbor2", "cloudpickle", "uvloop", "py-cpuinfo", "llguidance", "xgrammar", "apache-tvm-ffi==0.1.11",
+    "openai-harmony", "openai", "partial-json-parser",  # imported by vllm.reasoning / tool_parsers in older releases
 )
 
 

@@ -206,7 +206,7 @@ def plan_vllm(req: PlanRequest, layout: ModelLayout) -> VllmPlan:
                                               num_spec=args.num_speculative_tokens, checkpoint_blocks=ckpt_blocks)
             est_msg = f"Based on the available memory, the estimated maximum model length is {est}. " if est > 0 else ""
             msg = (
-                f"To serve at least one request with the model's max seq len ({max_model_len}), ({pool.format_gib(need)} GiB KV "
+                f"To serve at least one request with the {'models' if profile.models_typo else 'model'}'s max seq len ({max_model_len}), ({pool.format_gib(need)} GiB KV "
                 f"cache is needed, which is larger than the available KV cache memory ({pool.format_gib(check)} GiB). {est_msg}"
             ).rstrip()
             fixes = [f"--max-model-len {est}"] if est > 0 else []

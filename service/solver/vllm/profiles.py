@@ -33,6 +33,8 @@ class VllmProfile(NamedTuple):
     extensible_kv_cache_default: bool
     # The capacity figures share one log line from 0.28 ("GPU KV cache size: ..., Maximum concurrency ...").
     capacity_one_line: bool
+    # The one-request refusal reads "the models's max seq len" until 0.21 (fixed in 0.22).
+    models_typo: bool
 
 
 def _profile(version: str) -> VllmProfile:
@@ -49,6 +51,7 @@ def _profile(version: str) -> VllmProfile:
         null_block_reserved=minor >= 29,
         extensible_kv_cache_default=minor >= 34,
         capacity_one_line=minor >= 28,
+        models_typo=minor <= 21,
     )
 
 
