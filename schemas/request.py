@@ -527,15 +527,3 @@ class PlanRequest(Strict):
         description="engine \"vllm\": the `vllm serve` flags as typed, e.g. [\"--max-model-len\", \"131072\", \"-tp\", \"2\"]. "
         "Flags that do not move the KV-cache pool are accepted and ignored; one that moves it and is not modelled is refused by name.",
     )
-
-    @model_validator(mode="after")
-    def _engine_fields(self) -> PlanRequest:
-        if self.engine == "sglang":
-            if self.vllm_args is not None:
-                raise ValueError("vllm_args applies to engine \"vllm\"; set engine to \"vllm\" or pass SGLang flags in server_args")
-            if self.budget.kv_cache_memory_gib is not None:
-                raise ValueError(
-                    "budget.kv_cache_memory_gib is vLLM's measured figure; set engine to \"vllm\", or give SGLang's "
-                    "rest_gib / free_gib_before_load + free_gib_after_load"
-                )
-        return self

@@ -54,6 +54,8 @@ def split(raw: dict) -> tuple[dict[str, dict], dict[str, int]]:
     replicas: dict[str, int] = {}
     for role, key in zip(ROLES, REPLICA_KEYS, strict=True):
         value = raw.get(key, 1)
+        if isinstance(value, float) and value.is_integer():  # JSON's 4.0 is the integer 4 (as everywhere in the schema)
+            value = int(value)
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_REPLICAS:
             raise PlanInputError(key, f"must be a whole number from 1 to {MAX_REPLICAS} (how many {role} servers the deployment runs)")
         replicas[role] = value

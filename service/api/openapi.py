@@ -20,7 +20,7 @@ from mambasizer.schemas.json_schema import standard_bounds
 from mambasizer.service.presets import PRESETS
 
 # What Budget's validator enforces, stated in the schema so a client (or schemathesis) can see
-# it: exactly one of the four forms (two measured, two estimated from the GPU alone); `gpu` may
+# it: exactly one of the five forms (three measured, one of them vLLM's, two estimated from the GPU alone); `gpu` may
 # name the device in the measured forms too. pydantic cannot derive this from a model validator.
 BUDGET_FORMS: list[dict] = [
     {
@@ -32,6 +32,7 @@ BUDGET_FORMS: list[dict] = [
             "free_gib_after_load": {"type": "null"},
             "gpu_memory_mib": {"type": "null"},
             "reserved_gib": {"type": "null"},
+            "kv_cache_memory_gib": {"type": "null"},
         },
     },
     {
@@ -42,6 +43,7 @@ BUDGET_FORMS: list[dict] = [
             "free_gib_before_load": {"type": "number", "exclusiveMinimum": 0},
             "free_gib_after_load": {"type": "number"},
             "reserved_gib": {"type": "null"},
+            "kv_cache_memory_gib": {"type": "null"},
         },
     },
     {
@@ -52,6 +54,7 @@ BUDGET_FORMS: list[dict] = [
             "rest_gib": {"type": "null"},
             "free_gib_before_load": {"type": "null"},
             "free_gib_after_load": {"type": "null"},
+            "kv_cache_memory_gib": {"type": "null"},
         },
     },
     {
@@ -63,6 +66,18 @@ BUDGET_FORMS: list[dict] = [
             "free_gib_before_load": {"type": "null"},
             "free_gib_after_load": {"type": "null"},
             "gpu": {"type": "null"},
+            "kv_cache_memory_gib": {"type": "null"},
+        },
+    },
+    {
+        "title": "kv_cache_memory_gib (engine vllm: the logged Available KV cache memory, measured)",
+        "required": ["kv_cache_memory_gib"],
+        "properties": {
+            "kv_cache_memory_gib": {"type": ["number", "array"]},
+            "rest_gib": {"type": "null"},
+            "free_gib_before_load": {"type": "null"},
+            "free_gib_after_load": {"type": "null"},
+            "reserved_gib": {"type": "null"},
         },
     },
 ]
@@ -84,6 +99,9 @@ SEMANTIC_FIELDS: tuple[str, ...] = (
     "server_args.dcp_size",
     # a release that cannot load the model (service/solver/releases/sizing.py)
     "sglang_version",
+    # engine "vllm" (service/solver/vllm/; SGLang-only operations refuse it on `engine`): its flags as typed, its measured figure (or the SGLang
+    # fields it refuses), and families vLLM's path does not size
+    "engine", "vllm_args", "budget.kv_cache_memory_gib", "server_args", "draft_model", "model",
 )
 # A prefill/decode pair (service/disaggregated.py): either side's own rules, its role and model.
 PAIR_SEMANTIC_FIELDS: tuple[str, ...] = ("prefill", "decode")

@@ -57,7 +57,8 @@ def test_unmodelled_flags_are_refused_by_name(client, flag: list[str], field: st
 
 
 def test_engine_fields_do_not_mix(client) -> None:
-    assert_problem(client.post("/v1/plan", json={**QWEN, "engine": "sglang"}), 422)
+    assert_problem(client.post("/v1/plan", json={**QWEN, "engine": "sglang"}), 422, "vllm_args")
+    assert_problem(client.post("/v1/plan", json={**QWEN, "engine": "sglang", "vllm_args": None}), 422, "budget.kv_cache_memory_gib")
     assert_problem(client.post("/v1/plan", json={**QWEN, "server_args": {"tp_size": 4}}), 422, "server_args")
     assert_problem(client.post("/v1/plan", json={**QWEN, "budget": {"gpu": "h100"}}), 422, "budget.kv_cache_memory_gib")
 
