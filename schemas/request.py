@@ -27,7 +27,12 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
-from mambasizer.schemas.releases import DEFAULT_RELEASE, SUPPORTED_RELEASES
+from mambasizer.schemas.releases import (
+    DEFAULT_RELEASE,
+    SUPPORTED_RELEASES,
+    VLLM_DEFAULT_RELEASE,
+    VLLM_RELEASES,
+)
 
 # Bounds: generous for any real deployment, small enough that nothing explodes.
 MAX_LAYERS = 4096
@@ -47,6 +52,9 @@ MAX_SGLANG_ARG_CHARS = 1024
 MAX_IGNORE_ENTRIES = 4096
 MAX_IGNORE_ENTRY_CHARS = 200
 IGNORE_LIST_KEYS = ("ignored_layers", "modules_to_not_convert", "ignore", "exclude_modules")
+MAX_VLLM_ARGS = 64
+MAX_VLLM_ARG_CHARS = 256
+MAX_PP_FIGURES = 64
 
 
 
@@ -517,11 +525,18 @@ class Budget(Strict):
         None, description="With `gpu` / `gpu_memory_mib` alone: GiB resident before the weights load "
         "(CUDA context, cuBLAS, NCCL, custom all-reduce), replacing the calibrated estimate.",
     )
+    kv_cache_memory_gib: Annotated[Gib | Annotated[list[Gib], Field(min_length=1, max_length=MAX_PP_FIGURES)], Field(union_mode="left_to_right")] | None = Field(
+        None, description="engine \"vllm\" only: the \"Available KV cache memory: X GiB\" vLLM logs per worker (the measured form); "
+        "a list gives one figure per PP stage when they differ (the minimum over a stage's TP ranks).",
+    )
 
     @property
     def estimated(self) -> bool:
         """The GPU-only form: nothing measured, the budget is estimated."""
-        return self.rest_gib is None and self.free_gib_before_load is None and self.free_gib_after_load is None
+        return (
+            self.rest_gib is None and self.free_gib_before_load is None and self.free_gib_after_load is None
+            and self.kv_cache_memory_gib is None
+        )
 
     @field_validator("free_gib_after_load")
     @classmethod
@@ -539,6 +554,13 @@ class Budget(Strict):
     @model_validator(mode="after")
     def _one_form(self) -> Budget:
         profiled = self.free_gib_before_load is not None or self.free_gib_after_load is not None
+        if self.kv_cache_memory_gib is not None:
+            if profiled or self.rest_gib is not None or self.reserved_gib is not None:
+                raise ValueError(
+                    "kv_cache_memory_gib is vLLM's measured form: give it alone (gpu may name the device), "
+                    "not with rest_gib, free_gib_* or reserved_gib (SGLang's forms)"
+                )
+            return self
         if self.rest_gib is not None and (profiled or self.gpu_memory_mib is not None):
             raise ValueError(
                 "give either rest_gib, or free_gib_before_load + free_gib_after_load "
@@ -568,6 +590,8 @@ class Budget(Strict):
 Accounting = Literal["sglang-0.5.23", "whole-model"]
 # The SGLang releases sized (service/solver/releases/registry.py); an enum so the OpenAPI lists them.
 SglangVersion = Literal[SUPPORTED_RELEASES]  # type: ignore[valid-type]
+VllmVersion = Literal[VLLM_RELEASES]  # type: ignore[valid-type]
+Engine = Literal["sglang", "vllm"]
 
 
 class PlanRequest(Strict):
@@ -581,4 +605,20 @@ class PlanRequest(Strict):
         default=DEFAULT_RELEASE,
         description="The SGLang release whose start-up rules are applied (one release or post-release "
         "from 0.5.8 on; post-releases size as their base). Default 0.5.23.",
+    )
+    engine: Engine = Field(
+        default="sglang",
+        description="The serving engine whose start-up sizing is reproduced: \"sglang\" (default) or \"vllm\" "
+        "(vLLM's one block pool; flags in `vllm_args`, the measured figure in `budget.kv_cache_memory_gib`).",
+    )
+    vllm_version: VllmVersion = Field(
+        default=VLLM_DEFAULT_RELEASE,
+        description="engine \"vllm\": the vLLM release whose start-up rules are applied (0.20.0 to 0.34.0; "
+        "post-releases size as their base). Default 0.34.0.",
+    )
+    # A vllm serve line has < 60 entries; bounded so the largest valid body stays under the body limit.
+    vllm_args: Annotated[list[Annotated[str, Field(max_length=MAX_VLLM_ARG_CHARS)]], Field(max_length=MAX_VLLM_ARGS)] | None = Field(
+        default=None,
+        description="engine \"vllm\": the `vllm serve` flags as typed, e.g. [\"--max-model-len\", \"131072\", \"-tp\", \"2\"]. "
+        "Flags that do not move the KV-cache pool are accepted and ignored; one that moves it and is not modelled is refused by name.",
     )

@@ -11,14 +11,17 @@ from typing import Any, Literal
 
 from mambasizer.schemas.plan import Plan
 from mambasizer.schemas.request import PlanRequest, PresetModel
+from mambasizer.schemas.vllm_plan import VllmPlan
 from mambasizer.service.presets import get_preset
 from mambasizer.service.solver.allocation import StageAllocationInputs, TensorSpec, stage_tensors
+from mambasizer.service.solver.errors import PlanInputError
 from mambasizer.service.solver.layout import ModelLayout
 from mambasizer.service.solver.plan import inline_layout, parse_request, preset_layout
 from mambasizer.service.solver.plan import stage_allocation_inputs as _stage_allocation_inputs
 from mambasizer.service.solver.solve import solve
+from mambasizer.service.solver.vllm import plan_vllm
 
-__all__ = ["model_layout", "parse_request", "plan", "plan_stage_tensors", "stage_allocation_inputs"]
+__all__ = ["model_layout", "parse_request", "plan", "plan_engine", "plan_stage_tensors", "stage_allocation_inputs"]
 
 
 def model_layout(req: PlanRequest) -> ModelLayout:
@@ -31,9 +34,23 @@ def model_layout(req: PlanRequest) -> ModelLayout:
 
 
 def plan(request: PlanRequest | dict | Any) -> Plan:
-    """Size one deployment. Raises PlanInputError for input that cannot be sized;
-    returns a Plan (feasible or not) for everything else."""
+    """Size one SGLang deployment. Raises PlanInputError for input that cannot be sized
+    (and for a request on another engine: those go through `plan_engine`); returns a Plan
+    (feasible or not) for everything else. Sweeps, recommend, compare and the worker size
+    through here."""
     req = parse_request(request)
+    if req.engine != "sglang":
+        raise PlanInputError("engine", f"this operation sizes SGLang only; engine {req.engine!r} is answered by POST /v1/plan and `mambasizer plan`", ["sglang"])
+    return solve(req, model_layout(req))
+
+
+def plan_engine(request: PlanRequest | dict | Any) -> Plan | VllmPlan:
+    """Size one deployment on the request's engine, a row of data (`engine`, default
+    "sglang"): SGLang's pipeline answers a Plan, vLLM's block pool a VllmPlan; both share
+    the model layouts (presets, pasted configs, explicit layouts) and the device catalog."""
+    req = parse_request(request)
+    if req.engine == "vllm":
+        return plan_vllm(req, model_layout(req))
     return solve(req, model_layout(req))
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from mambasizer.schemas import Plan
 from mambasizer.schemas.request import PresetModel
+from mambasizer.schemas.vllm_plan import VllmPlan
 from mambasizer.service import disaggregated
 from mambasizer.service.api import wire
 from mambasizer.service.api.problems import (
@@ -31,8 +32,7 @@ from mambasizer.service.api.problems import (
     problem_bytes,
 )
 from mambasizer.service.checkpoints.policy import policy_scope
-from mambasizer.service.planner import model_layout
-from mambasizer.service.planner import plan as solve
+from mambasizer.service.planner import model_layout, plan_engine
 from mambasizer.service.solver import PlanInputError, gpu_budget
 from mambasizer.service.sweep import SweepPointError, rows_csv, run_sweep
 
@@ -64,8 +64,10 @@ def plan_job(body: bytes, options: dict) -> Answer:
         return Answer(200, APPLICATION_JSON, _dumps(disaggregated.plan_pair(raw)))
     prepared = wire.prepare(raw)
     req = prepared.request
-    result = solve(req)
+    result = plan_engine(req)
     out = wire.plan_json(result)
+    if isinstance(result, VllmPlan):  # engine "vllm": the plan alone
+        return Answer(200, APPLICATION_JSON, out)
     extra = prepared.extra_fields()
     if extra:
         out = wire.with_fields(out, extra)
@@ -128,7 +130,7 @@ def warm() -> None:
     for preset in PRESETS.values():
         if preset.sizable:
             try:
-                solve({"model": {"preset": preset.name}, "budget": {"rest_gib": 40.0}})
+                plan_engine({"model": {"preset": preset.name}, "budget": {"rest_gib": 40.0}})
             except PlanInputError:  # pragma: no cover - a preset the solver cannot size
                 log.warning("preset cannot be sized", extra={"fields": {"event": "preset_unsizable", "preset": preset.name}})
 

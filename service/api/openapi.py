@@ -20,7 +20,7 @@ from mambasizer.schemas.json_schema import standard_bounds
 from mambasizer.service.presets import PRESETS
 
 # What Budget's validator enforces, stated in the schema so a client (or schemathesis) can see
-# it: exactly one of the four forms (two measured, two estimated from the GPU alone); `gpu` may
+# it: exactly one of the five forms (three measured, one of them vLLM's, two estimated from the GPU alone); `gpu` may
 # name the device in the measured forms too. pydantic cannot derive this from a model validator.
 BUDGET_FORMS: list[dict] = [
     {
@@ -33,6 +33,7 @@ BUDGET_FORMS: list[dict] = [
             "gpu_memory_mib": {"type": "null"},
             "reserved_gib": {"type": "null"},
             "host_available_mib": {"type": "null"},
+            "kv_cache_memory_gib": {"type": "null"},
         },
     },
     {
@@ -44,6 +45,7 @@ BUDGET_FORMS: list[dict] = [
             "free_gib_after_load": {"type": "number"},
             "reserved_gib": {"type": "null"},
             "host_available_mib": {"type": "null"},
+            "kv_cache_memory_gib": {"type": "null"},
         },
     },
     {
@@ -54,6 +56,7 @@ BUDGET_FORMS: list[dict] = [
             "rest_gib": {"type": "null"},
             "free_gib_before_load": {"type": "null"},
             "free_gib_after_load": {"type": "null"},
+            "kv_cache_memory_gib": {"type": "null"},
         },
     },
     {
@@ -65,6 +68,18 @@ BUDGET_FORMS: list[dict] = [
             "free_gib_before_load": {"type": "null"},
             "free_gib_after_load": {"type": "null"},
             "gpu": {"type": "null"},
+            "kv_cache_memory_gib": {"type": "null"},
+        },
+    },
+    {
+        "title": "kv_cache_memory_gib (engine vllm: the logged Available KV cache memory, measured)",
+        "required": ["kv_cache_memory_gib"],
+        "properties": {
+            "kv_cache_memory_gib": {"type": ["number", "array"]},
+            "rest_gib": {"type": "null"},
+            "free_gib_before_load": {"type": "null"},
+            "free_gib_after_load": {"type": "null"},
+            "reserved_gib": {"type": "null"},
         },
     },
 ]
@@ -91,6 +106,9 @@ SEMANTIC_FIELDS: tuple[str, ...] = (
     # a flag sized only from some release on (ReplaySSM's ring from 0.5.20: service/solver/plan.py);
     # JSON Schema cannot tie it to sglang_version / compare's from_version
     "server_args.enable_linear_replayssm_spec",
+    # engine "vllm" (service/solver/vllm/; SGLang-only operations refuse it on `engine`): its flags as typed, its measured figure (or the SGLang
+    # fields it refuses), and families vLLM's path does not size
+    "engine", "vllm_args", "budget.kv_cache_memory_gib", "server_args", "draft_model", "model",
 )
 # A prefill/decode pair (service/disaggregated.py): either side's own rules, its role and model.
 PAIR_SEMANTIC_FIELDS: tuple[str, ...] = ("prefill", "decode")

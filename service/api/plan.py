@@ -22,6 +22,7 @@ from fastapi.responses import Response
 
 from mambasizer.schemas import PlanRequest
 from mambasizer.schemas.request import HFConfigModel, PresetModel
+from mambasizer.schemas.vllm_plan import VllmPlan
 from mambasizer.service import disaggregated
 from mambasizer.service.api import trial_seam, trials, wire
 from mambasizer.service.api.examples import PLAN_EXAMPLES, request_body
@@ -29,7 +30,8 @@ from mambasizer.service.api.jobs import Answer
 from mambasizer.service.api.problems import heavy_docs, problem_doc
 from mambasizer.service.api.workpool import answer_of
 from mambasizer.service.client_watch import run_watched
-from mambasizer.service.planner import model_layout, plan
+from mambasizer.service.planner import model_layout
+from mambasizer.service.planner import plan_engine as plan  # both engines (the request's `engine`)
 from mambasizer.service.solver import gpu_budget
 
 # Above these a plan leaves the event loop: a 1,024-stage plan and its JSON take ~10 ms, and
@@ -129,6 +131,8 @@ async def post_plan(request: Request) -> Response:
         return await _plan_in_pool(request, raw, prepared)
     assert prepared is not None
     result = plan(prepared.request)
+    if isinstance(result, VllmPlan):  # engine "vllm": no SGLang trial or launch-argument fields
+        return Response(wire.plan_json(result), media_type="application/json")
     return await _respond(request, result, prepared, wire.plan_json(result))
 
 

@@ -166,9 +166,11 @@ def _run_pair(raw: dict, as_json: bool) -> int:
 
 def run(args: argparse.Namespace) -> int:
     # Imported here, not at module level: `mambasizer --help` stays fast.
+    from mambasizer.schemas.vllm_plan import VllmPlan
     from mambasizer.service import disaggregated
     from mambasizer.service import requests as front_door
-    from mambasizer.service.planner import plan
+    from mambasizer.service.cli.vllm_render import render_vllm
+    from mambasizer.service.planner import plan_engine
     from mambasizer.service.solver import PlanInputError
 
     try:
@@ -176,7 +178,7 @@ def run(args: argparse.Namespace) -> int:
         if disaggregated.is_pair(raw):
             return _run_pair(raw, args.json)
         prepared = front_door.prepare(raw, allow_trial=False)
-        result = plan(prepared.request)
+        result = plan_engine(prepared.request)
     except UnreadableInput as exc:
         return error(str(exc))
     except PlanInputError as exc:
@@ -184,6 +186,15 @@ def run(args: argparse.Namespace) -> int:
             return error("trial: is only run by the HTTP API (POST /v1/plan); remove it to plan from the command line")
         return error(front_door.input_error_line(exc))
 
+    if isinstance(result, VllmPlan):  # engine "vllm": its own plan, the same exits
+        if args.json:
+            sys.stdout.write(front_door.plan_json(result).decode() + "\n")
+        else:
+            print(render_vllm(result))
+        if not result.feasible and result.error is not None:
+            print(f"mambasizer: vLLM {result.vllm_version} would not start {result.model_name}: {result.error.message}", file=sys.stderr)
+        sys.stdout.flush()
+        return EXIT_OK if result.feasible else EXIT_WOULD_NOT_START
     if args.json:
         body = front_door.plan_json(result)
         body = front_door.with_fields(body, prepared.extra_fields())

@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 
 from mambasizer.schemas import Plan
+from mambasizer.schemas.vllm_plan import VllmPlan
 
 
-def plan_json(plan: Plan) -> bytes:
-    """A Plan as the JSON every front answers."""
+def plan_json(plan: Plan | VllmPlan) -> bytes:
+    """A Plan (or an engine "vllm" VllmPlan) as the JSON every front answers."""
     return plan.model_dump_json().encode()
 
 
