@@ -106,9 +106,10 @@ SEMANTIC_FIELDS: tuple[str, ...] = (
     # a flag sized only from some release on (ReplaySSM's ring from 0.5.20: service/solver/plan.py);
     # JSON Schema cannot tie it to sglang_version / compare's from_version
     "server_args.enable_linear_replayssm_spec",
-    # engine "vllm" (service/solver/vllm/; SGLang-only operations refuse it on `engine`): its flags as typed, its measured figure (or the SGLang
-    # fields it refuses), and families vLLM's path does not size
-    "engine", "vllm_args", "budget.kv_cache_memory_gib", "server_args", "draft_model", "model",
+    # engine "vllm" (service/solver/vllm/; SGLang-only operations refuse it on `engine`): its flags as typed and
+    # its measured figure; with engine "vllm" the SGLang fields it refuses (server_args, draft_model) and the
+    # families its path does not size (model) are semantic too (tests/api/schemathesis_hooks.py `excused`)
+    "engine", "vllm_args", "budget.kv_cache_memory_gib",
 )
 # A prefill/decode pair (service/disaggregated.py): either side's own rules, its role and model.
 PAIR_SEMANTIC_FIELDS: tuple[str, ...] = ("prefill", "decode")

@@ -154,7 +154,20 @@ def input_error_from_validation(exc: ValidationError) -> PlanInputError:
     return PlanInputError(loc, msg, allowed)
 
 
+def _refuse_vllm_fields(req: PlanRequest) -> None:
+    """Engine "vllm"'s fields on an SGLang request: refused by field on every path (plan, and
+    the sweeps and searches that re-plan)."""
+    if req.vllm_args is not None:
+        raise PlanInputError("vllm_args", "applies to engine \"vllm\"; set engine to \"vllm\" or pass SGLang flags in server_args / sglang_args")
+    if req.budget.kv_cache_memory_gib is not None:
+        raise PlanInputError(
+            "budget.kv_cache_memory_gib",
+            "is vLLM's measured figure; set engine to \"vllm\", or give SGLang's rest_gib / free_gib_before_load + free_gib_after_load",
+        )
+
+
 def _resolve(req: PlanRequest, layout: ModelLayout) -> Launch:
+    _refuse_vllm_fields(req)
     b = req.budget
     check_release(req, layout)
     return resolve(
