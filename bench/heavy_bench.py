@@ -129,7 +129,10 @@ def bench_heavy(*, seconds: float = 6.0, requests: int = 24, serve_args: list[st
 
     sweep_body = next(body for label, body in cases(load_requests(), 1000) if label.startswith("qwen3-next"))
     port = free_port()
-    args = ["--heavy-workers", str(WORKERS), "--heavy-queue", str(QUEUE), "--request-deadline", str(deadline_s), *serve_args]
+    # One client sends every request here, so it is given the whole pool as its share
+    # (--heavy-per-client; the fair-share bound has its own test, tests/api/test_api_heavy_fair_share.py).
+    args = ["--heavy-workers", str(WORKERS), "--heavy-queue", str(QUEUE), "--heavy-per-client", str(WORKERS + QUEUE),
+            "--request-deadline", str(deadline_s), *serve_args]
     res: dict[str, Any] = {"workers": WORKERS, "queue": QUEUE, "deadline_s": deadline_s}
     with tempfile.TemporaryDirectory() as tmp, Server(serve_command("127.0.0.1", port, args), port, Path(tmp)):
         host = "127.0.0.1"

@@ -20,6 +20,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI
+from starlette.middleware.gzip import GZipMiddleware
 
 from mambasizer.schemas.checklog import MAX_LOG_BODY_BYTES
 from mambasizer.service import __version__
@@ -50,6 +51,8 @@ from mambasizer.service.api.workpool import HeavyPool, PoolSettingError, PoolSet
 from mambasizer.service.checkpoints.policy import ReadPolicy, serve_policy
 
 log = logging.getLogger("mambasizer.api")
+# The smallest answer compressed (for clients that send Accept-Encoding: gzip).
+GZIP_MIN_BYTES = 64 * 1024
 
 TrialHook = Callable[[Any, Any, dict], Awaitable[dict | None]]
 
@@ -198,6 +201,9 @@ def create_app(deployments_path: str | None = None, worker: Any = None,
     for module in (plan, compare, checklog, recommend, recommend_disaggregated, sweep, presets, gpus, health, metrics, explorer, docs_page):
         app.include_router(module.router)
     openapi.install(app)
+    # Large answers only (the OpenAPI document the explorer reads on its first view, big sweeps),
+    # compressed for clients that ask: small JSON answers stay byte for byte as they were.
+    app.add_middleware(GZipMiddleware, minimum_size=GZIP_MIN_BYTES)
     app.add_middleware(CheckpointPolicyMiddleware)
     app.add_middleware(ObservabilityMiddleware, metrics=app_metrics, max_body_bytes=MAX_BODY_BYTES,
                        large_bodies={"/v1/check-log": MAX_LOG_BODY_BYTES})

@@ -155,7 +155,7 @@ def test_parallel_sizes(client, server_args, field):
 
 def test_literal_fields_list_the_allowed_values(client):
     problem = assert_problem(client.post("/v1/plan", json=preset_request(kv_cache_dtype="fp4")), 422, field="server_args.kv_cache_dtype")
-    assert problem["allowed"] == ["auto", "bfloat16", "bf16", "fp8_e4m3", "fp8_e5m2"]
+    assert problem["allowed"] == ["auto", "bfloat16", "bf16", "fp8_e4m3", "fp8_e5m2", "mxfp8", "nvfp4", "fp4_mx_block16"]
 
 
 def test_model_needs_exactly_one_form(client):

@@ -151,7 +151,7 @@ def test_invalid_input_is_one_line(tmp_path, capsys, content, expected):
 def test_allowed_values_on_the_line(tmp_path, capsys):
     code, _, err = run(capsys, "plan", write(tmp_path, {**OK, "server_args": {"kv_cache_dtype": "fp4"}}))
     assert code == 2
-    assert err.strip().endswith("(allowed: auto, bfloat16, bf16, fp8_e4m3, fp8_e5m2)")
+    assert err.strip().endswith("(allowed: auto, bfloat16, bf16, fp8_e4m3, fp8_e5m2, mxfp8, nvfp4, fp4_mx_block16)")
 
 
 def test_missing_file(tmp_path, capsys):
