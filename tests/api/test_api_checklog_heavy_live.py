@@ -69,6 +69,11 @@ def _config(ignored: list[str]) -> dict:
 
 CRAFTED_BODY = {"log": EXAMPLE_LOG, "hf_config": _config([CRAFTED]), "gpu": "h200"}
 GLOBS_BODY = {"log": EXAMPLE_LOG, "hf_config": _config([f"model.layers.*.no_such_module_{i}.*" for i in range(10_000)]), "gpu": "h200"}
+# The slowest list a client may send (4096 entries of 190 characters, past the compiled-list
+# cache's size so every plan compiles it): with linear-time matching the crafted pattern answers
+# at once, so this is what keeps a job busy long enough for its client to leave.
+SLOW_BODY = {"log": EXAMPLE_LOG, "gpu": "h200",
+             "hf_config": _config([f"model.layers.*.no_such_module_{i:05d}_" + "x" * 160 + ".*" for i in range(4096)])}
 PAIR_BODY = {"prefill": {"log": EXAMPLE_LOG}, "decode": {"log": EXAMPLE_LOG, "hf_config": _config([CRAFTED])}}
 
 
@@ -132,7 +137,7 @@ def test_a_disconnected_check_log_stops(server):
     _settle(base)
     baseline = _rss(server.proc.pid)
     with pytest.raises(httpx.ReadTimeout), httpx.Client(timeout=1.0) as c:
-        c.post(base + "/v1/check-log", json=CRAFTED_BODY)  # the client gives up after 1 s
+        c.post(base + "/v1/check-log", json=SLOW_BODY)  # the client gives up after 1 s
     left = time.monotonic()
     idle = _idle_within(server.proc.pid, 2.0)
     assert idle is not None, "the pool still burns CPU 2 s after the client left"

@@ -338,8 +338,13 @@ def test_exit_codes_through_a_real_process(tmp_path, request_obj, code):
         assert result.stderr == "" and verdict_line(result.stdout).startswith("mambasizer check: OK: ")
 
 
-def test_url_against_the_real_service_matches_in_process(tmp_path, capsys):
+def test_url_against_the_real_service_matches_in_process(tmp_path, capsys, monkeypatch):
     """`--url` against the real API (uvicorn on 127.0.0.1) gives the in-process verdicts."""
+    import logging
+
+    # The in-thread server logs through handlers an earlier test may have left on a stream
+    # pytest has since closed; logging would print its own error into this test's stderr.
+    monkeypatch.setattr(logging, "raiseExceptions", False)
     try:
         from mambasizer.service.api.app import create_app
     except ModuleNotFoundError as exc:
