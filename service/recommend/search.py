@@ -47,11 +47,8 @@ from mambasizer.schemas.recommend import (
     RecommendResponse,
     TargetCheck,
 )
-from mambasizer.schemas.releases import DEFAULT_RELEASE
 from mambasizer.schemas.request import (
     MAX_PARALLEL,
-    MAX_SGLANG_ARG_CHARS,
-    MAX_SGLANG_ARGS,
     Budget,
     PlanRequest,
     ServerArgs,
@@ -144,26 +141,10 @@ def parse(raw: RecommendRequest | dict | Any) -> RecommendRequest:
 
 
 def _with_sglang_args(raw: dict) -> dict:
-    from mambasizer.service.sglang_args import env_value, parse_sglang_args
+    """`sglang_args` read into `server_args` and `env` by the front door, as POST /v1/plan reads them."""
+    from mambasizer.service.requests.launch_line import take_sglang_args
 
-    value = raw.pop("sglang_args")
-    if not isinstance(value, list) or not all(isinstance(a, str) for a in value) or len(value) > MAX_SGLANG_ARGS:
-        raise PlanInputError("sglang_args", f'must be a list of at most {MAX_SGLANG_ARGS} strings, as a shell passes them (e.g. ["--tp-size", "8"])')
-    for i, arg in enumerate(value):
-        if len(arg) > MAX_SGLANG_ARG_CHARS:
-            raise PlanInputError(f"sglang_args.{i}", f"is longer than {MAX_SGLANG_ARG_CHARS} characters")
-    if "server_args" in raw:
-        raise PlanInputError("sglang_args", "give either server_args or sglang_args, not both")
-    # Parsed as the release the request names parses it (its flags, aliases, choices).
-    parsed = parse_sglang_args(list(value), raw.get("sglang_version") or DEFAULT_RELEASE)
-    env = dict(raw.get("env") or {})
-    for key, val in parsed.env.items():
-        if key in env and env_value(key, env[key]) != val:  # one value, read by SGLang's env rules
-            raise PlanInputError(f"env.{key}", f"is {env[key]!r} in env but sglang_args set it to {val!r}")
-        env[key] = val
-    raw["server_args"] = dict(parsed.server_args)
-    if env:
-        raw["env"] = env
+    raw, _ = take_sglang_args(raw, raw.pop("sglang_args"))
     return raw
 
 
