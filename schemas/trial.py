@@ -115,7 +115,8 @@ class PoolLine(_Strict):
     budgeted_bytes: int = Field(description="The part of predicted that SGLang's sizing charges.")
     reserved_delta_bytes: int | None = Field(None, description="CUDA: torch.cuda.memory_reserved() growth (allocator segments).")
     device_free_drop_bytes: int | None = Field(None, description="CUDA: drop of torch.cuda.mem_get_info() free bytes.")
-    rss_delta_bytes: int | None = Field(None, description="CPU: process resident-set growth with every page touched.")
+    rss_delta_bytes: int | None = Field(None, description="CPU: process resident-set growth with every page touched (moves with whatever else the process frees meanwhile).")
+    resident_bytes: int | None = Field(None, description="CPU: bytes of the pool's own pages in memory right after each tensor was allocated (mincore); null where the OS cannot say.")
 
 
 class UnbudgetedLine(_Strict):

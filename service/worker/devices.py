@@ -6,8 +6,8 @@ what the allocator holds (`snapshot`) and releases everything it handed out (`re
 
 * `CudaBackend`: `torch.cuda.memory_allocated` / `memory_reserved` / `mem_get_info`.
 * `CpuBackend`: the tensors' own storage bytes (tracked through weak references, so the
-  "allocated" figure is exactly what this backend handed out and still lives) and the
-  process's RSS. An optional `cap_bytes` simulates a device of that size: an allocation
+  "allocated" figure is exactly what this backend handed out and still lives), the
+  resident bytes of each tensor's own pages (mincore) and the process's RSS. An optional `cap_bytes` simulates a device of that size: an allocation
   past it raises `torch.OutOfMemoryError`, like the CUDA caching allocator does.
 """
 
@@ -76,6 +76,10 @@ class Backend:
     def tensor_bytes(self, t: Any) -> int:
         return int(t.untyped_storage().nbytes())
 
+    def resident_bytes(self, t: Any) -> int | None:
+        """Bytes of the tensor's own pages in memory (CPU only)."""
+        return None
+
     def snapshot(self) -> Snapshot:
         raise NotImplementedError
 
@@ -131,6 +135,11 @@ class CpuBackend(Backend):
             self._next += 1
             self._live[key] = (weakref.ref(t), self.tensor_bytes(t))
         return t
+
+    def resident_bytes(self, t: Any) -> int | None:
+        from mambasizer.service.worker.residency import resident_bytes
+
+        return resident_bytes(int(t.data_ptr()), self.tensor_bytes(t))
 
     def snapshot(self) -> Snapshot:
         import psutil

@@ -209,6 +209,7 @@ def _trial_stage(rank: int, tensors: list[TensorSpec], backend: Backend, cancel:
     base = backend.snapshot()
     live: list = []
     measured: dict[int, int] = {}  # index in `tensors` -> measured bytes
+    resident: dict[int, int | None] = {}  # CPU: the tensor's own resident bytes while held
     stats: dict[str, dict[str, int]] = {p: {} for p in POOLS}
     peak = 0
     oom: OOMInfo | None = None
@@ -229,6 +230,7 @@ def _trial_stage(rank: int, tensors: list[TensorSpec], backend: Backend, cancel:
                 live.append(t)
                 after = backend.snapshot()
                 measured[i] = (after.allocated - before.allocated) if backend.kind == "cuda" else backend.tensor_bytes(t)
+                resident[i] = backend.resident_bytes(t)
                 del t
                 _accumulate(stats[spec.pool], before, after)
                 peak = max(peak, after.allocated - base.allocated)
@@ -242,7 +244,7 @@ def _trial_stage(rank: int, tensors: list[TensorSpec], backend: Backend, cancel:
         live.clear()
         backend.release()
     leaked = max(0, backend.snapshot().allocated - base.allocated)
-    return _stage_result(rank, tensors, measured, stats, backend, status, oom, peak, leaked, free_after, t0)
+    return _stage_result(rank, tensors, measured, resident, stats, backend, status, oom, peak, leaked, free_after, t0)
 
 
 def _accumulate(acc: dict[str, int], before, after) -> None:
@@ -267,15 +269,18 @@ def _oom_info(spec: TensorSpec, remaining: list[TensorSpec], backend: Backend, e
     )
 
 
-def _stage_result(rank, tensors, measured, stats, backend, status, oom, peak, leaked, free_after, t0) -> StageTrial:
+def _stage_result(rank, tensors, measured, resident, stats, backend, status, oom, peak, leaked, free_after, t0) -> StageTrial:
     pred: dict[str, int] = {}
     budgeted: dict[str, int] = {}
     meas: dict[str, int | None] = {}
     count: dict[str, int] = {}
+    res: dict[str, int | None] = {}
     for i, t in enumerate(tensors):
         pred[t.pool] = pred.get(t.pool, 0) + t.nbytes
         budgeted[t.pool] = budgeted.get(t.pool, 0) + (t.nbytes - t.uncharged_bytes)
         count[t.pool] = count.get(t.pool, 0) + 1
+        r, acc = resident.get(i), res.get(t.pool, 0)
+        res[t.pool] = None if r is None or acc is None else acc + r
         if i in measured and meas.get(t.pool, 0) is not None:
             meas[t.pool] = meas.get(t.pool, 0) + measured[i]
         else:
@@ -292,6 +297,7 @@ def _stage_result(rank, tensors, measured, stats, backend, status, oom, peak, le
             reserved_delta_bytes=s.get("reserved") if backend.kind == "cuda" and m is not None else None,
             device_free_drop_bytes=s.get("free") if backend.kind == "cuda" and m is not None else None,
             rss_delta_bytes=s.get("rss") if backend.kind == "cpu" and m is not None else None,
+            resident_bytes=res.get(p) if backend.kind == "cpu" and m is not None else None,
         ))
     unbudgeted = []
     for i, t in enumerate(tensors):

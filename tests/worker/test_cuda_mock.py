@@ -111,6 +111,7 @@ def test_budget_from_the_device_the_way_sglangs_profiler_derives_it(fake_gpu):
         assert 0 <= line.difference_bytes < 512 * line.tensors, line.pool
         assert line.reserved_delta_bytes is not None and line.device_free_drop_bytes is not None
         assert line.rss_delta_bytes is None
+        assert line.resident_bytes is None
     assert st.free_after_pools_bytes is not None and st.free_after_pools_bytes > 0
     # Released: allocated back to the baseline, the cache emptied, the weights let go.
     assert result.baseline_restored is True and fake_gpu.allocated() == 0

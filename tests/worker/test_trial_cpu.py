@@ -59,9 +59,11 @@ def assert_exact(result: TrialResult, body: dict) -> None:
                 assert getattr(st.difference, f"{pool}_bytes") == 0
         for line in st.pools:
             assert line.measured_bytes == line.predicted_bytes and line.difference_bytes == 0
-            # Big pools: the resident set grew by what was allocated (pages touched by zeros).
-            if line.predicted_bytes >= 256 * MIB:
-                assert line.rss_delta_bytes == pytest.approx(line.predicted_bytes, rel=0.02, abs=8 * MIB), line.pool
+            # Every page of every pool is in memory while held (torch.zeros touches each one),
+            # asked of the pool's own pages (mincore): the process's RSS delta also moves with
+            # whatever else the process frees meanwhile, so it is only reported.
+            assert line.resident_bytes == line.predicted_bytes, line.pool
+            assert line.rss_delta_bytes is not None
         assert st.peak_bytes == sum(expected.values())
 
 
