@@ -31,6 +31,7 @@ TrialStatus = Literal["ok", "oom", "unavailable", "rejected"]
 StageStatus = Literal["ok", "oom", "cancelled"]
 Pool = Literal[
     "conv_state", "ssm_state", "intermediate_state", "replayssm_ring", "kv_pool", "req_to_token", "side_tables",
+    "int8_checkpoint",
 ]
 MAX_TIMEOUT_S = 3600.0
 
@@ -92,6 +93,7 @@ class PoolBytes(_Strict):
     kv_pool_bytes: int = 0
     req_to_token_bytes: int = 0
     side_tables_bytes: int = Field(0, description="Small index tables: the mamba slot free list, request -> slot maps, ReplaySSM cursors.")
+    int8_checkpoint_bytes: int = Field(0, description="--enable-int8-mamba-checkpoint: the int8 checkpoint pool and its slot list, allocated after the split and never charged.")
 
 
 class MeasuredPoolBytes(_Strict):
@@ -104,6 +106,7 @@ class MeasuredPoolBytes(_Strict):
     kv_pool_bytes: int | None = None
     req_to_token_bytes: int | None = None
     side_tables_bytes: int | None = None
+    int8_checkpoint_bytes: int | None = None
 
 
 class PoolLine(_Strict):

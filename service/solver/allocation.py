@@ -77,6 +77,9 @@ class StageAllocationInputs(NamedTuple):
     # A decode node's HybridMambaDecodeReqToTokenPool: its in-transfer rows
     # (disaggregation_decode_extra_slots); None for every other pool (disaggregation.py).
     decode_pre_alloc: int | None = None
+    # --enable-int8-mamba-checkpoint: the checkpoint slots (int8_checkpoint.slots), else None.
+    # Built after the MambaPool, outside the budget (service/solver/int8_checkpoint.py).
+    int8_checkpoint_slots: int | None = None
 
 
 def _rows(x: StageAllocationInputs) -> tuple[int, int, int]:
@@ -153,7 +156,26 @@ def _state_and_table_tensors(x: StageAllocationInputs) -> list[TensorSpec]:
     if x.extra_buffer:
         track = 2 if x.overlap_schedule else 1  # get_mamba_tracking_slots(extra_buffer=True, overlap)
         tensors.append(TensorSpec("side_tables", "req_index_to_mamba_ping_pong_track", (N + 1, track), "int64", False))
+    if x.int8_checkpoint_slots is not None:
+        tensors.extend(_int8_checkpoint_tensors(x, x.int8_checkpoint_slots))
     return tensors
+
+
+def _int8_checkpoint_tensors(x: StageAllocationInputs, slots: int) -> list[TensorSpec]:
+    """`MambaCheckpointPool` (mamba_checkpoint_pool.py): the int8 temporal state and its
+    per-(head, k-channel) scale in the temporal dtype, the conv windows in their own dtype,
+    each over the rank's mamba layers and slots + 1 rows (slot 0 reserved), then its slot
+    free list. Never charged by the budget (int8_checkpoint.pool_bytes is its estimate)."""
+    s = x.state
+    Lr, rows = x.local_mamba_layers, slots + 1
+    h, d_v, d_k = s.temporal
+    out = [
+        TensorSpec("int8_checkpoint", "ckpt.qdata", (Lr, rows, h, d_v, d_k), "int8", False),
+        TensorSpec("int8_checkpoint", "ckpt.scale", (Lr, rows, h, 1, d_k), s.ssm_dtype, False),
+    ]
+    out += [TensorSpec("int8_checkpoint", f"ckpt.conv[{i}]", (Lr, rows, *conv), s.conv_dtype, False) for i, conv in enumerate(s.conv_shapes)]
+    out.append(TensorSpec("int8_checkpoint", "ckpt.free_slots", (slots,), "int64", False))
+    return out
 
 
 def _spec_scratch(x: StageAllocationInputs) -> list[TensorSpec]:

@@ -545,6 +545,7 @@ def _stage_inputs(req, layout: ModelLayout, launch: Launch, stage_ranges, state:
                 device_kind=device_kind, extra_buffer=launch.extra_buffer,
                 overlap_schedule=not launch.disable_overlap_schedule, attn_dcp=launch.dcp_size,
                 decode_pre_alloc=launch.decode_extra_slots if launch.disaggregation_mode == "decode" else None,
+                int8_checkpoint_slots=int8_checkpoint.slots(K, launch.int8_checkpoint_size) if launch.int8_checkpoint else None,
             )
         out.append(built[counts])
     return out

@@ -41,13 +41,14 @@ from mambasizer.service.worker.devices import GIB, MIB, Backend, is_oom
 
 log = logging.getLogger("mambasizer.worker")
 
-POOLS: tuple[Pool, ...] = ("req_to_token", "conv_state", "ssm_state", "replayssm_ring", "intermediate_state", "side_tables", "kv_pool")
+POOLS: tuple[Pool, ...] = ("req_to_token", "conv_state", "ssm_state", "replayssm_ring", "intermediate_state", "side_tables", "int8_checkpoint", "kv_pool")
 CPU_MARGIN_ENV = "MAMBASIZER_WORKER_CPU_MARGIN_GIB"
 DEFAULT_CPU_MARGIN_GIB = 1.0
 
 WHY = {
     "req_to_token": "the req-to-token table is allocated outside the budget (it lives in the slack)",
     "side_tables": "small index tables SGLang allocates beside the pools and never charges",
+    "int8_checkpoint": "the int8 mamba checkpoint pool is built after the split, from the slack mem_fraction_static keeps",
     "intermediate_state": "the conv-window intermediates stay allocated under ReplaySSM spec, which drops their charge",
     "kv_pool": "the padded KV page (slot 0) is allocated on top of the max_total_num_tokens the budget paid for",
 }

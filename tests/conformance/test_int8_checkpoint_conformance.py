@@ -22,7 +22,7 @@ import pytest
 
 import cases
 import sglang_ref
-from mambasizer.service.planner import plan
+from mambasizer.service.planner import plan, plan_stage_tensors
 from mambasizer.service.solver import int8_checkpoint
 from mambasizer.service.solver.errors import PlanInputError
 from mambasizer.service.solver.specs import StateSpec
@@ -33,8 +33,9 @@ PRESETS = ("qwen3-next-80b-a3b-instruct", "qwen3.5-27b", "kimi-linear-48b-a3b-in
            "falcon-h1-0.5b", "granite-4.0-h-tiny", "nemotron-h-8b-base-8k")
 
 
-def _sglang_pool(sg, stage: dict, K: int, ckpt_size: int | None, device: str = "meta", free_bytes: int | None = None):
-    """SGLang's own pool for one rank: (its bytes, or the RuntimeError message it raised)."""
+def _sglang_pool(sg, stage: dict, K: int, ckpt_size: int | None, device: str = "meta", free_bytes: int | None = None, whole: bool = False):
+    """SGLang's own pool for one rank: (its bytes, or the RuntimeError message it raised);
+    `whole`: the pool object itself."""
     import sglang.srt.mem_cache.mamba_checkpoint_pool as mcp
 
     torch = sg.torch
@@ -58,7 +59,7 @@ def _sglang_pool(sg, stage: dict, K: int, ckpt_size: int | None, device: str = "
             if "CUDA" in str(exc):
                 return "passed"  # past the check: the allocation itself needs a GPU
             raise
-        return pool.mem_usage_bytes()
+        return pool if whole else pool.mem_usage_bytes()
 
 
 def _requests() -> list[dict]:
@@ -131,3 +132,32 @@ def test_free_memory_check_refuses_where_sglangs_does(name):
             assert theirs == int8_checkpoint.too_large_message(pool, free), (free, theirs)
         else:
             assert theirs == "passed", (free, theirs)
+
+
+def test_the_trial_manifest_allocates_sglangs_pool_tensor_for_tensor():
+    """The worker's manifest (service/solver/allocation.py) lists the tensors SGLang's pool
+    allocates on each rank, in its order, with its shapes and dtypes: the int8 state, its
+    scale, the conv windows, the slot free list."""
+    sg = sglang_ref._load()
+    torch = sg.torch
+    compared = 0
+    for n, req in enumerate(_requests()[::3]):
+        ref = sglang_ref.reference_plan(req)
+        try:
+            ours = plan(req)
+        except PlanInputError:
+            continue
+        if not ours.feasible or ref["error"] is not None:
+            continue
+        manifests = plan_stage_tensors(req, ours, "cuda")
+        for rank, st in enumerate(ref["stages"]):
+            with sglang_ref._LOCK, sglang_ref._fakes_active():
+                pool = _sglang_pool(sg, st, ref["max_mamba_cache_size"], req["server_args"].get("int8_mamba_ckpt_size"), whole=True)
+            theirs = [pool.temporal.qdata, pool.temporal.scale, *pool.conv, pool.allocator.free_slots]
+            mine = [t for t in manifests[rank] if t.pool == "int8_checkpoint"]
+            assert [tuple(t.shape) for t in theirs] == [t.shape for t in mine], (n, rank)
+            assert [t.element_size() for t in theirs] == [t.itemsize for t in mine], (n, rank)
+            assert [str(t.dtype).removeprefix("torch.") for t in theirs] == [t.dtype for t in mine], (n, rank)
+            compared += 1
+    print(f"int8 checkpoint manifest: {compared} ranks compared tensor for tensor with SGLang's pool")
+    assert compared >= 15

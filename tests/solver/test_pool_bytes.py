@@ -28,6 +28,7 @@ def test_closed_form_pool_bytes_equal_the_manifest():
             for x in stage_allocation_inputs(request, p, device):
                 manifest = pool_bytes(stage_tensors(x))
                 manifest.pop("side_tables", None)  # not a budget pool: the plan does not report it
+                manifest.pop("int8_checkpoint", None)  # nor the int8 checkpoint pool (int8_checkpoint.py)
                 assert stage_pool_bytes(x) == manifest
                 stages += 1
                 spec += x.speculative and x.local_mamba_layers > 0

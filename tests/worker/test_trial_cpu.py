@@ -16,7 +16,7 @@ from samples import TINY
 from worker_helpers import KIMI_PP2, KIMI_REPLAY, LAYOUT_FP8, QWEN_SMALL, QWEN_SPEC, req
 
 MIB = 1 << 20
-POOL_FIELDS = ("conv_state", "ssm_state", "intermediate_state", "replayssm_ring", "kv_pool", "req_to_token", "side_tables")
+POOL_FIELDS = ("conv_state", "ssm_state", "intermediate_state", "replayssm_ring", "kv_pool", "req_to_token", "side_tables", "int8_checkpoint")
 
 
 _CACHE: dict = {}
@@ -98,6 +98,29 @@ def test_unbudgeted_extras_are_reported_on_their_own_lines():
     assert kv.predicted_bytes - kv.budgeted_bytes == pad.predicted_bytes
     rt = next(line for line in st.pools if line.pool == "req_to_token")
     assert rt.budgeted_bytes == 0
+
+
+def test_the_int8_checkpoint_pool_is_allocated_after_the_split_and_never_charged():
+    """--enable-int8-mamba-checkpoint: the trial allocates SGLang's checkpoint pool (int8
+    state, scale, conv windows over 2K + 1 slots, its slot list) beside the budgeted pools,
+    byte for byte what the plan's slack consumer states, none of it budgeted."""
+    body = {**QWEN_SMALL, "server_args": {**QWEN_SMALL["server_args"], "enable_int8_mamba_checkpoint": True}}
+    result, _ = trial(body)
+    assert_exact(result, body)
+    st = result.stages[0]
+    p = plan(req(body))
+    (consumer,) = [c for c in p.slack_consumers if c.name == "int8_mamba_checkpoint_pool"]
+    slots = 2 * p.max_mamba_cache_size
+    line = next(x for x in st.pools if x.pool == "int8_checkpoint")
+    assert line.measured_bytes == line.predicted_bytes == consumer.bytes + slots * 8  # + the int64 slot list
+    assert line.budgeted_bytes == 0
+    names = {u.name: u for u in st.unbudgeted if u.pool == "int8_checkpoint"}
+    assert set(names) == {"ckpt.qdata", "ckpt.scale", "ckpt.conv[0]", "ckpt.free_slots"}
+    # Qwen3-Next at TP 8: 36 GDN layers, 4 value heads x 128 x 128 per rank, int8.
+    assert names["ckpt.qdata"].shape == [36, slots + 1, 4, 128, 128] and names["ckpt.qdata"].dtype == "int8"
+    # Everything else in the plan is unchanged by the pool (it comes out of the slack).
+    base = plan(req(QWEN_SMALL))
+    assert (p.max_mamba_cache_size, p.max_total_num_tokens) == (base.max_mamba_cache_size, base.max_total_num_tokens)
 
 
 def test_spec_intermediates_and_paged_kv():
