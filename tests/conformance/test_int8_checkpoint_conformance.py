@@ -139,7 +139,6 @@ def test_the_trial_manifest_allocates_sglangs_pool_tensor_for_tensor():
     allocates on each rank, in its order, with its shapes and dtypes: the int8 state, its
     scale, the conv windows, the slot free list."""
     sg = sglang_ref._load()
-    torch = sg.torch
     compared = 0
     for n, req in enumerate(_requests()[::3]):
         ref = sglang_ref.reference_plan(req)
