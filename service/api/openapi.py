@@ -18,6 +18,7 @@ from pydantic import TypeAdapter
 
 from mambasizer.schemas.json_schema import standard_bounds
 from mambasizer.service.presets import PRESETS
+from mambasizer.service.solver.plan import RELEASE_0_5_23_ONLY
 
 # What Budget's validator enforces, stated in the schema so a client (or schemathesis) can see
 # it: exactly one of the five forms (three measured, one of them vLLM's, two estimated from the GPU alone); `gpu` may
@@ -106,6 +107,8 @@ SEMANTIC_FIELDS: tuple[str, ...] = (
     # a flag sized only from some release on (ReplaySSM's ring from 0.5.20: service/solver/plan.py);
     # JSON Schema cannot tie it to sglang_version / compare's from_version
     "server_args.enable_linear_replayssm_spec",
+    # launch features modelled on SGLang 0.5.23 only: refused with any other sglang_version
+    "server_args.kv_cache_dtype", *(f"server_args.{name}" for name in RELEASE_0_5_23_ONLY),
     # engine "vllm" (service/solver/vllm/; SGLang-only operations refuse it on `engine`): its flags as typed and
     # its measured figure; with engine "vllm" the SGLang fields it refuses (server_args, draft_model) and the
     # families its path does not size (model) are semantic too (tests/api/schemathesis_hooks.py `excused`)

@@ -21,6 +21,7 @@ from mambasizer.service.solver.specs import DTYPE_BYTES, MXFP8_SCALE_BLOCK, KVSp
 
 Pool = Literal[
     "conv_state", "ssm_state", "intermediate_state", "replayssm_ring", "kv_pool", "req_to_token", "side_tables",
+    "int8_checkpoint",
 ]
 # Storage bytes per element. fp8 KV is stored as uint8 (`KVCache.store_dtype`): same size.
 _INDEX_BYTES = {"int32": 4, "int64": 8, "int8": 1}
